@@ -1,0 +1,129 @@
+#include "vgpu/catalog.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "catalog_tables.h"
+
+namespace vgpu {
+
+const Profile* GpuModel::find_profile(std::string_view profile_name) const {
+  auto it = std::ranges::find(profiles, profile_name, &Profile::name);
+  return it == profiles.end() ? nullptr : &*it;
+}
+
+const Profile* GpuModel::find_profile_by_nvml_id(int nvml_profile_id) const {
+  auto it = std::ranges::find(profiles, nvml_profile_id, &Profile::nvml_profile_id);
+  return it == profiles.end() ? nullptr : &*it;
+}
+
+std::string GpuModel::profile_names() const {
+  std::vector<std::string_view> names;
+  for (const auto& p : profiles) names.push_back(p.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+const Catalog& Catalog::builtin() {
+  static const Catalog catalog(detail::builtin_models());
+  return catalog;
+}
+
+const GpuModel* Catalog::find_model(std::string_view name) const {
+  auto it = std::ranges::find(models_, name, &GpuModel::name);
+  return it == models_.end() ? nullptr : &*it;
+}
+
+const GpuModel* Catalog::find_model_for_product(std::string_view product) const {
+  if (const auto* m = find_model(product)) return m;
+  for (const auto& m : models_)
+    if (std::ranges::find(m.nvml_names, product) != m.nvml_names.end()) return &m;
+  return nullptr;
+}
+
+std::string Catalog::model_names() const {
+  std::vector<std::string_view> names;
+  for (const auto& m : models_) names.push_back(m.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+Result<const GpuModel*> Catalog::require_model(std::string_view name) const {
+  if (const auto* m = find_model_for_product(name)) return m;
+  return fail(ErrorCode::not_found,
+              fmt::format("GPU model {}: not a MIG-capable model we know (known: {})", name,
+                          model_names()));
+}
+
+Result<const Profile*> Catalog::require_profile(const GpuModel& model,
+                                                std::string_view profile_name) const {
+  if (const auto* p = model.find_profile(profile_name)) return p;
+  return fail(ErrorCode::not_found,
+              fmt::format("profile {}: unknown profile on {} (valid: {})", profile_name, model.name,
+                          model.profile_names()));
+}
+
+std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel& actual) {
+  std::vector<std::string> diffs;
+  auto field = [&](std::string_view where, std::string_view name, auto a, auto b) {
+    if (a != b) diffs.push_back(fmt::format("{}: {} {} != {}", where, name, a, b));
+  };
+  field(expected.name, "compute_slices", expected.compute_slices, actual.compute_slices);
+  field(expected.name, "memory_slices", expected.memory_slices, actual.memory_slices);
+  for (const auto& e : expected.profiles) {
+    const Profile* a = actual.find_profile(e.name);
+    if (!a) {
+      diffs.push_back(fmt::format("{}: missing on the device", e.name));
+      continue;
+    }
+    field(e.name, "nvml_profile_id", e.nvml_profile_id, a->nvml_profile_id);
+    field(e.name, "compute_slices", e.compute_slices, a->compute_slices);
+    field(e.name, "memory_slices", e.memory_slices, a->memory_slices);
+    field(e.name, "sm_count", e.sm_count, a->sm_count);
+    field(e.name, "memory_mib", e.memory_mib, a->memory_mib);
+    field(e.name, "max_instances", e.max_instances, a->max_instances);
+    if (e.placements != a->placements) {
+      auto show = [](const std::vector<Placement>& ps) {
+        std::string s;
+        for (const auto& p : ps) s += fmt::format("{{{},{}}}", p.start, p.size);
+        return s;
+      };
+      diffs.push_back(
+          fmt::format("{}: placements {} != {}", e.name, show(e.placements), show(a->placements)));
+    }
+  }
+  for (const auto& a : actual.profiles)
+    if (!expected.find_profile(a.name))
+      diffs.push_back(fmt::format("{}: on the device but not in the built-in table", a.name));
+  return diffs;
+}
+
+Result<std::string> parse_profile_name(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("profile '{}': {} (expected <N>g.<M>gb, e.g. 3g.40gb or 1g.10gb+me)",
+                            text, why));
+  };
+  if (text.empty()) return bad("empty");
+  if (text.size() > 32) return bad("too long");
+  std::size_t i = 0;
+  auto digits = [&] {
+    std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i - start;
+  };
+  std::size_t n = digits();
+  if (n == 0 || n > 2 || text[0] == '0') return bad("must start with a compute slice count");
+  if (text.substr(i, 2) != "g.") return bad("missing 'g.' after the compute slice count");
+  i += 2;
+  std::size_t m = digits();
+  if (m == 0 || m > 4) return bad("missing memory size");
+  if (text.substr(i, 2) != "gb") return bad("memory size must end in 'gb'");
+  i += 2;
+  std::string_view rest = text.substr(i);
+  if (!rest.empty() && rest != "+me" && rest != "+gfx") return bad("unknown suffix");
+  return std::string(text);
+}
+
+}  // namespace vgpu

@@ -1,0 +1,92 @@
+// Built-in MIG tables. Sources: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles"
+// (fractions of memory/SMs, instance counts, placement diagrams) and its `nvidia-smi mig -lgip` /
+// `-lgipp` listings (profile IDs, SM counts, memory in GiB with two decimals, placements).
+// memory_mib is the listed GiB x 1024. For models whose listing the guide does not print
+// (H100-94GB, H200-141GB) memory is the profile's memory fraction of the usable framebuffer,
+// rounded down to 256 MiB like the published values; the backend's compare_models() against NVML
+// is the arbiter on real hardware.
+#include "catalog_tables.h"
+
+namespace vgpu::detail {
+namespace {
+
+// NVML_GPU_INSTANCE_PROFILE_* values (nvml.h).
+constexpr int kSlice1 = 0, kSlice2 = 1, kSlice3 = 2, kSlice4 = 3, kSlice7 = 4, kSlice1Rev1 = 7,
+              kSlice2Rev1 = 8, kSlice1Rev2 = 9;
+
+std::vector<Placement> every(int count, int step, int size) {
+  std::vector<Placement> out;
+  for (int i = 0; i < count; ++i) out.push_back({i * step, size});
+  return out;
+}
+
+// The seven-compute-slice, eight-memory-slice family (A100, H100, H200) shares its geometry.
+struct SevenSliceSizes {
+  const char* g1;      // 1g.<g1>gb
+  const char* g1x2;    // 1g.<2 mem slices>gb
+  const char* g2;      // 2g.*
+  const char* g3;      // 3g.*
+  const char* g4;      // 4g.*
+  const char* g7;      // 7g.*
+  int mib_1slice, mib_2slice, mib_4slice, mib_full;
+  int sm_1g, sm_1g_2slice, sm_2g, sm_3g, sm_4g, sm_7g;
+};
+
+std::vector<Profile> seven_slice_profiles(const SevenSliceSizes& s) {
+  auto name = [](const char* c, const char* m) { return std::string(c) + "." + m + "gb"; };
+  return {
+      {name("1g", s.g1), 19, kSlice1, 1, 1, s.sm_1g, s.mib_1slice, 7, every(7, 1, 1)},
+      {name("1g", s.g1) + "+me", 20, kSlice1Rev1, 1, 1, s.sm_1g, s.mib_1slice, 1, every(7, 1, 1)},
+      {name("1g", s.g1x2), 15, kSlice1Rev2, 1, 2, s.sm_1g_2slice, s.mib_2slice, 4, every(4, 2, 2)},
+      {name("2g", s.g2), 14, kSlice2, 2, 2, s.sm_2g, s.mib_2slice, 3, every(3, 2, 2)},
+      {name("3g", s.g3), 9, kSlice3, 3, 4, s.sm_3g, s.mib_4slice, 2, every(2, 4, 4)},
+      {name("4g", s.g4), 5, kSlice4, 4, 4, s.sm_4g, s.mib_4slice, 1, every(1, 4, 4)},
+      {name("7g", s.g7), 0, kSlice7, 7, 8, s.sm_7g, s.mib_full, 1, every(1, 8, 8)},
+  };
+}
+
+GpuModel seven_slice_model(std::string short_name, std::vector<std::string> nvml_names, int sm,
+                           int memory_mib, const SevenSliceSizes& sizes) {
+  return GpuModel{std::move(short_name), std::move(nvml_names), 7, 8, sm, memory_mib,
+                  seven_slice_profiles(sizes)};
+}
+
+}  // namespace
+
+std::vector<GpuModel> builtin_models() {
+  std::vector<GpuModel> models;
+  models.push_back(seven_slice_model(
+      "A100-40GB", {"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 40GB PCIe"}, 108,
+      40960, {"5", "10", "10", "20", "20", "40", 4864, 9856, 20096, 40448, 14, 14, 28, 42, 56, 98}));
+  models.push_back(seven_slice_model(
+      "A100-80GB", {"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-80GB"}, 108,
+      81920, {"10", "20", "20", "40", "40", "80", 9728, 19968, 40192, 81152, 14, 14, 28, 42, 56, 98}));
+  models.push_back(seven_slice_model(
+      "H100-80GB", {"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100"}, 132, 81559,
+      {"10", "20", "20", "40", "40", "80", 9984, 20096, 40448, 81152, 16, 26, 32, 60, 64, 132}));
+  models.push_back(seven_slice_model(
+      "H100-94GB", {"NVIDIA H100 NVL", "NVIDIA H100 94GB HBM3"}, 132, 95830,
+      {"12", "24", "24", "47", "47", "94", 11264, 22784, 46848, 93696, 16, 26, 32, 60, 64, 132}));
+  models.push_back(seven_slice_model(
+      "H200-141GB", {"NVIDIA H200", "NVIDIA H200 NVL"}, 132, 143771,
+      {"18", "35", "35", "71", "71", "141", 16640, 33792, 69632, 140288, 16, 26, 32, 60, 64, 132}));
+
+  // A30: four compute and four memory slices; media extensions on 1g and 2g.
+  models.push_back(GpuModel{
+      "A30-24GB",
+      {"NVIDIA A30"},
+      4,
+      4,
+      56,
+      24576,
+      {
+          {"1g.6gb", 14, kSlice1, 1, 1, 14, 5952, 4, every(4, 1, 1)},
+          {"1g.6gb+me", 21, kSlice1Rev1, 1, 1, 14, 5952, 1, every(4, 1, 1)},
+          {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2)},
+          {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2)},
+          {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4)},
+      }});
+  return models;
+}
+
+}  // namespace vgpu::detail

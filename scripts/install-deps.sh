@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package slurm-vgpu builds, tests or demos with.
+# Idempotent and non-interactive: safe to run on every invocation of the README commands.
+set -euo pipefail
+
+packages=(
+  # build toolchain and libraries
+  build-essential cmake ninja-build pkg-config git
+  nlohmann-json3-dev libgtest-dev libgmock-dev googletest libcli11-dev libfmt-dev
+  libbenchmark-dev librapidcheck-dev libhwloc-dev hwloc
+  clang libclang-rt-14-dev
+  # Slurm 22.05 (daemons, clients, and the tools that fetch its matching source)
+  slurm-wlm slurmctld slurmd slurm-client munge dpkg-dev
+  # visualization sessions
+  libvirt-dev libvirt-daemon libvirt-clients qemu-system-x86 qemu-utils
+  websockify novnc chromium busybox-static cpio
+  # benchmark plots and helpers
+  python3 python3-matplotlib jq bc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Debian's slurm packages try to start daemons from maintainer scripts; we start our own.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
