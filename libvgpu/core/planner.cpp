@@ -28,7 +28,7 @@ struct Work {
 
   // The (gpu, placement) that costs the fewest future options; prefers partly used GPUs, which
   // keeps whole GPUs whole for large profiles. Ties go to the lowest GPU index.
-  bool place_one(std::string_view profile_name, std::string reason) {
+  bool place_one(std::string_view profile_name, int demand_index) {
     int best_gpu = -1;
     Placement best_placement;
     long best_loss = std::numeric_limits<long>::max();
@@ -52,7 +52,8 @@ struct Work {
     auto& layout = layouts[static_cast<std::size_t>(best_gpu)];
     const Profile* profile = layout.model().find_profile(profile_name);
     (void)layout.place(*profile, best_placement);
-    plan.slots.push_back({best_gpu, profile, best_placement, std::move(reason)});
+    plan.slots.push_back({best_gpu, profile, best_placement,
+                          fmt::format("demand #{}", demand_index + 1), demand_index});
     return true;
   }
 
@@ -115,7 +116,7 @@ Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config,
     }
     int placed = 0;
     for (int n = 0; n < d.count; ++n)
-      if (w.place_one(d.profile, fmt::format("demand #{}", i + 1))) ++placed;
+      if (w.place_one(d.profile, static_cast<int>(i))) ++placed;
     w.plan.notes.push_back(
         fmt::format("demand #{} {} x{}: {} planned", i + 1, d.profile, d.count, placed));
     if (placed < d.count && d.starving) w.reserve_for(d.profile);
@@ -129,7 +130,7 @@ Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config,
       if (!profile) continue;
       if (auto where = w.layouts[g].best_placement(*profile)) {
         (void)w.layouts[g].place(*profile, *where);
-        w.plan.slots.push_back({static_cast<int>(g), profile, *where, "idle layout"});
+        w.plan.slots.push_back({static_cast<int>(g), profile, *where, "idle layout", -1});
       }
     }
   }

@@ -34,7 +34,8 @@ struct PlannedSlot {
   int gpu = 0;
   const Profile* profile = nullptr;
   Placement placement;
-  std::string reason;  // "demand #2", "idle layout", "reserved for starving 7g.80gb"
+  std::string reason;  // "demand #2", "idle layout"
+  int demand = -1;     // index into the demand it serves; -1 for the idle layout
   bool operator==(const PlannedSlot& o) const {
     return gpu == o.gpu && profile == o.profile && placement == o.placement;
   }

@@ -1,0 +1,100 @@
+#include "vgpu/gres_request.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <ranges>
+
+#include "vgpu/catalog.h"
+
+namespace vgpu {
+namespace {
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t pos = text.find(sep, start);
+    parts.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+Result<int> parse_count(std::string_view text, std::string_view entry) {
+  int value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value < 1 || value > 4096)
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("gres '{}': count '{}' must be a whole number from 1 to 4096", entry, text));
+  return value;
+}
+
+// A type is a MIG profile name or a viz pool name; both are restricted to a safe alphabet here
+// because the value travels into file names and environment variables on the node.
+Result<std::string> parse_type(std::string_view text, std::string_view entry) {
+  if (text.empty() || text.size() > 64)
+    return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': empty or overlong type", entry));
+  for (char c : text) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '-' || c == '_' || c == '+';
+    if (!ok)
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("gres '{}': type '{}' has a character outside [A-Za-z0-9._+-]", entry, text));
+  }
+  if (text.front() >= '0' && text.front() <= '9') {
+    if (auto p = parse_profile_name(text); !p)
+      return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': {}", entry, p.error().message));
+  }
+  return std::string(text);
+}
+
+}  // namespace
+
+Result<std::vector<GresRequest>> parse_vgpu_gres(std::string_view text) {
+  std::vector<GresRequest> out;
+  if (text.empty()) return fail(ErrorCode::invalid_argument, "gres: empty request");
+  for (std::string_view entry : split(text, ',')) {
+    auto fields = split(entry, ':');
+    if (!fields.empty() && fields.front() == "gres") fields.erase(fields.begin());
+    if (fields.empty() || fields.front().empty())
+      return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': missing GRES name", entry));
+    if (fields.front() != "vgpu") continue;
+    if (fields.size() == 1 || (fields.size() == 2 && parse_count(fields[1], entry)))
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("gres '{}': vgpu requests must name a profile, e.g. vgpu:3g.40gb:1", entry));
+    if (fields.size() > 3)
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("gres '{}': expected vgpu:<profile>[:<count>]", entry));
+    GresRequest req;
+    auto type = parse_type(fields[1], entry);
+    if (!type) return std::unexpected(type.error());
+    req.type = std::move(*type);
+    if (fields.size() == 3) {
+      auto count = parse_count(fields[2], entry);
+      if (!count) return std::unexpected(count.error());
+      req.count = *count;
+    }
+    out.push_back(std::move(req));
+  }
+  return out;
+}
+
+Result<std::vector<GresRequest>> parse_vgpu_alloc(std::string_view text) {
+  std::vector<GresRequest> out;
+  if (text.empty()) return out;
+  for (std::string_view entry : split(text, ',')) {
+    auto fields = split(entry, ':');
+    if (fields.size() != 2)
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("VGPU_ALLOC entry '{}': expected <type>:<count>", entry));
+    auto type = parse_type(fields[0], entry);
+    if (!type) return std::unexpected(type.error());
+    auto count = parse_count(fields[1], entry);
+    if (!count) return std::unexpected(count.error());
+    out.push_back({std::move(*type), *count});
+  }
+  return out;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,128 @@
+#include "vgpu/catalog.h"
+
+#include <gtest/gtest.h>
+
+#include "vgpu/catalog_json.h"
+
+namespace vgpu {
+namespace {
+
+TEST(Catalog, HasEveryModelTheIssueNames) {
+  for (const char* name : {"A100-40GB", "A100-80GB", "A30-24GB", "H100-80GB", "H100-94GB", "H200-141GB"})
+    EXPECT_NE(Catalog::builtin().find_model(name), nullptr) << name;
+}
+
+TEST(Catalog, H100ProfilesMatchThePublishedListing) {
+  const GpuModel& m = *Catalog::builtin().find_model("H100-80GB");
+  struct Row { const char* name; int id, cs, ms, sm, max; std::vector<int> starts; };
+  std::vector<Row> rows = {
+      {"1g.10gb", 19, 1, 1, 16, 7, {0, 1, 2, 3, 4, 5, 6}}, {"1g.10gb+me", 20, 1, 1, 16, 1, {0, 1, 2, 3, 4, 5, 6}},
+      {"1g.20gb", 15, 1, 2, 26, 4, {0, 2, 4, 6}},          {"2g.20gb", 14, 2, 2, 32, 3, {0, 2, 4}},
+      {"3g.40gb", 9, 3, 4, 60, 2, {0, 4}},                 {"4g.40gb", 5, 4, 4, 64, 1, {0}},
+      {"7g.80gb", 0, 7, 8, 132, 1, {0}}};
+  ASSERT_EQ(m.profiles.size(), rows.size());
+  for (const auto& r : rows) {
+    const Profile* p = m.find_profile(r.name);
+    ASSERT_NE(p, nullptr) << r.name;
+    EXPECT_EQ(p->nvml_profile_id, r.id) << r.name;
+    EXPECT_EQ(p->compute_slices, r.cs) << r.name;
+    EXPECT_EQ(p->memory_slices, r.ms) << r.name;
+    EXPECT_EQ(p->sm_count, r.sm) << r.name;
+    EXPECT_EQ(p->max_instances, r.max) << r.name;
+    std::vector<int> starts;
+    for (const auto& pl : p->placements) {
+      starts.push_back(pl.start);
+      EXPECT_EQ(pl.size, r.ms) << r.name;
+    }
+    EXPECT_EQ(starts, r.starts) << r.name;
+  }
+}
+
+TEST(Catalog, EveryPlacementFitsInsideItsGpu) {
+  for (const auto& m : Catalog::builtin().models())
+    for (const auto& p : m.profiles) {
+      EXPECT_FALSE(p.placements.empty()) << m.name << " " << p.name;
+      EXPECT_LE(p.compute_slices, m.compute_slices);
+      EXPECT_LE(p.memory_mib, m.memory_mib) << m.name << " " << p.name;
+      for (const auto& pl : p.placements) EXPECT_LE(pl.end(), m.memory_slices) << m.name << " " << p.name;
+    }
+}
+
+TEST(Catalog, NvmlProductNamesMapToModels) {
+  EXPECT_EQ(Catalog::builtin().find_model_for_product("NVIDIA H100 80GB HBM3")->name, "H100-80GB");
+  EXPECT_EQ(Catalog::builtin().find_model_for_product("NVIDIA A100-SXM4-40GB")->name, "A100-40GB");
+  EXPECT_EQ(Catalog::builtin().find_model_for_product("Tesla T4"), nullptr);
+}
+
+TEST(Catalog, UnknownProfileErrorListsValidProfiles) {
+  const GpuModel& m = *Catalog::builtin().find_model("H100-80GB");
+  auto r = Catalog::builtin().require_profile(m, "9g.99gb");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "profile 9g.99gb: unknown profile on H100-80GB (valid: 1g.10gb, 1g.10gb+me, 1g.20gb, "
+            "2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)");
+}
+
+TEST(Catalog, UnknownModelErrorListsKnownModels) {
+  auto r = Catalog::builtin().require_model("V100");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("known: A100-40GB"), std::string::npos) << r.error().message;
+}
+
+TEST(Catalog, JsonRoundTripsEveryModel) {
+  for (const auto& m : Catalog::builtin().models()) {
+    auto back = model_from_json(to_json(m), "model");
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_TRUE(compare_models(m, *back).empty());
+    EXPECT_EQ(back->nvml_names, m.nvml_names);
+  }
+}
+
+TEST(Catalog, JsonLoaderNamesTheBadField) {
+  auto j = to_json(*Catalog::builtin().find_model("A30-24GB"));
+  j["profiles"][2]["placements"][1]["size"] = "two";
+  auto r = model_from_json(j, "fixture.gpus[0]");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "fixture.gpus[0].profiles[2].placements[1].size: must be an integer");
+  j = to_json(*Catalog::builtin().find_model("A30-24GB"));
+  j["profiles"][0]["colour"] = "red";
+  r = model_from_json(j, "m");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "m.profiles[0].colour: unknown field");
+}
+
+TEST(Catalog, CompareModelsReportsEachDifferingField) {
+  GpuModel device = *Catalog::builtin().find_model("H100-80GB");
+  device.profiles[4].memory_mib = 40192;
+  device.profiles[2].placements.pop_back();
+  device.profiles.pop_back();
+  auto diffs = compare_models(*Catalog::builtin().find_model("H100-80GB"), device);
+  ASSERT_EQ(diffs.size(), 3u);
+  EXPECT_EQ(diffs[0], "1g.20gb: placements {0,2}{2,2}{4,2}{6,2} != {0,2}{2,2}{4,2}");
+  EXPECT_EQ(diffs[1], "3g.40gb: memory_mib 40448 != 40192");
+  EXPECT_EQ(diffs[2], "7g.80gb: missing on the device");
+}
+
+TEST(ProfileName, AcceptsRealSpellings) {
+  for (const char* ok : {"1g.10gb", "1g.10gb+me", "7g.141gb", "1g.6gb", "4g.24gb", "1g.24gb+gfx"})
+    EXPECT_TRUE(parse_profile_name(ok)) << ok;
+}
+
+TEST(ProfileName, RejectsMalformedWithReason) {
+  struct Case { const char* text; const char* why; };
+  for (const auto& c : std::vector<Case>{{"", "empty"},
+                                         {"3g", "missing 'g.'"},
+                                         {"g.10gb", "must start with"},
+                                         {"03g.40gb", "must start with"},
+                                         {"3g.40", "must end in 'gb'"},
+                                         {"3g.40gb+xx", "unknown suffix"},
+                                         {"3g.gb", "missing memory size"},
+                                         {"3g.40gb;rm -rf /", "unknown suffix"}}) {
+    auto r = parse_profile_name(c.text);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_NE(r.error().message.find(c.why), std::string::npos) << c.text << ": " << r.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace vgpu

@@ -1,0 +1,56 @@
+#include "vgpu/gres_request.h"
+
+#include <gtest/gtest.h>
+
+namespace vgpu {
+namespace {
+
+TEST(GresRequest, ParsesTypedRequestsAndLists) {
+  auto r = parse_vgpu_gres("vgpu:3g.40gb:1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, (std::vector<GresRequest>{{"3g.40gb", 1}}));
+  r = parse_vgpu_gres("gres:vgpu:1g.10gb:4,gpu:1,vgpu:viz-small");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, (std::vector<GresRequest>{{"1g.10gb", 4}, {"viz-small", 1}}));
+}
+
+TEST(GresRequest, UntypedVgpuIsRefusedWithAnExample) {
+  for (const char* text : {"vgpu:2", "vgpu", "gres:vgpu:1"}) {
+    auto r = parse_vgpu_gres(text);
+    ASSERT_FALSE(r) << text;
+    EXPECT_NE(r.error().message.find("must name a profile, e.g. vgpu:3g.40gb:1"), std::string::npos)
+        << r.error().message;
+  }
+}
+
+TEST(GresRequest, BadCountsAndTypesAreNamed) {
+  struct Case { const char* text; const char* expect; };
+  for (const auto& c : std::vector<Case>{
+           {"vgpu:3g.40gb:0", "count '0' must be a whole number from 1 to 4096"},
+           {"vgpu:3g.40gb:-1", "count '-1'"},
+           {"vgpu:3g.40gb:2x", "count '2x'"},
+           {"vgpu:3g.40gb:99999", "count '99999'"},
+           {"vgpu:9g.99:1", "must end in 'gb'"},
+           {"vgpu:../../etc:1", "character outside"},
+           {"vgpu:a$(id):1", "character outside"},
+           {"vgpu:3g.40gb:1:2", "expected vgpu:<profile>[:<count>]"},
+           {",vgpu:1g.10gb:1", "missing GRES name"},
+       }) {
+    auto r = parse_vgpu_gres(c.text);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << c.text << " -> " << r.error().message;
+  }
+}
+
+TEST(GresRequest, AllocSummaryRoundTrips) {
+  auto r = parse_vgpu_alloc("1g.10gb:2,7g.80gb:1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, (std::vector<GresRequest>{{"1g.10gb", 2}, {"7g.80gb", 1}}));
+  EXPECT_TRUE(parse_vgpu_alloc("")->empty());
+  auto bad = parse_vgpu_alloc("1g.10gb");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "VGPU_ALLOC entry '1g.10gb': expected <type>:<count>");
+}
+
+}  // namespace
+}  // namespace vgpu

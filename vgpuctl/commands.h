@@ -1,0 +1,13 @@
+// vgpuctl subcommands. Each registers itself on the root app; its callback sets the exit code
+// (0 ok, 1 the checked thing is bad / not possible, 2 usage or I/O error).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace vgpuctl {
+
+void add_catalog_command(CLI::App& app, int& exit_code);
+void add_plan_command(CLI::App& app, int& exit_code);
+void add_policy_command(CLI::App& app, int& exit_code);
+
+}  // namespace vgpuctl
