@@ -1,0 +1,158 @@
+// The only place C++ meets the C ABI layer: every entry point catches everything, because an
+// exception escaping into slurmd/slurmctld/slurmstepd would abort the daemon.
+#include "vgpu_gres_bridge.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "../contract/advertisement.h"
+#include "../contract/alloc_codec.h"
+#include "../contract/job_env.h"
+#include "../contract/job_record.h"
+#include "../contract/node_files.h"
+#include "../contract/reported_counts.h"
+
+namespace {
+
+using namespace vgpu::gres;
+
+void copy_out(std::string_view text, char* out, std::size_t out_len) {
+  if (out == nullptr || out_len == 0) return;
+  const std::size_t n = std::min(text.size(), out_len - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+vgpu::Result<std::string> this_node() {
+  std::string cmdline;
+  if (auto text = read_small_file("/proc/self/cmdline", 16 * 1024)) cmdline = *text;
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  return resolve_node_name({std::getenv("VGPU_NODENAME"), std::getenv("SLURMD_NODENAME"), cmdline, host.data()});
+}
+
+}  // namespace
+
+extern "C" void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_reported_t* out) {
+  try {
+    *out = vgpu_reported_t{};
+    out->free_cnt = configured_total;
+    auto node = this_node();
+    vgpu::Result<Advertisement> adv = node ? vgpu::Result<Advertisement>{} : std::unexpected(node.error());
+    std::string path;
+    if (node) {
+      copy_out(*node, out->node, sizeof(out->node));
+      path = advertisement_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node);
+      auto text = read_small_file(path);
+      adv = text ? parse_advertisement(*text, *node) : std::unexpected(text.error());
+      if (!adv && text) adv = std::unexpected(adv.error().within(path));
+    }
+    ReportedCounts counts = reported_counts(adv, configured_total);
+    if (counts.advertised.size() > VGPU_GRES_MAX_TYPES) {
+      counts = reported_counts(vgpu::fail(vgpu::ErrorCode::corrupt, path + ": more than " +
+                                                                       std::to_string(VGPU_GRES_MAX_TYPES) + " types"),
+                               configured_total);
+    }
+    for (const auto& tc : counts.advertised) {
+      vgpu_type_count_t& slot = out->advertised[out->advertised_cnt++];
+      copy_out(tc.type, slot.type, sizeof(slot.type));
+      slot.count = tc.count;
+    }
+    out->free_cnt = counts.free;
+    out->used_advertisement = counts.problem.empty() ? 1 : 0;
+    if (adv && counts.problem.empty()) {
+      out->generation = adv->generation;
+      copy_out(path + ": generation " + std::to_string(adv->generation), out->message, sizeof(out->message));
+    } else {
+      copy_out(counts.problem, out->message, sizeof(out->message));
+    }
+  } catch (const std::exception& e) {
+    *out = vgpu_reported_t{};
+    out->free_cnt = configured_total;
+    copy_out(std::string("internal error: ") + e.what(), out->message, sizeof(out->message));
+  } catch (...) {
+    *out = vgpu_reported_t{};
+    out->free_cnt = configured_total;
+    copy_out("internal error", out->message, sizeof(out->message));
+  }
+}
+
+extern "C" int vgpu_gres_job_env(const char* job_id_text, vgpu_setenv_fn set, void* ctx, char* message,
+                                 size_t message_len) {
+  copy_out("", message, message_len);
+  try {
+    auto job_id = parse_job_id(job_id_text);
+    if (!job_id) {
+      copy_out(std::string("SLURM_JOB_ID '") + (job_id_text ? job_id_text : "(unset)") + "' is not a job id", message,
+               message_len);
+      return 0;
+    }
+    auto node = this_node();
+    if (!node) {
+      copy_out(node.error().message, message, message_len);
+      return 0;
+    }
+    const std::string path = job_record_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node, *job_id);
+    auto text = read_small_file(path);
+    if (!text && text.error().code == vgpu::ErrorCode::not_found) return 0;
+    auto record = text ? parse_job_record(*text, *job_id) : std::unexpected(text.error());
+    if (!record) {
+      copy_out(record.error().within(path).message, message, message_len);
+      for (const auto& var : hidden_environment()) set(ctx, var.name.c_str(), var.value.c_str());
+      return -1;
+    }
+    for (const auto& var : job_environment(*record)) set(ctx, var.name.c_str(), var.value.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    copy_out(std::string("internal error: ") + e.what(), message, message_len);
+  } catch (...) {
+    copy_out("internal error", message, message_len);
+  }
+  return -1;
+}
+
+extern "C" size_t vgpu_gres_type_bits(const char* type, unsigned char* bits, size_t cap) {
+  try {
+    if (type == nullptr) return 0;
+    const std::vector<bool> encoded = encode_type_bits(type);
+    if (encoded.size() > cap) return 0;
+    for (std::size_t i = 0; i < encoded.size(); ++i) bits[i] = encoded[i] ? 1 : 0;
+    return encoded.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+extern "C" int vgpu_gres_alloc_append(const char* previous, const unsigned char* bits, size_t nbits, uint64_t count,
+                                      char* out, size_t out_len) {
+  try {
+    std::string type(kUntypedAlloc);
+    if (nbits > 0) {
+      std::vector<bool> decoded(nbits);
+      for (std::size_t i = 0; i < nbits; ++i) decoded[i] = bits[i] != 0;
+      auto name = decode_type_bits(decoded);
+      if (!name) {
+        copy_out(name.error().message, out, out_len);
+        return -1;
+      }
+      type = *name;
+    }
+    const std::string value = append_alloc_item(previous ? previous : "", type, count);
+    if (value.size() + 1 > out_len) {
+      copy_out("VGPU_ALLOC value too long", out, out_len);
+      return -1;
+    }
+    copy_out(value, out, out_len);
+    return 0;
+  } catch (...) {
+    copy_out("internal error", out, out_len);
+    return -1;
+  }
+}

@@ -1,0 +1,68 @@
+#include "job_record.h"
+
+#include "names.h"
+#include "strict_json.h"
+
+namespace vgpu::gres {
+namespace {
+
+bool is_valid_mig_uuid(std::string_view uuid) {
+  if (uuid.size() <= 4 || uuid.size() > 128 || uuid.substr(0, 4) != "MIG-") return false;
+  for (char c : uuid) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '/';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<MigInstance> parse_instance(const nlohmann::json& obj) {
+  if (auto ok = require_exact_keys(obj, {"profile", "mig_uuid", "gpu"}); !ok) return std::unexpected(ok.error());
+  MigInstance inst;
+  auto profile = require_string(obj, "profile");
+  if (!profile) return std::unexpected(profile.error());
+  if (!is_valid_profile_name(*profile)) return fail(ErrorCode::corrupt, "profile '" + *profile + "' is not valid");
+  inst.profile = *profile;
+  auto uuid = require_string(obj, "mig_uuid");
+  if (!uuid) return std::unexpected(uuid.error());
+  if (!is_valid_mig_uuid(*uuid)) return fail(ErrorCode::corrupt, "mig_uuid '" + *uuid + "' is not a MIG UUID");
+  inst.mig_uuid = *uuid;
+  auto gpu = require_unsigned(obj, "gpu");
+  if (!gpu) return std::unexpected(gpu.error());
+  inst.gpu = *gpu;
+  return inst;
+}
+
+}  // namespace
+
+Result<JobRecord> parse_job_record(std::string_view text, std::uint64_t expected_job_id) {
+  auto doc = parse_strict_json(text);
+  if (!doc) return std::unexpected(doc.error());
+  if (auto ok = require_exact_keys(*doc, {"format", "version", "job_id", "instances"}); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto ok = require_header(*doc, kJobRecordFormat, kJobRecordVersion); !ok) return std::unexpected(ok.error());
+  JobRecord record;
+  auto job_id = require_unsigned(*doc, "job_id");
+  if (!job_id) return std::unexpected(job_id.error());
+  if (*job_id != expected_job_id) {
+    return fail(ErrorCode::corrupt, "field 'job_id' is " + std::to_string(*job_id) + ", expected " +
+                                        std::to_string(expected_job_id));
+  }
+  record.job_id = *job_id;
+  const auto& instances = doc->at("instances");
+  if (!instances.is_array()) return fail(ErrorCode::corrupt, "field 'instances' must be an array");
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    auto inst = parse_instance(instances[i]);
+    if (!inst) return std::unexpected(inst.error().within("instances[" + std::to_string(i) + "]"));
+    for (const auto& seen : record.instances) {
+      if (seen.mig_uuid == inst->mig_uuid) {
+        return fail(ErrorCode::corrupt, "instances[" + std::to_string(i) + "]: mig_uuid '" + inst->mig_uuid +
+                                            "' listed twice");
+      }
+    }
+    record.instances.push_back(std::move(*inst));
+  }
+  return record;
+}
+
+}  // namespace vgpu::gres

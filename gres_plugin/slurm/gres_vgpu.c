@@ -1,0 +1,293 @@
+/* gres/vgpu: the Slurm 22.05 plugin ABI, and nothing else. Every decision lives in the C++
+ * contract code behind vgpu_gres_bridge.h; this file only moves data between Slurm's structures
+ * and that interface, and logs through Slurm's logger. It never touches NVML or the GPU and reads
+ * at most one small file per call, so it cannot stall slurmd.
+ *
+ * All 13 gres_p_* symbols must exist: plugin_load_and_link() makes the daemon fatal() otherwise. */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "src/common/slurm_xlator.h"
+#include "src/common/bitstring.h"
+#include "src/common/env.h"
+#include "src/common/gres.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+
+#include "../bridge/vgpu_gres_bridge.h"
+
+const char plugin_name[] = "Gres vGPU plugin (dynamic MIG, slurm-vgpu)";
+const char plugin_type[] = "gres/vgpu";
+/* Slurm compares major.minor.micro exactly; a mismatch makes the GRES silently count-only. */
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+#define VGPU_NAME "vgpu"
+#define VGPU_FREE "free"
+#define VGPU_ALLOC_MAX 4096
+
+static const char *_daemon(void)
+{
+	if (running_in_slurmctld())
+		return "slurmctld";
+	if (running_in_slurmd())
+		return "slurmd";
+	if (running_in_slurmstepd())
+		return "slurmstepd";
+	return "client";
+}
+
+extern int init(void)
+{
+	debug("gres/vgpu: loaded in %s (plugin_version 0x%x)", _daemon(), plugin_version);
+	return SLURM_SUCCESS;
+}
+
+extern int fini(void)
+{
+	return SLURM_SUCCESS;
+}
+
+/* ---- node_config_load: report the advertised split, padded to the configured total ---- */
+
+static bool _is_vgpu(gres_slurmd_conf_t *rec)
+{
+	return rec->name && !strcmp(rec->name, VGPU_NAME);
+}
+
+static int _sum_total(void *x, void *arg)
+{
+	gres_slurmd_conf_t *rec = x;
+	if (_is_vgpu(rec))
+		*(uint64_t *) arg += rec->count;
+	return 0;
+}
+
+static int _zero_count(void *x, void *arg)
+{
+	gres_slurmd_conf_t *rec = x;
+	(void) arg;
+	if (_is_vgpu(rec))
+		rec->count = 0;
+	return 0;
+}
+
+static int _find_type(void *x, void *key)
+{
+	gres_slurmd_conf_t *rec = x;
+	return _is_vgpu(rec) && rec->type_name && !strcmp(rec->type_name, key);
+}
+
+static void _set_type_count(List list, const char *type, uint64_t count, uint32_t cpu_cnt,
+			    uint32_t flags)
+{
+	gres_slurmd_conf_t *rec = list_find_first(list, _find_type, (void *) type);
+	if (rec) {
+		rec->count = count;
+		return;
+	}
+	add_gres_to_list(list, VGPU_NAME, count, (int) cpu_cnt, NULL, NULL, NULL, (char *) type,
+			 NULL, NULL, flags);
+}
+
+extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *node_conf)
+{
+	uint64_t total = 0;
+	uint32_t flags = GRES_CONF_HAS_TYPE | GRES_CONF_COUNT_ONLY;
+	vgpu_reported_t *rep;
+	gres_slurmd_conf_t *free_rec;
+	char *summary = NULL;
+
+	/* slurmctld calls this only for cloud nodes; it has no state dir for them. */
+	if (!node_conf || !node_conf->in_slurmd || !gres_conf_list)
+		return SLURM_SUCCESS;
+
+	list_for_each(gres_conf_list, _sum_total, &total);
+	if (total == 0)
+		return SLURM_SUCCESS;
+	free_rec = list_find_first(gres_conf_list, _find_type, VGPU_FREE);
+	if (free_rec)
+		flags = free_rec->config_flags;
+
+	rep = xmalloc(sizeof(*rep));
+	vgpu_gres_reported_counts(total, rep);
+
+	list_for_each(gres_conf_list, _zero_count, NULL);
+	for (int i = 0; i < rep->advertised_cnt; i++) {
+		_set_type_count(gres_conf_list, rep->advertised[i].type, rep->advertised[i].count,
+				node_conf->cpu_cnt, flags);
+		xstrfmtcat(summary, "%s%s:%" PRIu64, summary ? "," : "", rep->advertised[i].type,
+			   rep->advertised[i].count);
+	}
+	_set_type_count(gres_conf_list, VGPU_FREE, rep->free_cnt, node_conf->cpu_cnt, flags);
+	xstrfmtcat(summary, "%s" VGPU_FREE ":%" PRIu64, summary ? "," : "", rep->free_cnt);
+
+	if (rep->used_advertisement)
+		info("gres/vgpu: node %s reports %s (total %" PRIu64 ", %s)", rep->node, summary,
+		     total, rep->message);
+	else
+		error("gres/vgpu: node %s: advertisement not used, nothing placeable (all %" PRIu64
+		      " free): %s", rep->node[0] ? rep->node : "?", total, rep->message);
+	xfree(summary);
+	xfree(rep);
+	return SLURM_SUCCESS;
+}
+
+/* ---- job / step environment from jobs/<jobid>.json ---- */
+
+static void _env_setter(void *ctx, const char *name, const char *value)
+{
+	env_array_overwrite((char ***) ctx, name, value);
+}
+
+static void _set_job_env(char ***env_ptr, uint64_t gres_cnt, const char *what)
+{
+	char message[512];
+	int rc;
+
+	if (!env_ptr || gres_cnt == 0)
+		return;
+	rc = vgpu_gres_job_env(getenvp(*env_ptr, "SLURM_JOB_ID"), _env_setter, env_ptr, message,
+			       sizeof(message));
+	if (rc < 0)
+		error("gres/vgpu: %s: GPUs hidden from the job: %s", what, message);
+	else if (rc == 0 && message[0])
+		debug("gres/vgpu: %s: %s", what, message);
+}
+
+extern void gres_p_job_set_env(char ***job_env_ptr, bitstr_t *gres_bit_alloc, uint64_t gres_cnt,
+			       gres_internal_flags_t flags)
+{
+	(void) gres_bit_alloc;
+	(void) flags;
+	_set_job_env(job_env_ptr, gres_cnt, "job_set_env");
+}
+
+extern void gres_p_step_set_env(char ***step_env_ptr, bitstr_t *gres_bit_alloc, uint64_t gres_cnt,
+				gres_internal_flags_t flags)
+{
+	(void) gres_bit_alloc;
+	(void) flags;
+	_set_job_env(step_env_ptr, gres_cnt, "step_set_env");
+}
+
+/* Tasks inherit the step environment; nothing per task. */
+extern void gres_p_task_set_env(char ***step_env_ptr, bitstr_t *gres_bit_alloc, uint64_t gres_cnt,
+				bitstr_t *usable_gres, gres_internal_flags_t flags)
+{
+	(void) step_env_ptr;
+	(void) gres_bit_alloc;
+	(void) gres_cnt;
+	(void) usable_gres;
+	(void) flags;
+}
+
+extern void gres_p_send_stepd(buf_t *buffer)
+{
+	(void) buffer;
+}
+
+extern void gres_p_recv_stepd(buf_t *buffer)
+{
+	(void) buffer;
+}
+
+extern int gres_p_get_job_info(gres_job_state_t *gres_js, uint32_t node_inx,
+			       enum gres_job_data_type data_type, void *data)
+{
+	(void) gres_js;
+	(void) node_inx;
+	(void) data_type;
+	(void) data;
+	return EINVAL;
+}
+
+extern int gres_p_get_step_info(gres_step_state_t *gres_ss, uint32_t node_inx,
+				enum gres_step_data_type data_type, void *data)
+{
+	(void) gres_ss;
+	(void) node_inx;
+	(void) data_type;
+	(void) data;
+	return EINVAL;
+}
+
+/* Count-only GRES: no device files for Slurm to constrain (the prolog owns the MIG devices). */
+extern List gres_p_get_devices(void)
+{
+	return NULL;
+}
+
+extern void gres_p_step_hardware_init(bitstr_t *usable_gres, char *settings)
+{
+	(void) usable_gres;
+	(void) settings;
+}
+
+extern void gres_p_step_hardware_fini(void)
+{
+}
+
+/* ---- Prolog/Epilog: VGPU_ALLOC=<type>:<n>[,...] ----
+ * slurmctld packs only per-node counts and bitmaps for epilog info, so the type name is spelled
+ * into each node's bitmap (see contract/alloc_codec.h). */
+extern gres_epilog_info_t *gres_p_epilog_build_env(gres_job_state_t *gres_js)
+{
+	gres_epilog_info_t *ei;
+	unsigned char bits[8 * VGPU_GRES_TYPE_MAX];
+	size_t nbits = 0;
+
+	if (!gres_js)
+		return NULL;
+	ei = xmalloc(sizeof(*ei));
+	ei->node_cnt = gres_js->node_cnt;
+	if (gres_js->gres_cnt_node_alloc && ei->node_cnt) {
+		ei->gres_cnt_node_alloc = xcalloc(ei->node_cnt, sizeof(uint64_t));
+		memcpy(ei->gres_cnt_node_alloc, gres_js->gres_cnt_node_alloc,
+		       ei->node_cnt * sizeof(uint64_t));
+	}
+	if (gres_js->type_name)
+		nbits = vgpu_gres_type_bits(gres_js->type_name, bits, sizeof(bits));
+	if (nbits && ei->node_cnt) {
+		ei->gres_bit_alloc = xcalloc(ei->node_cnt, sizeof(bitstr_t *));
+		for (uint32_t n = 0; n < ei->node_cnt; n++) {
+			ei->gres_bit_alloc[n] = bit_alloc((bitoff_t) nbits);
+			for (size_t b = 0; b < nbits; b++)
+				if (bits[b])
+					bit_set(ei->gres_bit_alloc[n], (bitoff_t) b);
+		}
+	}
+	return ei;
+}
+
+extern void gres_p_epilog_set_env(char ***epilog_env_ptr, gres_epilog_info_t *gres_ei, int node_inx)
+{
+	unsigned char bits[8 * VGPU_GRES_TYPE_MAX];
+	size_t nbits = 0;
+	uint64_t cnt;
+	char value[VGPU_ALLOC_MAX];
+
+	if (!epilog_env_ptr || !gres_ei || node_inx < 0 ||
+	    (uint32_t) node_inx >= gres_ei->node_cnt || !gres_ei->gres_cnt_node_alloc)
+		return;
+	cnt = gres_ei->gres_cnt_node_alloc[node_inx];
+	if (cnt == 0)
+		return;
+	if (gres_ei->gres_bit_alloc && gres_ei->gres_bit_alloc[node_inx]) {
+		bitstr_t *bm = gres_ei->gres_bit_alloc[node_inx];
+		bitoff_t size = bit_size(bm);
+		if (size > 0 && (size_t) size <= sizeof(bits)) {
+			nbits = (size_t) size;
+			for (bitoff_t b = 0; b < size; b++)
+				bits[b] = bit_test(bm, b) ? 1 : 0;
+		}
+	}
+	if (vgpu_gres_alloc_append(getenvp(*epilog_env_ptr, "VGPU_ALLOC"), bits, nbits, cnt, value,
+				   sizeof(value)) < 0) {
+		error("gres/vgpu: epilog_set_env in %s: %s", _daemon(), value);
+		return;
+	}
+	env_array_overwrite(epilog_env_ptr, "VGPU_ALLOC", value);
+}

@@ -1,0 +1,121 @@
+// The C bridge as the Slurm layer calls it: environment in, files on disk, C structs out.
+#include "bridge/vgpu_gres_bridge.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+class BridgeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("vgpu_bridge_" + std::to_string(::getpid()));
+    fs::create_directories(root_ / "n7" / "jobs");
+    ::setenv("VGPU_STATE_DIR", root_.c_str(), 1);
+    ::setenv("VGPU_NODENAME", "n7", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("VGPU_STATE_DIR");
+    ::unsetenv("VGPU_NODENAME");
+    fs::remove_all(root_);
+  }
+  void write(const std::string& rel, const std::string& text) { std::ofstream(root_ / rel) << text; }
+
+  static void collect(void* ctx, const char* name, const char* value) {
+    (*static_cast<std::map<std::string, std::string>*>(ctx))[name] = value;
+  }
+
+  fs::path root_;
+};
+
+}  // namespace
+
+TEST_F(BridgeTest, ReportsTheAdvertisedSplitPaddedWithFree) {
+  write("n7/advertisement.json", R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n7",
+    "generation":3,"counts":{"3g.40gb":2,"1g.10gb":1}})");
+  vgpu_reported_t rep;
+  vgpu_gres_reported_counts(56, &rep);
+  EXPECT_EQ(rep.used_advertisement, 1);
+  ASSERT_EQ(rep.advertised_cnt, 2);
+  EXPECT_STREQ(rep.advertised[0].type, "1g.10gb");
+  EXPECT_EQ(rep.advertised[0].count, 1U);
+  EXPECT_STREQ(rep.advertised[1].type, "3g.40gb");
+  EXPECT_EQ(rep.advertised[1].count, 2U);
+  EXPECT_EQ(rep.free_cnt, 53U);
+  EXPECT_EQ(rep.generation, 3U);
+  EXPECT_STREQ(rep.node, "n7");
+}
+
+TEST_F(BridgeTest, MissingAdvertisementReportsAllFreeWithThePath) {
+  vgpu_reported_t rep;
+  vgpu_gres_reported_counts(56, &rep);
+  EXPECT_EQ(rep.used_advertisement, 0);
+  EXPECT_EQ(rep.advertised_cnt, 0);
+  EXPECT_EQ(rep.free_cnt, 56U);
+  EXPECT_THAT(rep.message, HasSubstr((root_ / "n7/advertisement.json").string() + ": no such file"));
+}
+
+TEST_F(BridgeTest, CorruptAdvertisementReportsAllFreeNamingFileAndField) {
+  write("n7/advertisement.json", R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n7",
+    "generation":3,"counts":{"3g.40gb":"two"}})");
+  vgpu_reported_t rep;
+  vgpu_gres_reported_counts(56, &rep);
+  EXPECT_EQ(rep.used_advertisement, 0);
+  EXPECT_EQ(rep.free_cnt, 56U);
+  EXPECT_THAT(rep.message, HasSubstr("advertisement.json: counts '3g.40gb': count must be a non-negative integer"));
+}
+
+TEST_F(BridgeTest, JobEnvironmentComesFromTheJobRecord) {
+  write("n7/jobs/42.json", R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
+    {"profile":"3g.40gb","mig_uuid":"MIG-aaaa","gpu":0}]})");
+  std::map<std::string, std::string> env;
+  char msg[256];
+  EXPECT_EQ(vgpu_gres_job_env("42", &BridgeTest::collect, &env, msg, sizeof msg), 1);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "MIG-aaaa");
+  EXPECT_EQ(env["VGPU_PROFILES"], "3g.40gb");
+  EXPECT_EQ(env["VGPU_INSTANCES"], "1");
+}
+
+TEST_F(BridgeTest, AbsentJobRecordSetsNothing) {
+  std::map<std::string, std::string> env;
+  char msg[256];
+  EXPECT_EQ(vgpu_gres_job_env("43", &BridgeTest::collect, &env, msg, sizeof msg), 0);
+  EXPECT_TRUE(env.empty());
+  EXPECT_EQ(vgpu_gres_job_env(nullptr, &BridgeTest::collect, &env, msg, sizeof msg), 0);
+  EXPECT_TRUE(env.empty());
+}
+
+TEST_F(BridgeTest, CorruptJobRecordHidesGpusAndSaysWhy) {
+  write("n7/jobs/44.json", R"({"format":"slurm-vgpu-job","version":1,"job_id":45,"instances":[]})");
+  std::map<std::string, std::string> env;
+  char msg[256];
+  EXPECT_EQ(vgpu_gres_job_env("44", &BridgeTest::collect, &env, msg, sizeof msg), -1);
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_THAT(msg, HasSubstr("jobs/44.json: field 'job_id' is 45, expected 44"));
+}
+
+TEST_F(BridgeTest, AllocationTypeTravelsThroughBits) {
+  unsigned char bits[512];
+  const size_t n = vgpu_gres_type_bits("3g.40gb", bits, sizeof bits);
+  ASSERT_EQ(n, 56U);
+  char out[128];
+  ASSERT_EQ(vgpu_gres_alloc_append(nullptr, bits, n, 2, out, sizeof out), 0);
+  EXPECT_STREQ(out, "3g.40gb:2");
+  const size_t m = vgpu_gres_type_bits("7g.80gb", bits, sizeof bits);
+  std::string previous = out;
+  ASSERT_EQ(vgpu_gres_alloc_append(previous.c_str(), bits, m, 1, out, sizeof out), 0);
+  EXPECT_STREQ(out, "3g.40gb:2,7g.80gb:1");
+  ASSERT_EQ(vgpu_gres_alloc_append(nullptr, bits, 0, 1, out, sizeof out), 0);
+  EXPECT_STREQ(out, "any:1");
+  EXPECT_EQ(vgpu_gres_type_bits("3g.40gb", bits, 8), 0U);
+  EXPECT_EQ(vgpu_gres_alloc_append(nullptr, bits, 7, 1, out, sizeof out), -1);
+}
