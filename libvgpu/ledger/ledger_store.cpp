@@ -1,0 +1,278 @@
+#include "vgpu/ledger_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "file_ops.h"
+#include "vgpu/ledger_json.h"
+
+namespace vgpu {
+namespace {
+
+constexpr std::string_view kTempInfix = ".tmp.";
+constexpr int kReadFlags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+
+std::int64_t system_now() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+std::string utc_stamp(std::int64_t t) {
+  auto secs = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%dT%H%M%SZ", &tm);
+  return text;
+}
+
+// Others must not be able to write what root later trusts (instance ownership decides which job
+// sees which GPU), so group/other write bits and foreign owners are refused, not repaired.
+Result<void> check_trusted(const FileInfo& info, const std::string& path, bool want_directory) {
+  if (want_directory ? !info.is_directory : !info.is_regular)
+    return fail(ErrorCode::unavailable, fmt::format("refusing {}: not a {}", path,
+                                                    want_directory ? "directory" : "regular file"));
+  if (info.owner != ::geteuid())
+    return fail(ErrorCode::unavailable,
+                fmt::format("refusing {}: owned by uid {}, not by uid {} that uses it", path,
+                            info.owner, ::geteuid()));
+  if (info.mode & 022)
+    return fail(ErrorCode::unavailable,
+                fmt::format("refusing {}: mode {:04o} lets {} write it (want {:04o})", path,
+                            info.mode, (info.mode & 002) ? "everyone" : "its group",
+                            want_directory ? 0700 : 0600));
+  return {};
+}
+
+}  // namespace
+
+// An flock held on ledger.lock; closing the descriptor releases it. The lock file itself is
+// never deleted: a process blocked on a deleted lock file would lock a different inode.
+class LedgerStore::Lock {
+ public:
+  explicit Lock(file_ops::File file) : file_(std::move(file)) {}
+
+ private:
+  file_ops::File file_;
+};
+
+LedgerStore::LedgerStore(std::string directory, LedgerStoreOptions options)
+    : dir_(std::move(directory)),
+      options_(std::move(options)),
+      fs_(options_.fs ? options_.fs : &posix_file_system()),
+      catalog_(options_.catalog ? options_.catalog : &Catalog::builtin()) {
+  while (dir_.size() > 1 && dir_.ends_with('/')) dir_.pop_back();
+  if (!options_.now) options_.now = system_now;
+}
+
+Result<void> LedgerStore::check_directory() const {
+  auto info = fs_->stat(dir_);
+  if (!info && info.error() == ENOENT && options_.create_directory) {
+    auto made = fs_->mkdir(dir_, 0700);
+    if (!made && made.error() != EEXIST)
+      return std::unexpected(file_ops::sys_error("mkdir", dir_, made.error()));
+    info = fs_->stat(dir_);
+  }
+  if (!info) return std::unexpected(file_ops::sys_error("stat", dir_, info.error()));
+  return check_trusted(*info, dir_, /*want_directory=*/true);
+}
+
+Result<LedgerStore::Lock> LedgerStore::lock(int operation) const {
+  if (auto r = check_directory(); !r) return std::unexpected(r.error());
+  auto file = file_ops::open(*fs_, lock_path(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (!file) return std::unexpected(file.error());
+  // Polling with LOCK_NB keeps the wait bounded without signals (which slurmd threads share).
+  auto deadline = std::chrono::steady_clock::now() + options_.lock_timeout;
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    auto r = fs_->flock(file->fd(), operation | LOCK_NB);
+    if (r) return Lock(std::move(*file));
+    if (r.error() == EINTR) continue;
+    if (r.error() != EWOULDBLOCK)
+      return std::unexpected(file_ops::sys_error("flock", lock_path(), r.error()));
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      return fail(ErrorCode::unavailable,
+                  fmt::format("flock {}: still held by another process after {} ms (lock "
+                              "timeout); is a prolog or epilog stuck?",
+                              lock_path(), options_.lock_timeout.count()));
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+std::string LedgerStore::set_aside(const std::string& why) const {
+  std::string base = ledger_path() + ".corrupt-" + utc_stamp(options_.now());
+  std::string target = base;
+  // Never overwrite an earlier set-aside file: each one may be evidence.
+  for (int n = 1; fs_->stat(target).has_value(); ++n) target = fmt::format("{}.{}", base, n);
+  if (auto r = file_ops::rename(*fs_, ledger_path(), target); !r)
+    return fmt::format("{}; could not set it aside: {}", why, r.error().message);
+  return fmt::format("{}; kept aside as {}", why, target);
+}
+
+Result<Ledger> LedgerStore::read_locked() const {
+  auto opened = file_ops::open_if_exists(*fs_, ledger_path(), kReadFlags);
+  if (!opened) return std::unexpected(opened.error());
+  if (!*opened)
+    return fail(ErrorCode::not_found,
+                fmt::format("{}: no ledger yet; rebuild it from the hardware", ledger_path()));
+  auto& file = **opened;
+  auto info = file.fstat();
+  if (!info) return std::unexpected(info.error());
+  if (auto r = check_trusted(*info, ledger_path(), false); !r) return std::unexpected(r.error());
+  auto text = file.read_all(options_.max_ledger_bytes);
+  if (!text) {
+    if (text.error().code != ErrorCode::corrupt) return std::unexpected(text.error());
+    return fail(ErrorCode::corrupt, set_aside(text.error().message));
+  }
+  (void)file.close();  // read-only: nothing to lose
+  auto ledger = parse_ledger(*text, *catalog_);
+  if (!ledger)
+    return fail(ErrorCode::corrupt,
+                set_aside(fmt::format("{}: {}", ledger_path(), ledger.error().message)));
+  return ledger;
+}
+
+Result<void> LedgerStore::remove_stale_temporaries() {
+  // Under the exclusive lock no other writer is active, so any temporary is a dead writer's.
+  auto names = fs_->list_dir(dir_);
+  if (!names) return std::unexpected(file_ops::sys_error("opendir", dir_, names.error()));
+  std::string prefix = std::string("ledger.json") + std::string(kTempInfix);
+  for (const auto& name : *names)
+    if (name.starts_with(prefix))
+      if (auto r = file_ops::unlink(*fs_, dir_ + "/" + name); !r) return r;
+  return {};
+}
+
+Result<void> LedgerStore::write_locked(const Ledger& ledger) {
+  std::string text = serialize_ledger(ledger);
+  std::string temp = fmt::format("{}{}{}", ledger_path(), kTempInfix, ::getpid());
+  auto written = [&]() -> Result<void> {
+    auto file =
+        file_ops::open(*fs_, temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (!file) return std::unexpected(file.error());
+    if (auto r = file->write_all(text); !r) return r;
+    if (auto r = file->fsync(); !r) return r;
+    if (auto r = file->close(); !r) return r;
+    return file_ops::rename(*fs_, temp, ledger_path());
+  }();
+  if (!written) {
+    (void)fs_->unlink(temp);  // best effort; the next update removes it otherwise
+    return std::unexpected(written.error().within("ledger not changed"));
+  }
+  // Make the rename itself durable. If this fails the new ledger is already what readers see.
+  auto synced = [&]() -> Result<void> {
+    auto dir = file_ops::open(*fs_, dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!dir) return std::unexpected(dir.error());
+    if (auto r = dir->fsync(); !r) return r;
+    return dir->close();
+  }();
+  if (!synced)
+    return std::unexpected(
+        synced.error().within("ledger replaced but may not survive a power loss"));
+  return {};
+}
+
+Result<void> LedgerStore::append_history(const std::vector<HistoryRecord>& records) {
+  if (records.empty()) return {};
+  auto file = file_ops::open(*fs_, history_path(),
+                             O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (!file) return std::unexpected(file.error());
+  auto info = file->fstat();
+  if (!info) return std::unexpected(info.error());
+  if (auto r = check_trusted(*info, history_path(), false); !r) return r;
+  // A writer that died mid-append left a line without its newline; cut it off so the new
+  // records start on a line of their own.
+  if (info->size > 0) {
+    auto last = file->read_byte_at(info->size - 1);
+    if (!last) return std::unexpected(last.error());
+    if (*last != '\n') {
+      auto all = file->read_all(options_.max_history_bytes);
+      if (!all) return std::unexpected(all.error());
+      auto newline = all->rfind('\n');
+      if (auto r = file->ftruncate(newline == std::string::npos ? 0 : newline + 1); !r) return r;
+    }
+  }
+  std::string lines;
+  for (const auto& record : records) lines += serialize_history_record(record);
+  if (auto r = file->write_all(lines); !r) return r;
+  if (auto r = file->fsync(); !r) return r;
+  return file->close();
+}
+
+Result<Ledger> LedgerStore::load() const {
+  auto held = lock(LOCK_SH);
+  if (!held) return std::unexpected(held.error());
+  return read_locked();
+}
+
+Result<Ledger> LedgerStore::update(const Mutator& mutate) {
+  auto held = lock(LOCK_EX);
+  if (!held) return std::unexpected(held.error());
+  if (auto r = remove_stale_temporaries(); !r) return std::unexpected(r.error());
+  auto ledger = read_locked();
+  if (!ledger) return ledger;
+  ledger->new_history.clear();
+  if (auto r = mutate(*ledger); !r) return std::unexpected(r.error());
+  if (auto r = validate(*ledger, *catalog_); !r)
+    return fail(ErrorCode::conflict,
+                fmt::format("{}: update refused, it would leave the ledger invalid: {}",
+                            ledger_path(), r.error().message));
+  // History first: a crash after this and before the rename repeats the record on retry, which
+  // history() folds away; the other order could lose it.
+  if (auto r = append_history(ledger->new_history); !r) return std::unexpected(r.error());
+  if (auto r = write_locked(*ledger); !r) return std::unexpected(r.error());
+  return ledger;
+}
+
+Result<void> LedgerStore::replace(const Ledger& ledger) {
+  if (auto r = validate(ledger, *catalog_); !r)
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("{}: refusing to write an invalid ledger: {}", ledger_path(),
+                            r.error().message));
+  auto held = lock(LOCK_EX);
+  if (!held) return std::unexpected(held.error());
+  if (auto r = remove_stale_temporaries(); !r) return r;
+  if (auto r = append_history(ledger.new_history); !r) return r;
+  return write_locked(ledger);
+}
+
+Result<std::vector<HistoryRecord>> LedgerStore::history() const {
+  auto held = lock(LOCK_SH);
+  if (!held) return std::unexpected(held.error());
+  std::vector<HistoryRecord> records;
+  auto opened = file_ops::open_if_exists(*fs_, history_path(), kReadFlags);
+  if (!opened) return std::unexpected(opened.error());
+  if (!*opened) return records;
+  auto& file = **opened;
+  auto info = file.fstat();
+  if (!info) return std::unexpected(info.error());
+  if (auto r = check_trusted(*info, history_path(), false); !r) return std::unexpected(r.error());
+  auto text = file.read_all(options_.max_history_bytes);
+  if (!text) return std::unexpected(text.error());
+  std::set<std::tuple<JobId, std::string, std::int64_t>> seen;
+  std::size_t line_number = 0;
+  for (std::size_t pos = 0; pos < text->size();) {
+    auto newline = text->find('\n', pos);
+    if (newline == std::string::npos) break;  // torn tail of a dead writer: not a record
+    ++line_number;
+    auto record = parse_history_record(std::string_view(*text).substr(pos, newline - pos));
+    if (!record)
+      return fail(ErrorCode::corrupt, fmt::format("{}:{}: {}", history_path(), line_number,
+                                                  record.error().message));
+    if (seen.insert({record->job, record->mig_uuid, record->start_time}).second)
+      records.push_back(std::move(*record));
+    pos = newline + 1;
+  }
+  return records;
+}
+
+}  // namespace vgpu
