@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ void copy_out(std::string_view text, char* out, std::size_t out_len) {
   const std::size_t n = std::min(text.size(), out_len - 1);
   std::memcpy(out, text.data(), n);
   out[n] = '\0';
+}
+
+// Types this process has reported so far. slurmd keeps the plugin loaded across SIGHUP, so a type
+// dropped from the advertisement is still reported once more at 0 (see reported_counts.h).
+std::set<std::string, std::less<>>& reported_before() {
+  static std::set<std::string, std::less<>> types;
+  return types;
 }
 
 vgpu::Result<std::string> this_node() {
@@ -54,12 +62,14 @@ extern "C" void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_report
       adv = text ? parse_advertisement(*text, *node) : std::unexpected(text.error());
       if (!adv && text) adv = std::unexpected(adv.error().within(path));
     }
-    ReportedCounts counts = reported_counts(adv, configured_total);
+    ReportedCounts counts = reported_counts(adv, configured_total, reported_before());
     if (counts.advertised.size() > VGPU_GRES_MAX_TYPES) {
       counts = reported_counts(vgpu::fail(vgpu::ErrorCode::corrupt, path + ": more than " +
                                                                        std::to_string(VGPU_GRES_MAX_TYPES) + " types"),
-                               configured_total);
+                               configured_total, reported_before());
+      counts.advertised.resize(std::min<std::size_t>(counts.advertised.size(), VGPU_GRES_MAX_TYPES));
     }
+    for (const auto& tc : counts.advertised) reported_before().insert(tc.type);
     for (const auto& tc : counts.advertised) {
       vgpu_type_count_t& slot = out->advertised[out->advertised_cnt++];
       copy_out(tc.type, slot.type, sizeof(slot.type));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,16 @@ struct TypeCount {
 };
 
 struct ReportedCounts {
-  std::vector<TypeCount> advertised;  // sorted by type name
+  std::vector<TypeCount> advertised;  // sorted by type name; zero counts included
   std::uint64_t free = 0;             // padding so sum(advertised) + free == configured total
   std::string problem;                // why the advertisement was not used; empty when it was
 };
 
 // An unusable advertisement (missing, corrupt, larger than the total) reports everything as
 // "free": nothing is placeable, yet the node keeps its total and never drains.
-ReportedCounts reported_counts(const Result<Advertisement>& advertisement, std::uint64_t configured_total);
+// slurmctld keeps the last count of a type a registration leaves out, so every type reported
+// before (`previously_reported`) is reported again, at 0 when no longer advertised.
+ReportedCounts reported_counts(const Result<Advertisement>& advertisement, std::uint64_t configured_total,
+                               const std::set<std::string, std::less<>>& previously_reported = {});
 
 }  // namespace vgpu::gres

@@ -45,7 +45,7 @@ TEST_F(BridgeTest, ReportsTheAdvertisedSplitPaddedWithFree) {
   vgpu_reported_t rep;
   vgpu_gres_reported_counts(56, &rep);
   EXPECT_EQ(rep.used_advertisement, 1);
-  ASSERT_EQ(rep.advertised_cnt, 2);
+  ASSERT_GE(rep.advertised_cnt, 2);
   EXPECT_STREQ(rep.advertised[0].type, "1g.10gb");
   EXPECT_EQ(rep.advertised[0].count, 1U);
   EXPECT_STREQ(rep.advertised[1].type, "3g.40gb");
@@ -55,11 +55,26 @@ TEST_F(BridgeTest, ReportsTheAdvertisedSplitPaddedWithFree) {
   EXPECT_STREQ(rep.node, "n7");
 }
 
+TEST_F(BridgeTest, DroppedTypeIsReportedAgainAtZero) {
+  write("n7/advertisement.json", R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n7",
+    "generation":1,"counts":{"2g.20gb":3}})");
+  vgpu_reported_t rep;
+  vgpu_gres_reported_counts(56, &rep);
+  write("n7/advertisement.json", R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n7",
+    "generation":2,"counts":{"7g.80gb":1}})");
+  vgpu_gres_reported_counts(56, &rep);
+  std::map<std::string, std::uint64_t> seen;
+  for (int i = 0; i < rep.advertised_cnt; ++i) seen[rep.advertised[i].type] = rep.advertised[i].count;
+  EXPECT_EQ(seen.at("2g.20gb"), 0U);
+  EXPECT_EQ(seen.at("7g.80gb"), 1U);
+  EXPECT_EQ(rep.free_cnt, 55U);
+}
+
 TEST_F(BridgeTest, MissingAdvertisementReportsAllFreeWithThePath) {
   vgpu_reported_t rep;
   vgpu_gres_reported_counts(56, &rep);
   EXPECT_EQ(rep.used_advertisement, 0);
-  EXPECT_EQ(rep.advertised_cnt, 0);
+  for (int i = 0; i < rep.advertised_cnt; ++i) EXPECT_EQ(rep.advertised[i].count, 0U) << rep.advertised[i].type;
   EXPECT_EQ(rep.free_cnt, 56U);
   EXPECT_THAT(rep.message, HasSubstr((root_ / "n7/advertisement.json").string() + ": no such file"));
 }

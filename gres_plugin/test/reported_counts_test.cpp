@@ -40,7 +40,7 @@ TEST(ReportedCounts, ExactlyFullLeavesNoFree) {
 }
 
 TEST(ReportedCounts, MissingAdvertisementReportsAllFree) {
-  auto r = reported_counts(vgpu::fail(vgpu::ErrorCode::not_found, "x: no such file"), 56);
+  auto r = reported_counts(vgpu::fail(vgpu::ErrorCode::not_found, "x: no such file"), 56, {});
   EXPECT_TRUE(r.advertised.empty());
   EXPECT_EQ(r.free, 56U);
   EXPECT_THAT(r.problem, HasSubstr("no such file"));
@@ -68,4 +68,22 @@ TEST(ReportedCounts, TotalIsConstantForEveryValidSplit) {
       EXPECT_EQ(total_of(r), 8U) << a << " " << b;
     }
   }
+}
+
+TEST(ReportedCounts, PreviouslyReportedTypesComeBackAtZero) {
+  auto r = reported_counts(adv_with({{"3g.40gb", 1}}), 8, {"1g.10gb", "3g.40gb"});
+  EXPECT_TRUE(r.problem.empty());
+  ASSERT_EQ(r.advertised.size(), 2U);
+  EXPECT_EQ(r.advertised[0].type, "1g.10gb");
+  EXPECT_EQ(r.advertised[0].count, 0U);
+  EXPECT_EQ(r.advertised[1].count, 1U);
+  EXPECT_EQ(r.free, 7U);
+}
+
+TEST(ReportedCounts, UnusableAdvertisementZeroesEveryPreviouslyReportedType) {
+  auto r = reported_counts(vgpu::fail(vgpu::ErrorCode::corrupt, "bad"), 8, {"1g.10gb", "7g.80gb"});
+  ASSERT_EQ(r.advertised.size(), 2U);
+  for (const auto& tc : r.advertised) EXPECT_EQ(tc.count, 0U) << tc.type;
+  EXPECT_EQ(r.free, 8U);
+  EXPECT_EQ(r.problem, "bad");
 }

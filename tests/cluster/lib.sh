@@ -1,0 +1,312 @@
+# shellcheck shell=bash
+# Local multi-slurmd Slurm cluster for integration tests of slurm-vgpu. Source it; run as root.
+#
+#   . tests/cluster/lib.sh
+#   VC_PLUGIN_DIR=/path/with/gres_vgpu.so      # required: where the built plugin is
+#   vc_start [extra slurm.conf lines]           # munged + slurmctld + slurmd per node, waits idle
+#   ...                                         # scenario
+#   vc_stop                                     # kills only the daemons it started, by PID
+#
+# Layout (all under one per-run dir $VC_RUN, default mktemp -d /tmp/vgpu-cluster.XXXXXX):
+#   etc/slurm.conf  etc/job_submit.lua  etc/hooks/   log/{slurmctld,slurmd.<n>}.log  run/*.pid
+#   spool/<n>/  ctld-state/  munge/  out/ (job output, world-writable)
+#   vgpu/<n>/advertisement.json  vgpu/<n>/jobs/<id>.json   ($VGPU_STATE_DIR, exported to daemons)
+#
+# Settings (environment, before vc_start):
+#   VC_NODES="n1 n2 n3"   VC_TOTAL=56 (8 GPUs x 7: the constant vgpu total per node)
+#   VC_PROFILES           profiles the FUTURE placeholder declares (at VC_TOTAL each) and the
+#                         job_submit filter accepts; default: the A100/H100/H200/A30 MIG profiles
+#   VC_SLURMD_TIMEOUT=30  (periodic re-registration happens every 20 pings = 20*timeout/3 s)
+#   VC_AUTH=munge|none    VC_PROLOG / VC_EPILOG: script paths for Prolog= / Epilog=
+#
+# Functions (all return non-zero on failure; vc_fail prints and exits the scenario):
+#   vc_init (run dir + VGPU_STATE_DIR, to write advertisements before vc_start)
+#   vc_start vc_stop vc_ctld_start vc_ctld_stop vc_slurmd_start N vc_slurmd_stop N
+#   vc_reconfigure vc_wait_idle [s] vc_hup N
+#   vc_write_advertisement N GEN "1g.10gb=4 3g.40gb=1"    atomic tmp+rename, as the planner does
+#   vc_advertise N GEN "counts"          write + SIGHUP + wait until slurmctld shows the split
+#   vc_node_gres N                       slurmctld's view, normalized: "1g.10gb:4,3g.40gb:1,free:51,never:0"
+#   vc_expected_gres "counts"            the same normalization of what the plugin must report
+#   vc_wait_gres N "counts" [s]          vc_assert_gres N "counts"
+#   vc_assert_no_bad_nodes               no real node DRAIN/INVAL/DOWN/FAIL/NOT_RESPONDING
+#   vc_sbatch ARGS...                    prints the job id      vc_job_state J
+#   vc_wait_job J REGEX [s]              vc_wait_periodic_registration [s]
+
+VC_NODES=${VC_NODES:-"n1 n2 n3"}
+VC_TOTAL=${VC_TOTAL:-56}
+VC_AUTH=${VC_AUTH:-munge}
+VC_SLURMD_TIMEOUT=${VC_SLURMD_TIMEOUT:-30}
+VC_PROFILES=${VC_PROFILES:-"1g.5gb 1g.5gb+me 1g.6gb 1g.6gb+me 1g.10gb 1g.10gb+me 1g.12gb 1g.12gb+me 1g.18gb 1g.18gb+me 1g.20gb 1g.23gb 1g.24gb 1g.35gb 1g.47gb 2g.10gb 2g.12gb 2g.20gb 2g.24gb 2g.35gb 3g.20gb 3g.40gb 3g.47gb 3g.71gb 4g.20gb 4g.24gb 4g.40gb 4g.47gb 4g.71gb 7g.40gb 7g.80gb 7g.94gb 7g.141gb"}
+VC_SLURM_LIBDIR=${VC_SLURM_LIBDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
+VC_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+vc_log() { echo "[$(date +%T.%3N)] $*" >&2; }
+vc_fail() {
+  echo "FAIL: $*" >&2
+  [ -n "${VC_RUN:-}" ] && [ -d "$VC_RUN/log" ] && {
+    tail -n 25 "$VC_RUN"/log/slurmctld.log >&2
+    sinfo -N -h -O 'NodeList:8,StateLong:14,Gres:90,Reason:40' >&2 2>/dev/null
+  }
+  exit 1
+}
+
+# Two free TCP ports per node plus one for slurmctld, away from the lab's 16817/17001.
+_vc_free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 20000))
+    ss -ltnH "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+vc_init() { # creates the run dir and exports VGPU_STATE_DIR; vc_start calls it too
+  [ -n "${VC_INITIALIZED:-}" ] && return 0
+  VC_INITIALIZED=1
+  [ "$(id -u)" = 0 ] || vc_fail "the cluster harness needs root (slurmd)"
+  [ -f "${VC_PLUGIN_DIR:-}/gres_vgpu.so" ] || vc_fail "VC_PLUGIN_DIR='${VC_PLUGIN_DIR:-}' holds no gres_vgpu.so"
+  VC_RUN=${VC_RUN:-$(mktemp -d /tmp/vgpu-cluster.XXXXXX)}
+  mkdir -p "$VC_RUN"/{etc/hooks,log,run,spool,ctld-state,munge,out,vgpu}
+  chmod 755 "$VC_RUN" "$VC_RUN"/{etc,etc/hooks,log,run,spool,vgpu}
+  chmod 1777 "$VC_RUN/out"
+  local n
+  for n in $VC_NODES; do mkdir -p "$VC_RUN/vgpu/$n/jobs"; done
+  export SLURM_CONF=$VC_RUN/etc/slurm.conf VGPU_STATE_DIR=$VC_RUN/vgpu
+  VC_CTLD_PORT=${VC_CTLD_PORT:-$(_vc_free_port)}
+  declare -gA VC_PORT
+  for n in $VC_NODES future; do VC_PORT[$n]=$(_vc_free_port); done
+}
+
+_vc_munge_start() {
+  [ "$VC_AUTH" = munge ] || return 0
+  local m=$VC_RUN/munge
+  chown munge:munge "$m" && chmod 0711 "$m"   # munged refuses a 0700 socket dir
+  mungekey --create --keyfile="$m/munge.key" --bits=1024 >/dev/null 2>&1 || return 1
+  chown munge:munge "$m/munge.key" && chmod 0600 "$m/munge.key"
+  runuser -u munge -- munged --key-file="$m/munge.key" --socket="$m/munge.socket" \
+    --pid-file="$m/munged.pid" --log-file="$m/munged.log" --seed-file="$m/munged.seed" || return 1
+  for _ in $(seq 50); do [ -s "$m/munged.pid" ] && break; sleep 0.1; done
+  cp "$m/munged.pid" "$VC_RUN/run/munged.pid"
+  munge -S "$m/munge.socket" -n | unmunge -S "$m/munge.socket" >/dev/null
+}
+
+_vc_gres_line() { # the placeholder declares every profile at its maximum so valid requests pend
+  local line="vgpu:never:0,vgpu:free:$VC_TOTAL" p
+  if [ "${1:-}" = future ]; then for p in $VC_PROFILES; do line+=",vgpu:$p:$VC_TOTAL"; done; fi
+  echo "$line"
+}
+
+vc_conf_write() { # $1: extra lines
+  local n auth
+  if [ "$VC_AUTH" = munge ]; then
+    auth="AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$VC_RUN/munge/munge.socket"
+  else
+    auth="AuthType=auth/none
+CredType=cred/none"
+  fi
+  {
+    cat <<EOF
+ClusterName=vgputest
+SlurmctldHost=localhost
+SlurmctldPort=$VC_CTLD_PORT
+SlurmUser=root
+SlurmdUser=root
+$auth
+PluginDir=$VC_SLURM_LIBDIR:$VC_PLUGIN_DIR
+GresTypes=vgpu
+StateSaveLocation=$VC_RUN/ctld-state
+SlurmdSpoolDir=$VC_RUN/spool/%n
+SlurmctldPidFile=$VC_RUN/run/slurmctld.pid
+SlurmdPidFile=$VC_RUN/run/slurmd.%n.pid
+SlurmctldLogFile=$VC_RUN/log/slurmctld.log
+SlurmdLogFile=$VC_RUN/log/slurmd.%n.log
+SlurmctldDebug=debug
+SlurmdDebug=debug
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1
+ReturnToService=2
+SlurmdTimeout=$VC_SLURMD_TIMEOUT
+InactiveLimit=0
+KillWait=2
+MinJobAge=300
+MailProg=/bin/true
+JobSubmitPlugins=lua
+EOF
+    [ -n "${VC_PROLOG:-}" ] && echo "Prolog=$VC_PROLOG"
+    [ -n "${VC_EPILOG:-}" ] && echo "Epilog=$VC_EPILOG"
+    [ -n "${1:-}" ] && printf '%s\n' "$1"
+    for n in $VC_NODES; do
+      echo "NodeName=$n NodeHostname=localhost Port=${VC_PORT[$n]} CPUs=2 RealMemory=1000 State=UNKNOWN Gres=$(_vc_gres_line)"
+    done
+    echo "NodeName=future NodeHostname=localhost Port=${VC_PORT[future]} CPUs=2 RealMemory=1000 State=FUTURE Gres=$(_vc_gres_line future)"
+    echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+  } > "$SLURM_CONF"
+  _vc_job_submit_write
+}
+
+_vc_job_submit_write() { # the filter, plus its data: valid profiles per partition
+  cp "$VC_HERE/job_submit.lua" "$VC_RUN/etc/job_submit.lua"
+  {
+    echo "-- generated by tests/cluster/lib.sh: valid vgpu profiles per partition"
+    echo "return { default = \"main\", partitions = {"
+    printf '  main = {'
+    local p; for p in $VC_PROFILES; do printf '"%s",' "$p"; done
+    echo "},"
+    echo "} }"
+  } > "$VC_RUN/etc/vgpu_profiles.lua"
+}
+
+vc_ctld_start() { # args: extra slurmctld flags (-c to clear state)
+  slurmctld -f "$SLURM_CONF" "$@" || return 1
+  for _ in $(seq 150); do scontrol ping 2>/dev/null | grep -q 'is UP' && return 0; sleep 0.2; done
+  vc_log "slurmctld did not come up"; return 1
+}
+
+vc_slurmd_start() { # $1 node
+  mkdir -p "$VC_RUN/spool/$1"
+  slurmd -f "$SLURM_CONF" -N "$1" || return 1
+}
+
+_vc_stop_pidfile() {
+  local f=$1 pid
+  [ -s "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+  fi
+  rm -f "$f"
+}
+
+vc_ctld_stop() { _vc_stop_pidfile "$VC_RUN/run/slurmctld.pid"; }
+vc_slurmd_stop() { _vc_stop_pidfile "$VC_RUN/run/slurmd.$1.pid"; }
+vc_slurmd_pid() { cat "$VC_RUN/run/slurmd.$1.pid"; }
+vc_hup() { kill -HUP "$(vc_slurmd_pid "$1")"; }
+vc_reconfigure() { scontrol reconfigure; }
+
+vc_wait_idle() { # all real nodes idle/mixed/allocated
+  local t=0 lim=$(( ${1:-60} * 5 )) nodes
+  nodes=$(echo "$VC_NODES" | tr ' ' ',')
+  while sinfo -h -N -n "$nodes" -o '%N %t' 2>/dev/null | grep -qvE ' (idle|mix|alloc)$' ||
+        [ "$(sinfo -h -N -n "$nodes" -o '%N' 2>/dev/null | wc -l)" -ne "$(echo $VC_NODES | wc -w)" ]; do
+    sleep 0.2; t=$((t + 1)); [ $t -ge $lim ] && { vc_log "nodes not idle: $(sinfo -h -N -o '%N:%t' | tr '\n' ' ')"; return 1; }
+  done
+  return 0
+}
+
+vc_start() { # $1: extra slurm.conf lines
+  vc_init
+  vc_log "cluster run dir $VC_RUN (ctld port $VC_CTLD_PORT)"
+  _vc_munge_start || vc_fail "munged did not start"
+  vc_conf_write "${1:-}"
+  vc_ctld_start -c -i || vc_fail "slurmctld did not start"
+  local n
+  for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n did not start"; done
+  vc_wait_idle 60 || vc_fail "nodes did not become idle"
+}
+
+vc_stop() {
+  [ -n "${VC_RUN:-}" ] && [ -d "$VC_RUN/run" ] || return 0
+  local n pid
+  # Jobs first, so no slurmstepd outlives its slurmd.
+  scancel --full -u root >/dev/null 2>&1 && sleep 0.5
+  # SIGTERM everything first: each daemon takes ~2 s to wind down, in parallel that is paid once.
+  for pid in $(cat "$VC_RUN"/run/slurmd.*.pid "$VC_RUN/run/slurmctld.pid" 2>/dev/null); do kill "$pid" 2>/dev/null; done
+  for n in $VC_NODES; do vc_slurmd_stop "$n"; done
+  vc_ctld_stop
+  # slurmstepd processes re-parented to init: ours carry this run's SLURM_CONF in their environment.
+  for pid in $(pgrep -x slurmstepd); do
+    grep -qsz "^SLURM_CONF=$SLURM_CONF\$" "/proc/$pid/environ" && kill "$pid" 2>/dev/null
+  done
+  _vc_stop_pidfile "$VC_RUN/run/munged.pid"
+  vc_log "cluster stopped ($VC_RUN)"
+}
+
+# ---- advertisements ----
+vc_write_advertisement() { # $1 node $2 generation $3 "type=count ..."
+  local node=$1 gen=$2 counts="" item dir=$VGPU_STATE_DIR/$1
+  for item in $3; do counts+="${counts:+,}\"${item%%=*}\":${item#*=}"; done
+  mkdir -p "$dir"
+  printf '{"format":"slurm-vgpu-advertisement","version":1,"node":"%s","generation":%s,"counts":{%s}}\n' \
+    "$node" "$gen" "$counts" > "$dir/.advertisement.json.tmp"
+  mv -f "$dir/.advertisement.json.tmp" "$dir/advertisement.json"
+}
+
+vc_expected_gres() { # "type=count ..." -> normalized split incl. free padding and never:0
+  local item sum=0 out=()
+  for item in $1; do
+    [ "${item#*=}" -gt 0 ] && out+=("${item%%=*}:${item#*=}")
+    sum=$((sum + ${item#*=}))
+  done
+  out+=("free:$((VC_TOTAL - sum))" "never:0")
+  printf '%s\n' "${out[@]}" | grep -v ':0$' | sort | tr '\n' ',' | sed 's/,$//'
+}
+
+vc_node_gres() { # slurmctld's configured split for a node, non-zero types, sorted
+  scontrol show node "$1" 2>/dev/null | sed -n 's/^ *Gres=//p' | tr ',' '\n' |
+    sed -E 's/\(.*\)//; s/^vgpu://' | grep -v ':0$' | sort | tr '\n' ',' | sed 's/,$//'
+}
+
+vc_wait_gres() { # $1 node $2 counts [$3 seconds]
+  local want got t=0 lim=$(( ${3:-20} * 5 ))
+  want=$(vc_expected_gres "$2" | sed 's/,\?never:0//')
+  while got=$(vc_node_gres "$1"); [ "$got" != "$want" ]; do
+    sleep 0.2; t=$((t + 1))
+    [ $t -ge $lim ] && { vc_log "$1: slurmctld shows '$got', advertisement says '$want'"; return 1; }
+  done
+  return 0
+}
+
+vc_assert_gres() { vc_wait_gres "$1" "$2" "${3:-1}" || vc_fail "$1: GRES split differs from the advertisement"; }
+
+vc_advertise() { # $1 node $2 gen $3 counts: the planner's move, then wait for slurmctld to adopt it
+  vc_write_advertisement "$1" "$2" "$3"
+  vc_hup "$1"
+  vc_wait_gres "$1" "$3" 20
+}
+
+vc_assert_no_bad_nodes() {
+  local n state
+  for n in $VC_NODES; do
+    state=$(scontrol show node "$n" | sed -n 's/^ *State=\([^ ]*\).*/\1/p')
+    case "$state" in
+      *DRAIN*|*INVAL*|*DOWN*|*FAIL*|*NOT_RESPONDING*|'')
+        vc_fail "node $n is in state '$state': $(scontrol show node "$n" | grep -o 'Reason=.*')" ;;
+    esac
+  done
+}
+
+# ---- jobs ----
+vc_sbatch() { sbatch --parsable -o "$VC_RUN/out/job-%j.out" "$@"; }
+vc_job_state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+vc_wait_job() { # $1 job $2 state regex [$3 seconds]
+  local st t=0 lim=$(( ${3:-30} * 10 ))
+  while st=$(vc_job_state "$1"); ! echo "$st" | grep -qE "^($2)$"; do
+    sleep 0.1; t=$((t + 1))
+    [ $t -ge $lim ] && { vc_log "job $1 is '$st', wanted $2"; return 1; }
+  done
+  return 0
+}
+
+# slurmctld asks every node to re-register about every 20 pings (ping_nodes.c MAX_REG_FREQUENCY);
+# this waits for the next such round and gives the nodes time to answer it.
+vc_wait_periodic_registration() { # [$1 seconds]
+  local log=$VC_RUN/log/slurmctld.log before t=0 lim=$(( ${1:-120} * 5 ))
+  before=$(grep -c 'Spawning registration agent' "$log")
+  while [ "$(grep -c 'Spawning registration agent' "$log")" -le "$before" ]; do
+    sleep 0.2; t=$((t + 1)); [ $t -ge $lim ] && { vc_log "no periodic registration round"; return 1; }
+  done
+  sleep 3
+}

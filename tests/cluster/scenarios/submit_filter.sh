@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Untyped and unknown-profile vgpu requests are refused at submission (job_submit/lua) with a
+# message listing the partition's valid profiles; valid typed requests pass.
+set -u
+. "$(dirname "$0")/../lib.sh"
+trap vc_stop EXIT
+vc_start
+
+expect_refused() { # $1 what, rest: sbatch args; the message must name the problem and list profiles
+  local what=$1 out; shift
+  out=$(sbatch -o /dev/null "$@" --wrap true 2>&1) && vc_fail "$what was accepted: $out"
+  echo "$out" | grep -q "$what" || vc_fail "refusal does not say '$what': $out"
+  echo "$out" | grep -q 'Valid profiles.*1g.10gb.*3g.40gb.*7g.80gb' || vc_fail "refusal lists no valid profiles: $out"
+}
+expect_refused "untyped request 'vgpu:2'" --gres=vgpu:2
+expect_refused "unknown profile '9g.99gb' on partition main" --gres=vgpu:9g.99gb:1
+expect_refused "unknown profile '9g.99gb' on partition main" -p main --gres=vgpu:1g.10gb:1,vgpu:9g.99gb:1
+out=$(srun --gres=vgpu:9g.99gb:1 true 2>&1) && vc_fail "srun with unknown profile accepted"
+echo "$out" | grep -q "unknown profile '9g.99gb'" || vc_fail "srun refusal unclear: $out"
+
+j=$(vc_sbatch --gres=vgpu:1g.10gb:1 --wrap true) || vc_fail "valid typed request refused"
+scancel "$j"
+j=$(vc_sbatch --wrap true) || vc_fail "job without vgpu refused"
+vc_wait_job "$j" COMPLETED 30 || vc_fail "plain job did not complete"
+vc_assert_no_bad_nodes
+echo PASS
