@@ -21,12 +21,12 @@ enum class Op { open, close, read, pread, write, fsync, ftruncate, fstat, stat, 
 const char* op_name(Op op);
 
 struct Fault {
-  std::optional<Op> op;               // nullopt: any syscall
-  std::string path_contains;          // "": any path (fd calls match the path they were opened with)
+  std::optional<Op> op{};             // nullopt: any syscall
+  std::string path_contains{};        // "": any path (fd calls match the path they were opened with)
   int nth = 1;                        // first matching call it hits (1-based)
   int times = 1;                      // how many matching calls in a row it hits
   int error = 0;                      // errno to return without doing the call
-  std::optional<std::size_t> short_write;  // write at most this many bytes (write only)
+  std::optional<std::size_t> short_write{};  // write at most this many bytes (write only)
   bool crash = false;                 // _exit(kCrashExitCode) (after the short write, if any)
 };
 
