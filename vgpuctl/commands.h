@@ -9,5 +9,6 @@ namespace vgpuctl {
 void add_catalog_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_policy_command(CLI::App& app, int& exit_code);
+void add_status_command(CLI::App& app, int& exit_code);
 
 }  // namespace vgpuctl

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   vgpuctl::add_catalog_command(app, exit_code);
   vgpuctl::add_plan_command(app, exit_code);
+  vgpuctl::add_status_command(app, exit_code);
 #ifdef VGPUCTL_HAVE_POLICY
   vgpuctl::add_policy_command(app, exit_code);
 #endif
