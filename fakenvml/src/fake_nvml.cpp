@@ -1,0 +1,658 @@
+// The fake libnvidia-ml.so.1: NVML's C ABI (the subset in nvml_abi.h) over a fixture file and a
+// shared state file. It answers with the codes the real library documents for each situation, so
+// the production NVML backend runs against it unchanged.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fixture.h"
+#include "mig_uuid.h"
+#include "nvml_abi.h"
+#include "state.h"
+
+namespace fakenvml {
+namespace {
+
+enum class Kind { device, mig_device, gpu_instance, compute_instance };
+
+// Every handle the fake gives out points at one of these. Handles are validated by membership in
+// the registry before they are dereferenced, so a stale or made-up handle is INVALID_ARGUMENT.
+struct Handle {
+  Kind kind = Kind::device;
+  unsigned gpu = 0;
+  unsigned gi = 0, ci = 0;
+  std::uint64_t gi_serial = 0, ci_serial = 0;
+};
+
+struct Globals {
+  std::mutex mu;
+  int init_count = 0;
+  std::optional<Fixture> fixture;
+  std::unique_ptr<StateStore> store;
+  std::vector<std::unique_ptr<Handle>> handles;
+  std::set<const Handle*> valid;
+};
+
+Globals& g() {
+  static Globals* globals = new Globals;  // never destroyed: NVML may be called during exit
+  return *globals;
+}
+
+Handle* intern(const Handle& h) {
+  auto& G = g();
+  for (auto& p : G.handles)
+    if (p->kind == h.kind && p->gpu == h.gpu && p->gi == h.gi && p->ci == h.ci &&
+        p->gi_serial == h.gi_serial && p->ci_serial == h.ci_serial)
+      return p.get();
+  G.handles.push_back(std::make_unique<Handle>(h));
+  G.valid.insert(G.handles.back().get());
+  return G.handles.back().get();
+}
+
+template <class T>
+const Handle* lookup(T handle, Kind kind) {
+  const auto* h = reinterpret_cast<const Handle*>(handle);
+  if (!h || !g().valid.contains(h) || h->kind != kind) return nullptr;
+  return h;
+}
+
+nvmlDevice_t as_device(Handle* h) { return reinterpret_cast<nvmlDevice_t>(h); }
+nvmlGpuInstance_t as_gi(Handle* h) { return reinterpret_cast<nvmlGpuInstance_t>(h); }
+nvmlComputeInstance_t as_ci(Handle* h) { return reinterpret_cast<nvmlComputeInstance_t>(h); }
+
+const Gpu& gpu_of(const Handle* h) { return g().fixture->gpus[h->gpu]; }
+
+nvmlReturn_t copy_string(const std::string& s, char* out, unsigned length) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  if (s.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+const GiProfile* gi_profile_by_id(const Gpu& gpu, unsigned id) {
+  for (const auto& p : gpu.gi_profiles)
+    if (!p.error && p.id == id) return &p;
+  return nullptr;
+}
+
+const CiProfile* ci_profile_by_id(const Gpu& gpu, unsigned id) {
+  for (const auto& c : gpu.ci_profiles)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+GiState* find_gi(State& s, const Gpu& gpu, unsigned id, std::uint64_t serial) {
+  for (auto& gi : s.gpus[gpu.uuid])
+    if (gi.id == id && (serial == 0 || gi.serial == serial)) return &gi;
+  return nullptr;
+}
+
+// GI ids follow the memory-slice buddy tree, like the driver's swizzle ids: the whole GPU is 0,
+// its halves 1-2, quarters 3-6, eighths 7-14. Overlapping placements cannot coexist, so the id is
+// unique among live instances and the same placement always gets the same id.
+unsigned gi_id_for(const Gpu& gpu, const std::vector<GiState>& live, nvmlGpuInstancePlacement_t p) {
+  unsigned total = gpu.memory_slices;
+  if (p.size && total % p.size == 0 && p.start % p.size == 0) return total / p.size - 1 + p.start / p.size;
+  unsigned id = 2 * total;
+  while (std::any_of(live.begin(), live.end(), [&](const GiState& gi) { return gi.id == id; })) ++id;
+  return id;
+}
+
+struct MigEntry {
+  const GiState* gi;
+  const CiState* ci;
+};
+
+std::vector<MigEntry> mig_devices(const State& s, const Gpu& gpu) {
+  std::vector<MigEntry> out;
+  auto it = s.gpus.find(gpu.uuid);
+  if (it == s.gpus.end()) return out;
+  std::vector<const GiState*> gis;
+  for (const auto& gi : it->second) gis.push_back(&gi);
+  std::sort(gis.begin(), gis.end(), [](auto* a, auto* b) { return a->id < b->id; });
+  for (const auto* gi : gis)
+    for (const auto& ci : gi->cis) out.push_back({gi, &ci});
+  return out;
+}
+
+std::string state_path_from_env() {
+  const char* p = std::getenv("VGPU_FAKE_NVML_STATE");
+  return p ? p : "";
+}
+
+}  // namespace
+}  // namespace fakenvml
+
+using namespace fakenvml;
+
+#define FAKE_API extern "C" __attribute__((visibility("default")))
+
+// Every entry point takes the process lock and checks initialisation first, as NVML does.
+#define ENTER()                                  \
+  std::lock_guard<std::mutex> lock_(g().mu);     \
+  if (g().init_count == 0) return NVML_ERROR_UNINITIALIZED
+
+FAKE_API nvmlReturn_t nvmlInit_v2(void) {
+  std::lock_guard<std::mutex> lock(g().mu);
+  auto& G = g();
+  if (G.init_count > 0) {
+    ++G.init_count;
+    return NVML_SUCCESS;
+  }
+  const char* path = std::getenv("VGPU_FAKE_NVML_FIXTURE");
+  // No fixture is this fake's way of being a node whose driver is not loaded.
+  if (!path || !*path) return NVML_ERROR_DRIVER_NOT_LOADED;
+  std::string error;
+  auto fixture = load_fixture(path, error);
+  if (!fixture) {
+    std::fprintf(stderr, "fake-nvml: %s\n", error.c_str());
+    return NVML_ERROR_UNKNOWN;
+  }
+  G.fixture = std::move(fixture);
+  G.store = std::make_unique<StateStore>(state_path_from_env());
+  G.init_count = 1;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlShutdown(void) {
+  ENTER();
+  auto& G = g();
+  if (--G.init_count == 0) {
+    G.valid.clear();
+    G.handles.clear();
+    G.store.reset();
+    G.fixture.reset();
+  }
+  return NVML_SUCCESS;
+}
+
+FAKE_API const char* nvmlErrorString(nvmlReturn_t result) {
+  switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+    case NVML_ERROR_OPERATING_SYSTEM: return "The operating system has blocked the request.";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_MEMORY: return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA: return "No data";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Version mismatch between passed in argument and the version of NVML";
+    case NVML_ERROR_DEPRECATED: return "Deprecated";
+    case NVML_ERROR_NOT_READY: return "Not ready";
+    case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
+    case NVML_ERROR_INVALID_STATE: return "Invalid state";
+    default: return "Unknown Error";
+  }
+}
+
+FAKE_API nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  ENTER();
+  return copy_string(g().fixture->driver_version, version, length);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  ENTER();
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = static_cast<unsigned>(g().fixture->gpus.size());
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  ENTER();
+  if (!device || index >= g().fixture->gpus.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = as_device(intern({Kind::device, index, 0, 0, 0, 0}));
+  return NVML_SUCCESS;
+}
+
+namespace {
+// Device queries accept physical and MIG device handles where NVML does.
+const Handle* any_device(nvmlDevice_t d) {
+  if (const auto* h = lookup(d, Kind::device)) return h;
+  return lookup(d, Kind::mig_device);
+}
+
+const GiState* live_gi_of_mig(State& s, const Handle* h) {
+  GiState* gi = find_gi(s, gpu_of(h), h->gi, h->gi_serial);
+  if (!gi) return nullptr;
+  for (const auto& ci : gi->cis)
+    if (ci.id == h->ci && ci.serial == h->ci_serial) return gi;
+  return nullptr;
+}
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  ENTER();
+  const Handle* h = any_device(device);
+  if (!h) return NVML_ERROR_INVALID_ARGUMENT;
+  if (h->kind == Kind::device) return copy_string(gpu_of(h).name, name, length);
+  std::string mig_name;
+  nvmlReturn_t rc = g().store->with(false, [&](State& s) {
+    const GiState* gi = live_gi_of_mig(s, h);
+    if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
+    const GiProfile* p = gi_profile_by_id(gpu_of(h), gi->profile_id);
+    mig_name = gpu_of(h).name + " " + (p ? p->name : std::string("MIG"));
+    return NVML_SUCCESS;
+  });
+  return rc != NVML_SUCCESS ? rc : copy_string(mig_name, name, length);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  ENTER();
+  const Handle* h = any_device(device);
+  if (!h) return NVML_ERROR_INVALID_ARGUMENT;
+  if (h->kind == Kind::device) return copy_string(gpu_of(h).uuid, uuid, length);
+  std::string text;
+  nvmlReturn_t rc = g().store->with(false, [&](State& s) {
+    const GiState* gi = live_gi_of_mig(s, h);
+    if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
+    text = mig_uuid(gpu_of(h).uuid, gi->id, gi->placement.start, gi->placement.size, h->ci);
+    return NVML_SUCCESS;
+  });
+  return rc != NVML_SUCCESS ? rc : copy_string(text, uuid, length);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !pci) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  std::memset(pci, 0, sizeof *pci);
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(gpu.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4)
+    return NVML_ERROR_UNKNOWN;
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = dev;
+  pci->pciDeviceId = gpu.pci_device_id;
+  std::snprintf(pci->busId, sizeof pci->busId, "%s", gpu.pci_bus_id.c_str());
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", domain & 0xffffu,
+                bus & 0xffu, dev & 0xffu, fn & 0xfu);
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !memory) return NVML_ERROR_INVALID_ARGUMENT;
+  memory->total = gpu_of(h).memory_mib * 1024ULL * 1024ULL;
+  memory->used = 0;
+  memory->free = memory->total;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !minor) return NVML_ERROR_INVALID_ARGUMENT;
+  *minor = gpu_of(h).minor;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
+                                           unsigned int* pending) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  if (gpu.mig_current == Mig::unsupported) return NVML_ERROR_NOT_SUPPORTED;
+  *current = gpu.mig_current == Mig::enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+  *pending = gpu.mig_pending == Mig::enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
+                                                           nvmlGpuInstanceProfileInfo_v2_t* info) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !info || profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != nvmlGpuInstanceProfileInfo_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  const Gpu& gpu = gpu_of(h);
+  if (gpu.mig_current == Mig::unsupported) return NVML_ERROR_NOT_SUPPORTED;
+  auto it = std::find_if(gpu.gi_profiles.begin(), gpu.gi_profiles.end(),
+                         [&](const GiProfile& p) { return p.index == profile; });
+  if (it == gpu.gi_profiles.end()) return NVML_ERROR_NOT_SUPPORTED;
+  if (it->error) return it->error->code;
+  unsigned version = info->version;
+  std::memset(info, 0, sizeof *info);
+  info->version = version;
+  info->id = it->id;
+  info->isP2pSupported = it->is_p2p_supported;
+  info->sliceCount = it->slice_count;
+  info->instanceCount = it->instance_count;
+  info->multiprocessorCount = it->multiprocessor_count;
+  info->copyEngineCount = it->copy_engine_count;
+  info->decoderCount = it->decoder_count;
+  info->encoderCount = it->encoder_count;
+  info->jpegCount = it->jpeg_count;
+  info->ofaCount = it->ofa_count;
+  info->memorySizeMB = it->memory_size_mib;
+  std::snprintf(info->name, sizeof info->name, "%s", it->name.c_str());
+  return NVML_SUCCESS;
+}
+
+// Possible placements are a property of the profile, answered whether or not MIG is enabled.
+FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t* placements,
+    unsigned int* count) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !count) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  if (gpu.mig_current == Mig::unsupported) return NVML_ERROR_NOT_SUPPORTED;
+  const GiProfile* p = gi_profile_by_id(gpu, profileId);
+  if (!p) return NVML_ERROR_INVALID_ARGUMENT;
+  if (p->placements_error) return p->placements_error->code;
+  auto n = static_cast<unsigned>(p->placements.size());
+  if (!placements) {
+    *count = n;
+    return NVML_SUCCESS;
+  }
+  if (*count < n) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  std::copy(p->placements.begin(), p->placements.end(), placements);
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+namespace {
+// The checks every GPU-instance call makes before touching state.
+nvmlReturn_t mig_device(nvmlDevice_t device, const Handle*& h) {
+  h = lookup(device, Kind::device);
+  if (!h) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu_of(h).mig_current != Mig::enabled) return NVML_ERROR_NOT_SUPPORTED;
+  return NVML_SUCCESS;
+}
+
+Handle* gi_handle(const Handle* dev, const GiState& gi) {
+  return intern({Kind::gpu_instance, dev->gpu, gi.id, 0, gi.serial, 0});
+}
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* gpuInstance) {
+  ENTER();
+  const Handle* h = nullptr;
+  if (auto rc = mig_device(device, h); rc != NVML_SUCCESS) return rc;
+  if (!placement || !gpuInstance) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  const GiProfile* p = gi_profile_by_id(gpu, profileId);
+  if (!p) return NVML_ERROR_INVALID_ARGUMENT;
+  bool legal = std::any_of(p->placements.begin(), p->placements.end(), [&](auto pl) {
+    return pl.start == placement->start && pl.size == placement->size;
+  });
+  if (!legal) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(true, [&](State& s) {
+    auto& live = s.gpus[gpu.uuid];
+    unsigned same_profile = 0, used_compute = 0;
+    std::uint32_t used_mask = 0;
+    for (const auto& gi : live) {
+      if (gi.profile_id == profileId) ++same_profile;
+      if (const GiProfile* q = gi_profile_by_id(gpu, gi.profile_id)) used_compute += q->slice_count;
+      used_mask |= ((1u << gi.placement.size) - 1u) << gi.placement.start;
+    }
+    std::uint32_t want = ((1u << placement->size) - 1u) << placement->start;
+    if (same_profile >= p->instance_count || (used_mask & want) != 0 ||
+        used_compute + p->slice_count > gpu.compute_slices)
+      return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    GiState gi;
+    gi.id = gi_id_for(gpu, live, *placement);
+    gi.profile_id = profileId;
+    gi.placement = *placement;
+    gi.serial = s.next_serial++;
+    live.push_back(gi);
+    *gpuInstance = as_gi(gi_handle(h, gi));
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
+                                                nvmlGpuInstance_t* gpuInstances, unsigned int* count) {
+  ENTER();
+  const Handle* h = nullptr;
+  if (auto rc = mig_device(device, h); rc != NVML_SUCCESS) return rc;
+  if (!gpuInstances || !count) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  if (!gi_profile_by_id(gpu, profileId)) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(false, [&](State& s) {
+    unsigned n = 0;
+    for (const auto& gi : s.gpus[gpu.uuid])
+      if (gi.profile_id == profileId) gpuInstances[n++] = as_gi(gi_handle(h, gi));
+    *count = n;
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                                   nvmlGpuInstance_t* gpuInstance) {
+  ENTER();
+  const Handle* h = nullptr;
+  if (auto rc = mig_device(device, h); rc != NVML_SUCCESS) return rc;
+  if (!gpuInstance) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(false, [&](State& s) {
+    GiState* gi = find_gi(s, gpu_of(h), id, 0);
+    if (!gi) return NVML_ERROR_NOT_FOUND;
+    *gpuInstance = as_gi(gi_handle(h, *gi));
+    return NVML_SUCCESS;
+  });
+}
+
+namespace {
+// Resolves a GI handle against the current state; a destroyed GI's handle is invalid.
+template <class Fn>
+nvmlReturn_t with_gi(nvmlGpuInstance_t handle, bool write, Fn&& fn) {
+  const Handle* h = lookup(handle, Kind::gpu_instance);
+  if (!h) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(write, [&](State& s) {
+    GiState* gi = find_gi(s, gpu_of(h), h->gi, h->gi_serial);
+    if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
+    return fn(s, h, *gi);
+  });
+}
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t* info) {
+  ENTER();
+  if (!info) return NVML_ERROR_INVALID_ARGUMENT;
+  return with_gi(gpuInstance, false, [&](State&, const Handle* h, GiState& gi) {
+    info->device = as_device(intern({Kind::device, h->gpu, 0, 0, 0, 0}));
+    info->id = gi.id;
+    info->profileId = gi.profile_id;
+    info->placement = gi.placement;
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance) {
+  ENTER();
+  return with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
+    if (!gi.cis.empty()) return NVML_ERROR_IN_USE;  // compute instances must go first
+    auto& live = s.gpus[gpu_of(h).uuid];
+    std::uint64_t serial = gi.serial;
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [&](const GiState& x) { return x.serial == serial; }),
+               live.end());
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
+    nvmlComputeInstanceProfileInfo_t* info) {
+  ENTER();
+  if (!info || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
+      engProfile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  return with_gi(gpuInstance, false, [&](State&, const Handle* h, GiState& gi) {
+    const Gpu& gpu = gpu_of(h);
+    const GiProfile* gp = gi_profile_by_id(gpu, gi.profile_id);
+    for (const auto& c : gpu.ci_profiles) {
+      if (c.index != profile) continue;
+      if (!gp || c.slice_count > gp->slice_count) return NVML_ERROR_NOT_SUPPORTED;
+      std::memset(info, 0, sizeof *info);
+      info->id = c.id;
+      info->sliceCount = c.slice_count;
+      info->instanceCount = gp->slice_count / c.slice_count;
+      info->multiprocessorCount = c.multiprocessor_count;
+      info->sharedCopyEngineCount = gp->copy_engine_count;
+      info->sharedDecoderCount = gp->decoder_count;
+      info->sharedEncoderCount = gp->encoder_count;
+      info->sharedJpegCount = gp->jpeg_count;
+      info->sharedOfaCount = gp->ofa_count;
+      return NVML_SUCCESS;
+    }
+    return NVML_ERROR_NOT_SUPPORTED;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
+                                                           unsigned int profileId,
+                                                           nvmlComputeInstance_t* computeInstance) {
+  ENTER();
+  if (!computeInstance) return NVML_ERROR_INVALID_ARGUMENT;
+  return with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
+    const Gpu& gpu = gpu_of(h);
+    const CiProfile* c = ci_profile_by_id(gpu, profileId);
+    const GiProfile* gp = gi_profile_by_id(gpu, gi.profile_id);
+    if (!c || !gp) return NVML_ERROR_INVALID_ARGUMENT;
+    if (c->slice_count > gp->slice_count) return NVML_ERROR_NOT_SUPPORTED;
+    unsigned used = 0;
+    for (const auto& ci : gi.cis) used += ci.size;
+    if (used + c->slice_count > gp->slice_count) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    unsigned id = 0;
+    while (std::any_of(gi.cis.begin(), gi.cis.end(), [&](const CiState& x) { return x.id == id; })) ++id;
+    CiState ci{id, profileId, used, c->slice_count, s.next_serial++};
+    gi.cis.push_back(ci);
+    *computeInstance = as_ci(intern({Kind::compute_instance, h->gpu, gi.id, id, gi.serial, ci.serial}));
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
+                                                         unsigned int profileId,
+                                                         nvmlComputeInstance_t* computeInstances,
+                                                         unsigned int* count) {
+  ENTER();
+  if (!computeInstances || !count) return NVML_ERROR_INVALID_ARGUMENT;
+  return with_gi(gpuInstance, false, [&](State&, const Handle* h, GiState& gi) {
+    if (!ci_profile_by_id(gpu_of(h), profileId)) return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned n = 0;
+    for (const auto& ci : gi.cis)
+      if (ci.profile_id == profileId)
+        computeInstances[n++] =
+            as_ci(intern({Kind::compute_instance, h->gpu, gi.id, ci.id, gi.serial, ci.serial}));
+    *count = n;
+    return NVML_SUCCESS;
+  });
+}
+
+namespace {
+template <class Fn>
+nvmlReturn_t with_ci(nvmlComputeInstance_t handle, bool write, Fn&& fn) {
+  const Handle* h = lookup(handle, Kind::compute_instance);
+  if (!h) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(write, [&](State& s) {
+    GiState* gi = find_gi(s, gpu_of(h), h->gi, h->gi_serial);
+    if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
+    auto it = std::find_if(gi->cis.begin(), gi->cis.end(), [&](const CiState& c) {
+      return c.id == h->ci && c.serial == h->ci_serial;
+    });
+    if (it == gi->cis.end()) return NVML_ERROR_INVALID_ARGUMENT;
+    return fn(h, *gi, it);
+  });
+}
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance,
+                                                    nvmlComputeInstanceInfo_t* info) {
+  ENTER();
+  if (!info) return NVML_ERROR_INVALID_ARGUMENT;
+  return with_ci(computeInstance, false, [&](const Handle* h, GiState& gi, auto it) {
+    info->device = as_device(intern({Kind::device, h->gpu, 0, 0, 0, 0}));
+    info->gpuInstance = as_gi(intern({Kind::gpu_instance, h->gpu, gi.id, 0, gi.serial, 0}));
+    info->id = it->id;
+    info->profileId = it->profile_id;
+    info->placement = {it->start, it->size};
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance) {
+  ENTER();
+  return with_ci(computeInstance, true, [&](const Handle*, GiState& gi, auto it) {
+    gi.cis.erase(it);
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !count) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  if (gpu.mig_current == Mig::unsupported) return NVML_ERROR_NOT_SUPPORTED;
+  unsigned most = 0;
+  for (const auto& p : gpu.gi_profiles)
+    if (!p.error) most = std::max(most, p.instance_count);
+  *count = gpu.mig_current == Mig::enabled ? most : 0;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                          nvmlDevice_t* migDevice) {
+  ENTER();
+  const Handle* h = nullptr;
+  if (auto rc = mig_device(device, h); rc != NVML_SUCCESS) return rc;
+  if (!migDevice) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(false, [&](State& s) {
+    auto entries = mig_devices(s, gpu_of(h));
+    if (index >= entries.size()) return NVML_ERROR_NOT_FOUND;
+    const auto& e = entries[index];
+    *migDevice = as_device(
+        intern({Kind::mig_device, h->gpu, e.gi->id, e.ci->id, e.gi->serial, e.ci->serial}));
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
+  ENTER();
+  if (!id || !any_device(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  const Handle* h = lookup(device, Kind::mig_device);
+  if (!h) return NVML_ERROR_NOT_SUPPORTED;  // a physical GPU is not a MIG device
+  *id = h->gi;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id) {
+  ENTER();
+  if (!id || !any_device(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  const Handle* h = lookup(device, Kind::mig_device);
+  if (!h) return NVML_ERROR_NOT_SUPPORTED;
+  *id = h->ci;
+  return NVML_SUCCESS;
+}

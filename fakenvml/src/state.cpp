@@ -1,0 +1,118 @@
+#include "state.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace fakenvml {
+namespace {
+
+using nlohmann::json;
+
+json to_json(const State& s) {
+  json gpus = json::object();
+  for (const auto& [uuid, gis] : s.gpus) {
+    json arr = json::array();
+    for (const auto& gi : gis) {
+      json cis = json::array();
+      for (const auto& ci : gi.cis)
+        cis.push_back({{"id", ci.id}, {"profile_id", ci.profile_id}, {"start", ci.start},
+                       {"size", ci.size}, {"serial", ci.serial}});
+      arr.push_back({{"id", gi.id}, {"profile_id", gi.profile_id},
+                     {"placement", {{"start", gi.placement.start}, {"size", gi.placement.size}}},
+                     {"serial", gi.serial}, {"compute_instances", cis}});
+    }
+    gpus[uuid] = arr;
+  }
+  return {{"format", "vgpu-fake-nvml-state"}, {"version", 1}, {"next_serial", s.next_serial},
+          {"gpus", gpus}};
+}
+
+State from_json(const json& j) {
+  if (j.at("format").get<std::string>() != "vgpu-fake-nvml-state" || j.at("version").get<int>() != 1)
+    throw std::runtime_error("not a version 1 vgpu-fake-nvml-state file");
+  State s;
+  s.next_serial = j.at("next_serial").get<std::uint64_t>();
+  for (const auto& [uuid, arr] : j.at("gpus").items()) {
+    auto& gis = s.gpus[uuid];
+    for (const auto& g : arr) {
+      GiState gi;
+      gi.id = g.at("id").get<unsigned>();
+      gi.profile_id = g.at("profile_id").get<unsigned>();
+      gi.placement.start = g.at("placement").at("start").get<unsigned>();
+      gi.placement.size = g.at("placement").at("size").get<unsigned>();
+      gi.serial = g.at("serial").get<std::uint64_t>();
+      for (const auto& c : g.at("compute_instances"))
+        gi.cis.push_back({c.at("id").get<unsigned>(), c.at("profile_id").get<unsigned>(),
+                          c.at("start").get<unsigned>(), c.at("size").get<unsigned>(),
+                          c.at("serial").get<std::uint64_t>()});
+      gis.push_back(std::move(gi));
+    }
+  }
+  return s;
+}
+
+// Closes the descriptor (and so drops the flock) on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::string state_to_text(const State& state) { return to_json(state).dump(2) + "\n"; }
+
+nvmlReturn_t StateStore::with(bool write, const std::function<nvmlReturn_t(State&)>& fn) {
+  if (path_.empty()) return fn(memory_);
+  Fd f;
+  f.fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (f.fd < 0) {
+    std::fprintf(stderr, "fake-nvml: state %s: open: %s\n", path_.c_str(), std::strerror(errno));
+    return NVML_ERROR_UNKNOWN;
+  }
+  while (::flock(f.fd, write ? LOCK_EX : LOCK_SH) != 0)
+    if (errno != EINTR) return NVML_ERROR_UNKNOWN;
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return NVML_ERROR_UNKNOWN;
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  State state;
+  if (!text.empty()) {
+    try {
+      state = from_json(json::parse(text));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fake-nvml: state %s: corrupt: %s\n", path_.c_str(), e.what());
+      return NVML_ERROR_UNKNOWN;
+    }
+  }
+  nvmlReturn_t rc = fn(state);
+  if (!write || rc != NVML_SUCCESS) return rc;
+  std::string out = state_to_text(state);
+  // Rewritten in place under the exclusive lock: readers take the shared lock, so none sees a
+  // half-written file.
+  if (::ftruncate(f.fd, 0) != 0) return NVML_ERROR_UNKNOWN;
+  std::size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::pwrite(f.fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return NVML_ERROR_UNKNOWN;
+    done += static_cast<std::size_t>(n);
+  }
+  return rc;
+}
+
+}  // namespace fakenvml

@@ -1,0 +1,51 @@
+// Instances the fake has "created", shared by every process that loads the fake (prolog, epilog,
+// slurmd, the job): a JSON state file under flock, re-read on every call so each process sees the
+// others' changes at once, as it would with the real driver.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nvml_abi.h"
+
+namespace fakenvml {
+
+struct CiState {
+  unsigned id = 0, profile_id = 0, start = 0, size = 0;
+  std::uint64_t serial = 0;  // distinguishes a re-created instance with the same id
+};
+
+struct GiState {
+  unsigned id = 0, profile_id = 0;
+  nvmlGpuInstancePlacement_t placement{};
+  std::uint64_t serial = 0;
+  std::vector<CiState> cis;
+};
+
+struct State {
+  std::uint64_t next_serial = 1;
+  std::map<std::string, std::vector<GiState>> gpus;  // GPU uuid -> its GPU instances
+};
+
+class StateStore {
+ public:
+  // An empty path keeps the state in this process only.
+  explicit StateStore(std::string path) : path_(std::move(path)) {}
+
+  // Runs `fn` on the current state under a shared (read) or exclusive (write) lock. After a
+  // write whose `fn` returned NVML_SUCCESS the state is written back before the lock is dropped.
+  nvmlReturn_t with(bool write, const std::function<nvmlReturn_t(State&)>& fn);
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  State memory_;
+};
+
+std::string state_to_text(const State& state);
+
+}  // namespace fakenvml

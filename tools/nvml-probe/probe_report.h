@@ -1,0 +1,16 @@
+// The probe's report: what NVML says about each GPU (attributes, MIG mode, every GPU-instance
+// profile index with its answer or its exact NVML error, possible placements, existing instances)
+// and how the catalog read from the device compares with the built-in one. The JSON is also a
+// fake-NVML fixture (format "vgpu-nvml-probe"), so a recording from real hardware can be replayed.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "nvml_reader.h"
+
+namespace vgpu::probe {
+
+// Never throws and never fails: whatever NVML refuses is recorded in the report.
+nlohmann::json report(nvml::Reader& reader, const std::string& source);
+
+}  // namespace vgpu::probe
