@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,18 @@ namespace {
 
 using nlohmann::ordered_json;
 using testing::sample_ledger;
+
+TEST(LedgerJson, DocumentedExampleIsAValidLedger) {
+  auto docs = std::filesystem::path(__FILE__).parent_path() / "../../../docs/ledger.md";
+  std::string text = testing::read_file(docs.string());
+  auto start = text.find("```json\n");
+  ASSERT_NE(start, std::string::npos) << docs;
+  start += 8;
+  auto end = text.find("```", start);
+  auto parsed = parse_ledger(text.substr(start, end - start));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, sample_ledger());
+}
 
 TEST(LedgerJson, RoundTripPreservesEveryField) {
   Ledger original = sample_ledger();
