@@ -1,0 +1,229 @@
+// The whole file: syntax (with positions from the source map), duplicate keys, the top level,
+// planner knobs and images; partitions are read by policy_parse_partition.cpp. Checks that span
+// partitions (pool names unique across the file) live here too.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "policy_reader.h"
+
+namespace vgpu {
+
+using policy_detail::Diagnostics;
+using policy_detail::FieldPath;
+using policy_detail::Json;
+
+std::string PolicyDiagnostic::to_string() const {
+  std::string where = line > 0 ? fmt::format("{}:{}:{}: ", file, line, column)
+                               : fmt::format("{}: ", file);
+  if (!path.empty()) where += path + ": ";
+  return where + message;
+}
+
+namespace policy_detail {
+
+PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& path) {
+  PlannerKnobs knobs;
+  if (!expect_object(d, value, path)) return knobs;
+  reject_unknown_fields(d, value, path, {"period_s", "starvation_s", "comment"});
+  std::optional<int> period, starvation;
+  if (const Json* v = member(value, "period_s")) period = read_int(d, *v, path.key("period_s"), 1, 3600);
+  if (const Json* v = member(value, "starvation_s"))
+    starvation = read_int(d, *v, path.key("starvation_s"), 1, 86400);
+  if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
+  if (period) knobs.period_s = *period;
+  if (starvation) knobs.starvation_s = *starvation;
+  if (period && starvation && *starvation < *period)
+    d.at_value(path.key("starvation_s"),
+               fmt::format("must be at least period_s ({}): starvation is judged once per period",
+                           *period));
+  return knobs;
+}
+
+std::map<std::string, VmImage> parse_images(Diagnostics& d, const Json& value,
+                                            const FieldPath& path) {
+  std::map<std::string, VmImage> images;
+  if (!expect_object(d, value, path)) return images;
+  for (const auto& [name, spec] : value.items()) {
+    FieldPath at = path.key(name);
+    bool name_ok = check_key_name(d, name, at, "image");
+    if (!expect_object(d, spec, at)) continue;
+    reject_unknown_fields(d, spec, at, {"kernel", "initrd", "cmdline", "disk", "comment"});
+    std::size_t before = d.count();
+    VmImage image;
+    image.name = name;
+    for (auto [field, target] : {std::pair{"kernel", &image.kernel}, std::pair{"initrd", &image.initrd}}) {
+      if (const Json* v = member(spec, field)) {
+        if (auto p = read_abs_path(d, *v, at.key(field))) *target = *p;
+      } else {
+        missing(d, at.key(field));
+      }
+    }
+    if (const Json* v = member(spec, "disk")) image.disk = read_abs_path(d, *v, at.key("disk"));
+    if (const Json* v = member(spec, "cmdline")) {
+      image.cmdline = read_string(d, *v, at.key("cmdline"));
+      if (image.cmdline &&
+          (image.cmdline->size() > 4096 ||
+           std::ranges::any_of(*image.cmdline,
+                               [](char c) { return static_cast<unsigned char>(c) < 0x20; })))
+        d.at_value(at.key("cmdline"), "must be one line of at most 4096 bytes");
+    }
+    if (const Json* v = member(spec, "comment")) read_string(d, *v, at.key("comment"));
+    if (name_ok && d.count() == before) images.emplace(name, std::move(image));
+  }
+  return images;
+}
+
+namespace {
+
+// A pool name is what users type as the gres type, so it must be unique in the whole file.
+void check_pool_names_unique(Diagnostics& d, const Json& partitions) {
+  std::map<std::string, FieldPath> first_use;
+  for (const auto& [part_name, part] : partitions.items()) {
+    const Json* pools = member(part, "viz_pools");
+    if (!pools || !pools->is_array()) continue;
+    for (std::size_t i = 0; i < pools->size(); ++i) {
+      const Json* name = member((*pools)[i], "name");
+      if (!name || !name->is_string()) continue;
+      FieldPath at = FieldPath{}.key("partitions").key(part_name).key("viz_pools").index(i).key("name");
+      auto [it, inserted] = first_use.emplace(name->get<std::string>(), at);
+      if (!inserted)
+        d.at_value(at, fmt::format("viz pool name \"{}\" is already used by {}",
+                                   name->get<std::string>(), it->second.display()));
+    }
+  }
+}
+
+void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out) {
+  FieldPath root;
+  if (!expect_object(d, doc, root)) return;
+  reject_unknown_fields(d, doc, root, {"version", "planner", "images", "partitions", "comment"});
+  if (const Json* v = member(doc, "version")) {
+    // A file for another version may mean different things by the same fields: check nothing more.
+    if (!v->is_number_integer() || *v != kPolicyVersion) {
+      d.at_value(root.key("version"),
+                 fmt::format("unsupported policy version, {} (this reader understands version {})",
+                             got(*v), kPolicyVersion));
+      return;
+    }
+  } else {
+    d.at_value(root.key("version"),
+               fmt::format("required field missing (write \"version\": {})", kPolicyVersion));
+  }
+  if (const Json* v = member(doc, "comment")) read_string(d, *v, root.key("comment"));
+  if (const Json* v = member(doc, "planner")) out.planner = parse_planner(d, *v, root.key("planner"));
+  const Json* images = member(doc, "images");
+  if (images) out.images = parse_images(d, *images, root.key("images"));
+  if (images && !images->is_object()) images = nullptr;
+
+  const Json* partitions = member(doc, "partitions");
+  FieldPath parts_path = root.key("partitions");
+  if (!partitions) {
+    missing(d, parts_path);
+    return;
+  }
+  if (!expect_object(d, *partitions, parts_path)) return;
+  if (partitions->empty()) d.at_value(parts_path, "must name at least one partition");
+  for (const auto& [name, spec] : partitions->items()) {
+    FieldPath at = parts_path.key(name);
+    check_key_name(d, name, at, "partition");
+    out.partitions.push_back(parse_partition(d, spec, at, name, images));
+  }
+  check_pool_names_unique(d, *partitions);
+}
+
+}  // namespace
+}  // namespace policy_detail
+
+PolicyCheck check_policy(std::string_view text, std::string_view file_label) {
+  PolicyCheck check;
+  std::string file(file_label);
+  auto syntax = [&](SourcePos pos, std::string message) {
+    check.diagnostics.push_back(PolicyDiagnostic{file, pos.line, pos.column, "", std::move(message)});
+    return check;
+  };
+  auto map = JsonSourceMap::scan(text);
+  if (!map) return syntax(map.error().pos, "invalid JSON: " + map.error().message);
+  Json doc;
+  try {
+    doc = Json::parse(text, nullptr, true, false);
+  } catch (const Json::parse_error& e) {
+    // The scanner accepts exactly RFC 8259 JSON, so this means the two disagree: still say where.
+    std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    return syntax(position_at_offset(text, offset), fmt::format("invalid JSON: {}", e.what()));
+  }
+
+  Diagnostics d(*map, file);
+  for (const auto& dup : map->duplicate_keys()) {
+    // Unescape the pointer's last token (RFC 6901) just for the message.
+    std::string_view token = std::string_view(dup.pointer).substr(dup.pointer.rfind('/') + 1);
+    std::string key;
+    for (std::size_t k = 0; k < token.size(); ++k) {
+      if (token[k] == '~' && k + 1 < token.size()) {
+        key += token[k + 1] == '1' ? '/' : '~';
+        ++k;
+      } else {
+        key += token[k];
+      }
+    }
+    check.diagnostics.push_back(PolicyDiagnostic{
+        file, dup.again.line, dup.again.column, "",
+        fmt::format("duplicate key \"{}\" (first at line {}, column {})", key, dup.first.line,
+                    dup.first.column)});
+  }
+  PolicyFile policy;
+  policy.source = file;
+  policy_detail::parse_document(d, doc, policy);
+  auto found = d.take_sorted();
+  check.diagnostics.insert(check.diagnostics.end(), found.begin(), found.end());
+  std::ranges::stable_sort(check.diagnostics, {}, [](const PolicyDiagnostic& x) {
+    return std::pair(x.line, x.column);
+  });
+  if (check.diagnostics.empty()) check.policy = std::move(policy);
+  return check;
+}
+
+PolicyCheck check_policy_file(const std::string& path) {
+  auto io_failure = [&](std::string why) {
+    PolicyCheck check;
+    check.io_error = true;
+    check.diagnostics.push_back(PolicyDiagnostic{path, 0, 0, "", "cannot read: " + why});
+    return check;
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return io_failure("is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_failure(std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return io_failure("read error");
+  return check_policy(text, path);
+}
+
+namespace {
+
+Result<PolicyFile> to_result(PolicyCheck check) {
+  if (check.policy) return std::move(*check.policy);
+  std::string message;
+  for (const auto& diag : check.diagnostics) {
+    if (!message.empty()) message += '\n';
+    message += diag.to_string();
+  }
+  return fail(check.io_error ? ErrorCode::io : ErrorCode::invalid_argument, std::move(message));
+}
+
+}  // namespace
+
+Result<PolicyFile> parse_policy(std::string_view text, std::string_view file_label) {
+  return to_result(check_policy(text, file_label));
+}
+
+Result<PolicyFile> load_policy_file(const std::string& path) {
+  return to_result(check_policy_file(path));
+}
+
+}  // namespace vgpu

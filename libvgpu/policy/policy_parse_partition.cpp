@@ -1,0 +1,215 @@
+// One entry of "partitions": allowed profiles, limits, nodes, GPUs, idle layout, scrub, viz pools.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "policy_reader.h"
+
+namespace vgpu::policy_detail {
+namespace {
+
+// Returns false when the field is present but bad, so later checks that depend on the allowed
+// profiles (idle layout, mig-vgpu pools) stay quiet instead of repeating the same mistake.
+bool parse_profiles(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p) {
+  const Json* v = member(spec, "profiles");
+  if (!v) return true;
+  FieldPath at = path.key("profiles");
+  if (v->is_array()) {
+    auto list = read_profile_list(d, *v, at, all_models(), "any known GPU model");
+    if (!list) return false;
+    p.profile_rule = PartitionPolicy::ProfileRule::same_for_every_model;
+    p.profiles = std::move(*list);
+    return true;
+  }
+  if (!v->is_object()) {
+    d.at_value(at, fmt::format("must be a list of profile names, or an object mapping GPU model "
+                               "names to such lists, {}",
+                               got(*v)));
+    return false;
+  }
+  if (v->empty()) {
+    d.at_value(at, fmt::format("must name at least one GPU model (known: {})",
+                               Catalog::builtin().model_names()));
+    return false;
+  }
+  bool ok = true;
+  for (const auto& [model_name, list] : v->items()) {
+    FieldPath model_at = at.key(model_name);
+    const GpuModel* model = Catalog::builtin().find_model(model_name);
+    if (!model) {
+      d.at_key(model_at, fmt::format("unknown GPU model (known: {})", Catalog::builtin().model_names()));
+      ok = false;
+      continue;
+    }
+    auto names = read_profile_list(d, list, model_at, {model}, model->name);
+    if (!names) {
+      ok = false;
+      continue;
+    }
+    p.profiles_by_model[model_name] = std::move(*names);
+  }
+  if (ok) p.profile_rule = PartitionPolicy::ProfileRule::per_model;
+  return ok;
+}
+
+void parse_limits(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p) {
+  if (const Json* v = member(spec, "max_instances_per_job"))
+    p.max_instances_per_job = read_int(d, *v, path.key("max_instances_per_job"), 1);
+  if (const Json* v = member(spec, "max_instances_per_user"))
+    p.max_instances_per_user = read_int(d, *v, path.key("max_instances_per_user"), 1);
+  if (p.max_instances_per_job && p.max_instances_per_user &&
+      *p.max_instances_per_job > *p.max_instances_per_user)
+    d.at_value(path.key("max_instances_per_job"),
+               fmt::format("must not exceed max_instances_per_user ({}), or no job could use it",
+                           *p.max_instances_per_user));
+}
+
+void parse_nodes(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p) {
+  const Json* v = member(spec, "nodes");
+  if (!v) return;
+  FieldPath at = path.key("nodes");
+  if (!expect_array(d, *v, at)) return;
+  if (v->empty()) {
+    d.at_value(at, "must list at least one hostlist (leave the field out for every node)");
+    return;
+  }
+  std::vector<std::string> parts;
+  bool ok = true;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    auto text = read_string(d, (*v)[i], at.index(i));
+    if (!text) {
+      ok = false;
+      continue;
+    }
+    if (auto list = Hostlist::parse(*text); !list) {
+      d.at_value(at.index(i), list.error().message);
+      ok = false;
+      continue;
+    }
+    parts.push_back(*text);
+  }
+  if (!ok) return;
+  auto joined = Hostlist::parse(fmt::format("{}", fmt::join(parts, ",")));
+  if (!joined) {
+    d.at_value(at, joined.error().message);
+    return;
+  }
+  p.nodes = std::move(*joined);
+}
+
+void parse_gpus(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p) {
+  const Json* v = member(spec, "gpus");
+  if (!v) return;
+  FieldPath at = path.key("gpus");
+  if (v->is_string() && *v == "all") return;
+  if (!v->is_array() || v->empty()) {
+    d.at_value(at, fmt::format("must be \"all\" or a non-empty list of GPU indices 0..63, {}",
+                               got(*v)));
+    return;
+  }
+  std::vector<int> indices;
+  bool ok = true;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    auto index = read_int(d, (*v)[i], at.index(i), 0, 63);
+    if (!index) {
+      ok = false;
+    } else if (std::ranges::find(indices, *index) != indices.end()) {
+      d.at_value(at.index(i), fmt::format("GPU {} is listed twice", *index));
+      ok = false;
+    } else {
+      indices.push_back(*index);
+    }
+  }
+  if (!ok) return;
+  std::ranges::sort(indices);
+  p.gpus = std::move(indices);
+}
+
+std::string describe_allowed(const PartitionPolicy& p) {
+  std::vector<std::string> parts;
+  for (const auto& m : Catalog::builtin().models()) {
+    auto names = p.allowed_profiles_for(m);
+    if (!names.empty()) parts.push_back(fmt::format("{}: {}", m.name, fmt::join(names, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+void check_idle_layout(Diagnostics& d, const PartitionPolicy& p, const FieldPath& at) {
+  for (std::size_t i = 0; i < p.idle_layout.size(); ++i) {
+    const auto& name = p.idle_layout[i];
+    bool somewhere = std::ranges::any_of(Catalog::builtin().models(), [&](const GpuModel& m) {
+      auto allowed = p.allowed_profiles_for(m);
+      return std::ranges::find(allowed, name) != allowed.end();
+    });
+    if (!somewhere)
+      d.at_value(at.index(i), fmt::format("{} is not allowed on any GPU model this partition uses "
+                                          "(allowed: {})",
+                                          name, describe_allowed(p)));
+  }
+  for (const auto& m : Catalog::builtin().models()) {
+    if (!p.uses_model(m)) continue;
+    for (const auto& problem : place_idle(p, m).problems)
+      d.at_value(at.index(problem.index), problem.message);
+  }
+}
+
+void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p,
+                       bool profiles_ok) {
+  const Json* v = member(spec, "idle_layout");
+  if (!v) return;
+  FieldPath at = path.key("idle_layout");
+  if (!expect_array(d, *v, at)) return;
+  std::vector<std::string> names;
+  bool ok = true;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    auto name = read_string(d, (*v)[i], at.index(i));
+    if (name) {
+      if (auto spelled = parse_profile_name(*name); !spelled) {
+        d.at_value(at.index(i), spelled.error().message);
+        name.reset();
+      }
+    }
+    if (!name) {
+      ok = false;
+      continue;
+    }
+    names.push_back(*name);
+  }
+  if (!ok) return;
+  p.idle_layout = std::move(names);
+  if (profiles_ok) check_idle_layout(d, p, at);
+}
+
+}  // namespace
+
+PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPath& path,
+                                std::string name, const Json* images) {
+  PartitionPolicy p;
+  p.name = std::move(name);
+  if (!expect_object(d, value, path)) return p;
+  reject_unknown_fields(d, value, path,
+                        {"profiles", "max_instances_per_job", "max_instances_per_user", "nodes",
+                         "gpus", "idle_layout", "scrub", "viz_pools", "comment"});
+  bool profiles_ok = parse_profiles(d, value, path, p);
+  parse_limits(d, value, path, p);
+  parse_nodes(d, value, path, p);
+  parse_gpus(d, value, path, p);
+  parse_idle_layout(d, value, path, p, profiles_ok);
+  if (const Json* v = member(value, "scrub")) {
+    if (auto mode = read_choice(d, *v, path.key("scrub"), {"required", "optional"}))
+      p.scrub = *mode == "required" ? ScrubMode::required : ScrubMode::optional;
+  }
+  if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
+  if (const Json* v = member(value, "viz_pools")) {
+    FieldPath at = path.key("viz_pools");
+    if (expect_array(d, *v, at)) {
+      for (std::size_t i = 0; i < v->size(); ++i)
+        if (auto pool = parse_viz_pool(d, (*v)[i], at.index(i), p, images))
+          p.viz_pools.push_back(std::move(*pool));
+    }
+  }
+  return p;
+}
+
+}  // namespace vgpu::policy_detail

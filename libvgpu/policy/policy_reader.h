@@ -1,0 +1,114 @@
+// Private to vgpu_policy: the pieces every part of the policy parser shares. A FieldPath names
+// where a value sits; Diagnostics collects errors against the source map; the typed readers each
+// report their own error and return nullopt, so a parser can keep going and find every error.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <climits>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/json_source_map.h"
+#include "vgpu/policy.h"
+
+namespace vgpu::policy_detail {
+
+using Json = nlohmann::json;
+
+class FieldPath {
+ public:
+  [[nodiscard]] FieldPath key(std::string_view name) const;
+  [[nodiscard]] FieldPath index(std::size_t i) const;
+  [[nodiscard]] std::string pointer() const;  // RFC 6901, for the source map
+  // What admins read: partitions.infer.nodes[1]; a key that is not a plain word is quoted,
+  // partitions["my part"], so the path stays unambiguous.
+  [[nodiscard]] std::string display() const;
+
+ private:
+  struct Token {
+    std::string key;
+    std::size_t index = 0;
+    bool is_index = false;
+  };
+  std::vector<Token> tokens_;
+};
+
+class Diagnostics {
+ public:
+  Diagnostics(const JsonSourceMap& map, std::string file) : map_(map), file_(std::move(file)) {}
+
+  void at_value(const FieldPath& path, std::string message);
+  void at_key(const FieldPath& path, std::string message);  // for unknown or duplicate fields
+  [[nodiscard]] std::size_t count() const { return items_.size(); }
+  [[nodiscard]] std::vector<PolicyDiagnostic> take_sorted();
+
+ private:
+  void add(SourcePos pos, const FieldPath& path, std::string message);
+  const JsonSourceMap& map_;
+  std::string file_;
+  std::vector<PolicyDiagnostic> items_;
+};
+
+// "got \"four\"", "got 4.5", "got an array": how a bad value is shown in a message.
+std::string got(const Json& value);
+
+const Json* member(const Json& object, std::string_view key);
+bool expect_object(Diagnostics& d, const Json& value, const FieldPath& path);
+bool expect_array(Diagnostics& d, const Json& value, const FieldPath& path);
+void reject_unknown_fields(Diagnostics& d, const Json& object, const FieldPath& path,
+                           std::initializer_list<std::string_view> known);
+// Reports a missing required field at the object that should hold it.
+void missing(Diagnostics& d, const FieldPath& field);
+
+std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min,
+                            int max = INT_MAX);
+std::optional<std::string> read_string(Diagnostics& d, const Json& value, const FieldPath& path);
+std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const FieldPath& path,
+                                       std::initializer_list<std::string_view> choices);
+
+// Names of partitions, pools and images: [A-Za-z0-9_.-]{1,64}.
+bool is_valid_name(std::string_view name);
+std::string name_rule();
+// Checks a name used as an object key, reporting at the key.
+bool check_key_name(Diagnostics& d, std::string_view name, const FieldPath& path,
+                    std::string_view what);
+
+// Absolute path without "..": the VM image files are opened by root.
+std::optional<std::string> read_abs_path(Diagnostics& d, const Json& value, const FieldPath& path);
+
+// Reads a list of profile names that must exist on at least one of `models`; lists valid names
+// otherwise. `where` says which models in messages ("any known GPU model", "H100-80GB").
+std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const Json& value,
+                                                          const FieldPath& path,
+                                                          const std::vector<const GpuModel*>& models,
+                                                          std::string_view where);
+
+// Every catalog profile name once, in catalog order.
+std::vector<std::string> all_profile_names(const std::vector<const GpuModel*>& models);
+std::vector<const GpuModel*> all_models();
+
+// The idle layout placed as the planner does, with each entry that fails and why.
+struct IdleProblem {
+  std::size_t index = 0;
+  std::string message;
+};
+struct IdlePlacement {
+  GpuLayout layout;
+  std::vector<IdleProblem> problems;
+};
+IdlePlacement place_idle(const PartitionPolicy& partition, const GpuModel& model);
+
+// Parts of the file, each in its own source file.
+PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& path);
+std::map<std::string, VmImage> parse_images(Diagnostics& d, const Json& value,
+                                            const FieldPath& path);
+PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPath& path,
+                                std::string name, const Json* images);
+std::optional<VizPool> parse_viz_pool(Diagnostics& d, const Json& value, const FieldPath& path,
+                                      const PartitionPolicy& partition, const Json* images);
+
+}  // namespace vgpu::policy_detail
