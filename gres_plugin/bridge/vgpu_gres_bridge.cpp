@@ -17,6 +17,7 @@
 #include "../contract/alloc_codec.h"
 #include "../contract/job_env.h"
 #include "../contract/job_record.h"
+#include "../contract/known_profiles.h"
 #include "../contract/node_files.h"
 #include "../contract/reported_counts.h"
 
@@ -31,10 +32,10 @@ void copy_out(std::string_view text, char* out, std::size_t out_len) {
   out[n] = '\0';
 }
 
-// Types this process has reported so far. slurmd keeps the plugin loaded across SIGHUP, so a type
-// dropped from the advertisement is still reported once more at 0 (see reported_counts.h).
+// Types reported at 0 unless advertised: every catalog profile, plus any other type this process
+// reported before (slurmd keeps the plugin loaded across SIGHUP). See reported_counts.h.
 std::set<std::string, std::less<>>& reported_before() {
-  static std::set<std::string, std::less<>> types;
+  static std::set<std::string, std::less<>> types(kKnownProfiles.begin(), kKnownProfiles.end());
   return types;
 }
 

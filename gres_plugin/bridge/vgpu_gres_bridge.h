@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 #define VGPU_GRES_TYPE_MAX 64    /* bytes, including the NUL */
-#define VGPU_GRES_MAX_TYPES 64   /* advertised types a node may report */
+#define VGPU_GRES_MAX_TYPES 128  /* types a node may report (catalog profiles + custom) */
 
 typedef struct {
 	char type[VGPU_GRES_TYPE_MAX];

@@ -80,25 +80,47 @@ static int _find_type(void *x, void *key)
 	return _is_vgpu(rec) && rec->type_name && !strcmp(rec->type_name, key);
 }
 
-static void _set_type_count(List list, const char *type, uint64_t count, uint32_t cpu_cnt,
-			    uint32_t flags)
+/* A new record shaped like `tmpl` (the slurm.conf "free" record). add_gres_to_list() is not used:
+ * it overwrites the list's first record whenever that one has count 0, which is exactly the state
+ * this plugin creates while it rewrites the split. */
+static gres_slurmd_conf_t *_clone_record(gres_slurmd_conf_t *tmpl, const char *type, uint64_t count)
+{
+	gres_slurmd_conf_t *rec = xmalloc(sizeof(*rec));
+
+	rec->config_flags = tmpl->config_flags | GRES_CONF_HAS_TYPE;
+	rec->count = count;
+	rec->cpu_cnt = tmpl->cpu_cnt;
+	rec->cpus = xstrdup(tmpl->cpus);
+	if (tmpl->cpus_bitmap)
+		rec->cpus_bitmap = bit_copy(tmpl->cpus_bitmap);
+	rec->name = xstrdup(tmpl->name);
+	rec->type_name = xstrdup(type);
+	rec->plugin_id = tmpl->plugin_id;
+	return rec;
+}
+
+static void _set_type_count(List list, gres_slurmd_conf_t *tmpl, const char *type, uint64_t count)
 {
 	gres_slurmd_conf_t *rec = list_find_first(list, _find_type, (void *) type);
-	if (rec) {
+	if (rec)
 		rec->count = count;
-		return;
-	}
-	add_gres_to_list(list, VGPU_NAME, count, (int) cpu_cnt, NULL, NULL, NULL, (char *) type,
-			 NULL, NULL, flags);
+	else
+		list_append(list, _clone_record(tmpl, type, count));
+}
+
+static int _first_vgpu(void *x, void *key)
+{
+	(void) key;
+	return _is_vgpu(x);
 }
 
 extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *node_conf)
 {
 	uint64_t total = 0;
-	uint32_t flags = GRES_CONF_HAS_TYPE | GRES_CONF_COUNT_ONLY;
 	vgpu_reported_t *rep;
-	gres_slurmd_conf_t *free_rec;
+	gres_slurmd_conf_t *tmpl;
 	char *summary = NULL;
+	int zero_types = 0;
 
 	/* slurmctld calls this only for cloud nodes; it has no state dir for them. */
 	if (!node_conf || !node_conf->in_slurmd || !gres_conf_list)
@@ -107,26 +129,29 @@ extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *node
 	list_for_each(gres_conf_list, _sum_total, &total);
 	if (total == 0)
 		return SLURM_SUCCESS;
-	free_rec = list_find_first(gres_conf_list, _find_type, VGPU_FREE);
-	if (free_rec)
-		flags = free_rec->config_flags;
+	/* slurmd drops zero-count slurm.conf records, so "free" (count T) is normally the only one. */
+	tmpl = list_find_first(gres_conf_list, _find_type, VGPU_FREE);
+	if (!tmpl)
+		tmpl = list_find_first(gres_conf_list, _first_vgpu, NULL);
 
 	rep = xmalloc(sizeof(*rep));
 	vgpu_gres_reported_counts(total, rep);
 
 	list_for_each(gres_conf_list, _zero_count, NULL);
 	for (int i = 0; i < rep->advertised_cnt; i++) {
-		_set_type_count(gres_conf_list, rep->advertised[i].type, rep->advertised[i].count,
-				node_conf->cpu_cnt, flags);
-		xstrfmtcat(summary, "%s%s:%" PRIu64, summary ? "," : "", rep->advertised[i].type,
-			   rep->advertised[i].count);
+		_set_type_count(gres_conf_list, tmpl, rep->advertised[i].type, rep->advertised[i].count);
+		if (!rep->advertised[i].count)
+			zero_types++;
+		else
+			xstrfmtcat(summary, "%s%s:%" PRIu64, summary ? "," : "",
+				   rep->advertised[i].type, rep->advertised[i].count);
 	}
-	_set_type_count(gres_conf_list, VGPU_FREE, rep->free_cnt, node_conf->cpu_cnt, flags);
+	_set_type_count(gres_conf_list, tmpl, VGPU_FREE, rep->free_cnt);
 	xstrfmtcat(summary, "%s" VGPU_FREE ":%" PRIu64, summary ? "," : "", rep->free_cnt);
 
 	if (rep->used_advertisement)
-		info("gres/vgpu: node %s reports %s (total %" PRIu64 ", %s)", rep->node, summary,
-		     total, rep->message);
+		info("gres/vgpu: node %s reports %s (total %" PRIu64 ", %d other types at 0; %s)",
+		     rep->node, summary, total, zero_types, rep->message);
 	else
 		error("gres/vgpu: node %s: advertisement not used, nothing placeable (all %" PRIu64
 		      " free): %s", rep->node[0] ? rep->node : "?", total, rep->message);

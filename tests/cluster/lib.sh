@@ -36,7 +36,7 @@ VC_NODES=${VC_NODES:-"n1 n2 n3"}
 VC_TOTAL=${VC_TOTAL:-56}
 VC_AUTH=${VC_AUTH:-munge}
 VC_SLURMD_TIMEOUT=${VC_SLURMD_TIMEOUT:-30}
-VC_PROFILES=${VC_PROFILES:-"1g.5gb 1g.5gb+me 1g.6gb 1g.6gb+me 1g.10gb 1g.10gb+me 1g.12gb 1g.12gb+me 1g.18gb 1g.18gb+me 1g.20gb 1g.23gb 1g.24gb 1g.35gb 1g.47gb 2g.10gb 2g.12gb 2g.20gb 2g.24gb 2g.35gb 3g.20gb 3g.40gb 3g.47gb 3g.71gb 4g.20gb 4g.24gb 4g.40gb 4g.47gb 4g.71gb 7g.40gb 7g.80gb 7g.94gb 7g.141gb"}
+VC_PROFILES=${VC_PROFILES:-"1g.5gb 1g.5gb+me 1g.6gb 1g.6gb+me 1g.10gb 1g.10gb+me 1g.12gb 1g.12gb+me 1g.18gb 1g.18gb+me 1g.20gb 1g.24gb 1g.35gb 2g.10gb 2g.12gb 2g.12gb+me 2g.20gb 2g.24gb 2g.35gb 3g.20gb 3g.40gb 3g.47gb 3g.71gb 4g.20gb 4g.24gb 4g.40gb 4g.47gb 4g.71gb 7g.40gb 7g.80gb 7g.94gb 7g.141gb"}
 VC_SLURM_LIBDIR=${VC_SLURM_LIBDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
 VC_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -90,7 +90,9 @@ _vc_munge_start() {
   munge -S "$m/munge.socket" -n | unmunge -S "$m/munge.socket" >/dev/null
 }
 
-_vc_gres_line() { # the placeholder declares every profile at its maximum so valid requests pend
+# Real nodes: the constant total as free plus the permanent zero type (docs/slurm.md). The
+# placeholder declares every profile at its maximum so valid requests pend instead of being rejected.
+_vc_gres_line() {
   local line="vgpu:never:0,vgpu:free:$VC_TOTAL" p
   if [ "${1:-}" = future ]; then for p in $VC_PROFILES; do line+=",vgpu:$p:$VC_TOTAL"; done; fi
   echo "$line"

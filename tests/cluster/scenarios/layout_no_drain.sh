@@ -24,8 +24,10 @@ vc_assert_no_bad_nodes
 j=$(vc_sbatch -w n1 --gres=vgpu:2g.20gb:2 --wrap true) || vc_fail "sbatch 2g.20gb refused"
 vc_wait_job "$j" COMPLETED 30 || vc_fail "job on a newly advertised type did not run"
 
-step "slurmd restart"
+step "slurmd restart, 2g.20gb dropped while it was down"
 vc_slurmd_stop n1
+split="1g.10gb=1 3g.40gb=1 4g.40gb=1"
+vc_write_advertisement n1 3 "$split"
 vc_slurmd_start n1 || vc_fail "slurmd n1 did not restart"
 vc_wait_idle 30 || vc_fail "n1 not back after restart"
 vc_assert_gres n1 "$split" 15
@@ -47,7 +49,7 @@ vc_assert_no_bad_nodes
 
 step "split change, then a periodic re-registration"
 split="1g.10gb=3 7g.80gb=1"
-vc_advertise n1 3 "$split" || vc_fail "split after reconfigure not adopted"
+vc_advertise n1 4 "$split" || vc_fail "split after reconfigure not adopted"
 vc_wait_periodic_registration 120 || vc_fail "no periodic re-registration seen"
 vc_assert_gres n1 "$split" 5
 vc_assert_no_bad_nodes
