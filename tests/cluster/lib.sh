@@ -6,6 +6,7 @@
 #   vc_start [extra slurm.conf lines]           # munged + slurmctld + slurmd per node, waits idle
 #   ...                                         # scenario
 #   vc_stop                                     # kills only the daemons it started, by PID
+#   (scenarios use: trap 'vc_finish $?' EXIT   -> stop, and remove the run dir unless it failed)
 #
 # Layout (all under one per-run dir $VC_RUN, default mktemp -d /tmp/vgpu-cluster.XXXXXX):
 #   etc/slurm.conf  etc/job_submit.lua  etc/hooks/   log/{slurmctld,slurmd.<n>}.log  run/*.pid
@@ -234,6 +235,18 @@ vc_stop() {
   done
   _vc_stop_pidfile "$VC_RUN/run/munged.pid"
   vc_log "cluster stopped ($VC_RUN)"
+}
+
+# EXIT trap for scenarios: stop the cluster; keep the run dir (logs) only when the scenario failed
+# or VC_KEEP=1.
+vc_finish() {
+  local rc=$1
+  vc_stop
+  if [ "$rc" = 0 ] && [ "${VC_KEEP:-0}" != 1 ] && [ -n "${VC_RUN:-}" ]; then
+    rm -rf "$VC_RUN"
+  elif [ -n "${VC_RUN:-}" ]; then
+    echo "logs kept in $VC_RUN" >&2
+  fi
 }
 
 # ---- advertisements ----

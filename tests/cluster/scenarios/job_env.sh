@@ -5,7 +5,7 @@
 # The real prolog comes later: a stand-in writes the record from VGPU_ALLOC.
 set -u
 . "$(dirname "$0")/../lib.sh"
-trap vc_stop EXIT
+trap 'vc_finish $?' EXIT
 vc_init
 
 OUT=$VC_RUN/out

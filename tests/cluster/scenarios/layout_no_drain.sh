@@ -5,7 +5,7 @@
 set -u
 export VC_SLURMD_TIMEOUT=${VC_SLURMD_TIMEOUT:-6}   # periodic re-registration every ~40 s
 . "$(dirname "$0")/../lib.sh"
-trap vc_stop EXIT
+trap 'vc_finish $?' EXIT
 
 vc_init
 vc_write_advertisement n1 1 "1g.10gb=2 3g.40gb=1"

@@ -3,7 +3,7 @@
 # profile) and pends; it starts as soon as a node advertises it.
 set -u
 . "$(dirname "$0")/../lib.sh"
-trap vc_stop EXIT
+trap 'vc_finish $?' EXIT
 vc_start
 
 j=$(vc_sbatch --gres=vgpu:3g.40gb:1 --wrap 'echo ran on $SLURMD_NODENAME') || vc_fail "valid profile at 0 was refused"

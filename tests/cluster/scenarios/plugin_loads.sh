@@ -4,7 +4,7 @@
 # and never drains the node.
 set -u
 . "$(dirname "$0")/../lib.sh"
-trap vc_stop EXIT
+trap 'vc_finish $?' EXIT
 
 vc_init
 vc_write_advertisement n1 1 "1g.10gb=7 3g.40gb=1"

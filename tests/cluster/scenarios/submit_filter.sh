@@ -3,7 +3,7 @@
 # message listing the partition's valid profiles; valid typed requests pass.
 set -u
 . "$(dirname "$0")/../lib.sh"
-trap vc_stop EXIT
+trap 'vc_finish $?' EXIT
 vc_start
 
 expect_refused() { # $1 what, rest: sbatch args; the message must name the problem and list profiles
