@@ -1,0 +1,56 @@
+#!/bin/bash
+# One command for the trace benchmark report: builds the simulator and core benchmarks (Release),
+# runs them on every openb trace, and writes benchmarks/results/{REPORT.md,*.json,*.png}.
+#   benchmarks/run-trace-report.sh            # full run (10 seeds, 6,212 GPUs)
+#   SEEDS=2 benchmarks/run-trace-report.sh    # quicker
+# Environment: BUILD_DIR (default build-bench/release), TRACESIM / BENCH_CORE (use these binaries
+# instead of building), SEEDS (10), REPLAY_GPUS (cluster size for the queueing replay, 48).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+traces=$(cd "$repo/../shared/traces" && pwd)
+out="$repo/benchmarks/results"
+build=${BUILD_DIR:-$repo/build-bench/release}
+seeds=${SEEDS:-10}
+replay_gpus=${REPLAY_GPUS:-48}
+mkdir -p "$out"
+
+if [[ -z "${TRACESIM:-}" ]]; then
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" --target vgpu-tracesim vgpu_bench_core -j2 >/dev/null
+  TRACESIM=$build/benchmarks/vgpu-tracesim
+  BENCH_CORE=$build/benchmarks/vgpu_bench_core
+fi
+
+commands=()
+run() {  # run <output.json> <args...>: records the exact command for the report
+  local dest=$1
+  shift
+  commands+=("vgpu-tracesim $* --json > results/$(basename "$dest")")
+  "$TRACESIM" "$@" --json >"$dest"
+}
+for t in default gpushare40 multigpu20; do
+  run "$out/$t.json" --trace "$traces/openb_pod_list_$t.csv" --seeds "$seeds"
+done
+# The openb tasks are short and sparse next to 6,212 GPUs, so nothing queues there; a small
+# cluster replays the same arrivals under contention to compare waiting.
+run "$out/replay-$replay_gpus.json" --trace "$traces/openb_pod_list_default.csv" --seeds "$seeds" \
+  --gpus "$replay_gpus"
+
+if [[ -n "${BENCH_CORE:-}" && -x "${BENCH_CORE}" ]]; then
+  "$BENCH_CORE" --benchmark_min_time=0.2 >"$out/bench_core.txt" 2>/dev/null
+  commands+=("vgpu_bench_core --benchmark_min_time=0.2 > results/bench_core.txt")
+fi
+
+{
+  echo "host: $(hostname)"
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') x $(nproc)"
+  echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
+  echo "compiler: $(c++ --version | head -1)"
+  echo "commit: $(git -C "$repo" rev-parse --short HEAD)"
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+} >"$out/machine.txt"
+printf '%s\n' "${commands[@]}" >"$out/commands.txt"
+
+/usr/bin/python3 "$repo/benchmarks/plot_trace_report.py" "$out" "$replay_gpus"
+echo "wrote $out/REPORT.md"

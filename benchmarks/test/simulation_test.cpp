@@ -1,0 +1,148 @@
+// The whole simulator on a sample of the real openb trace (first 500 rows, 64 GPUs, 2 seeds),
+// each policy wrapped in CheckingPacker so capacity is verified at every step.
+#include "simulation.h"
+
+#include <gtest/gtest.h>
+
+#include "checking_packer.h"
+#include "report.h"
+
+namespace vgpu::bench {
+namespace {
+
+const GpuModel& h100() { return **Catalog::builtin().require_model("H100-80GB"); }
+
+const Trace& sample_trace() {
+  static const Trace t = [] {
+    auto r = load_trace(VGPU_SHARED_DIR "/traces/openb_pod_list_default.csv");
+    if (!r) throw std::runtime_error(r.error().message);
+    Trace s = *r;
+    s.tasks.resize(500);
+    return s;
+  }();
+  return t;
+}
+
+SimOptions sample_options() {
+  SimOptions o;
+  o.trace_path = "sample";
+  o.policies = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
+                PolicyKind::planner};
+  o.seeds = 2;
+  o.gpus = 64;
+  return o;
+}
+
+const SimResult& sample_result() {
+  static const SimResult r = [] {
+    auto s = run_simulation(sample_options(), sample_trace());
+    if (!s) throw std::runtime_error(s.error().message);
+    return *s;
+  }();
+  return r;
+}
+
+const PolicyResult& result_of(PolicyKind k) {
+  for (const auto& p : sample_result().results)
+    if (p.policy == k) return p;
+  throw std::logic_error("policy missing");
+}
+
+TEST(Simulation, NoPolicyEverExceedsCapacityOrOverlapsInstances) {
+  const Trace& trace = sample_trace();
+  auto tasks = map_tasks(trace, h100(), 8);
+  ClusterShape shape{64, 8};
+  auto seq = arrival_sequence(tasks, 64'000, 0);
+  StaticPlan plan = choose_static_plan(h100(), 64, arrival_demand(h100(), tasks, 64'000));
+  for (auto kind : sample_options().policies) {
+    SCOPED_TRACE(std::string(policy_name(kind)));
+    CheckingPacker arrivals(make_packer(kind, h100(), shape, plan));
+    ArrivalOutcome a = run_arrivals(arrivals, tasks, seq);
+    EXPECT_GT(arrivals.allocations(), 10);
+    EXPECT_LE(a.peak_allocated_slices, a.capacity_slices);
+    CheckingPacker replay(make_packer(kind, h100(), shape, plan));
+    ReplayOutcome r = run_replay(replay, trace, tasks);
+    EXPECT_EQ(replay.allocated_slices(), 0) << "every task released at the end";
+    EXPECT_EQ(r.started + r.never_started, r.tasks);
+    EXPECT_LE(r.peak_allocated_slices, r.capacity_slices);
+  }
+}
+
+TEST(Simulation, ArrivalsStopAtFullCapacityOfRequestedWork) {
+  for (const auto& p : sample_result().results)
+    for (const auto& s : p.per_seed) {
+      EXPECT_GE(s.arrived_milli, 64'000);
+      EXPECT_LT(s.arrived_milli, 64'000 + 8'000) << "stops at the task that reaches 100%";
+      EXPECT_LE(s.served_milli, s.arrived_milli);
+    }
+}
+
+TEST(Simulation, FluidBoundIsAtLeastEveryPolicy) {
+  const SimResult& r = sample_result();
+  for (const auto& p : r.results)
+    for (std::size_t i = 0; i < p.per_seed.size(); ++i)
+      EXPECT_GE(r.bound_milli_per_seed[i] + 1e-6, static_cast<double>(p.per_seed[i].served_milli))
+          << policy_name(p.policy) << " seed " << i;
+  EXPECT_LE(r.bound_milli_per_seed[0], 64'000 + 1e-6);
+}
+
+TEST(Simulation, PlannerLeavesNoMoreCapacityUnusedThanFirstFit) {
+  const auto& planner = result_of(PolicyKind::planner);
+  const auto& firstfit = result_of(PolicyKind::firstfit);
+  for (std::size_t i = 0; i < planner.per_seed.size(); ++i) {
+    EXPECT_GE(planner.per_seed[i].served_milli, firstfit.per_seed[i].served_milli) << "seed " << i;
+  }
+  EXPECT_LE(summarize_arrivals(sample_result(), planner).unallocated_gpu_pct,
+            summarize_arrivals(sample_result(), firstfit).unallocated_gpu_pct + 1e-9);
+}
+
+TEST(Simulation, MigRoundingIsAllocatedMinusRequested) {
+  const SimResult& r = sample_result();
+  for (const auto& p : r.results) {
+    ArrivalSummary a = summarize_arrivals(r, p);
+    SCOPED_TRACE(std::string(policy_name(p.policy)));
+    EXPECT_GE(a.rounding_gpus, 0);
+    EXPECT_NEAR(a.unallocated_gpus + a.served_gpus + a.rounding_gpus, 64, 1e-9);
+  }
+  // Whole GPUs round every sharing task up to 1000 milli: more rounding than dynamic MIG.
+  EXPECT_GT(summarize_arrivals(r, result_of(PolicyKind::whole)).rounding_gpus,
+            summarize_arrivals(r, result_of(PolicyKind::planner)).rounding_gpus);
+}
+
+TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
+  // Recomputed independently of the report: sum over placed tasks of (GPUs x 1000 - request).
+  const Trace& trace = sample_trace();
+  auto tasks = map_tasks(trace, h100(), 8);
+  auto seq = arrival_sequence(tasks, 64'000, 1);
+  auto packer = make_packer(PolicyKind::whole, h100(), ClusterShape{64, 8}, StaticPlan{});
+  long long rounding = 0;
+  for (int i : seq) {
+    const MappedTask& t = tasks[static_cast<std::size_t>(i)];
+    if (packer->allocate(t)) rounding += 1000LL * t.gpus - t.requested_milli;
+  }
+  ArrivalOutcome o = result_of(PolicyKind::whole).per_seed[1];
+  EXPECT_EQ(o.allocated_slices * 1000 / 7 - o.served_milli, rounding);
+}
+
+TEST(Simulation, ReportCarriesTheRequiredFields) {
+  auto j = to_json(sample_result());
+  ASSERT_EQ(j["results"].size(), 4u);
+  for (const auto& e : j["results"]) {
+    EXPECT_TRUE(e.contains("policy"));
+    EXPECT_GE(e["unallocated_gpu_pct"].get<double>(), 0);
+    EXPECT_LE(e["pct_of_bound"].get<double>(), 100 + 1e-9);
+    EXPECT_GE(e["p95_wait_s"].get<double>(), 0);
+  }
+  EXPECT_NE(to_table(sample_result()).find("planner"), std::string::npos);
+}
+
+TEST(Simulation, RejectsAnUnknownModel) {
+  SimOptions o = sample_options();
+  o.model = "H999";
+  auto r = run_simulation(o, sample_trace());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("H999"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vgpu::bench

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""End-to-end smoke test of vgpu-tracesim: the real binary on a sample of each openb trace, its JSON
+checked for the fields and properties the report relies on, and a malformed CSV must fail with a
+file:line: column: value message. Usage: smoke_check.py TRACESIM TRACES_DIR"""
+import json
+import subprocess
+import sys
+import tempfile
+
+tool, traces = sys.argv[1], sys.argv[2]
+POLICIES = ["whole", "static", "firstfit", "planner"]
+
+
+def run(*args):
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=100)
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what)
+        sys.exit(1)
+
+
+for name, timed in [("default", True), ("multigpu20", False)]:
+    p = run("--trace", f"{traces}/openb_pod_list_{name}.csv", "--policy", ",".join(POLICIES),
+            "--seeds", "2", "--gpus", "64", "--tasks", "500", "--json")
+    check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr}")
+    doc = json.loads(p.stdout)
+    check([r["policy"] for r in doc["results"]] == POLICIES, f"{name}: one entry per policy")
+    bound = doc["bound"]["served_gpus"]
+    for r in doc["results"]:
+        pol = r["policy"]
+        check(0 <= r["unallocated_gpu_pct"] <= 100, f"{name} {pol}: unallocated % in range")
+        check(0 < r["pct_of_bound"] <= 100 + 1e-9, f"{name} {pol}: % of bound in (0, 100]")
+        check(r["served_gpus"] <= bound + 1e-9, f"{name} {pol}: bound >= served")
+        for s in r["per_seed"]:
+            check(s["peak_allocated_slices"] <= s["capacity_slices"], f"{name} {pol}: capacity")
+        if timed:
+            check(r["p95_wait_s"] is not None and r["p95_wait_s"] >= 0, f"{name} {pol}: p95 wait")
+            check(len(r["replay"]["wait_quantiles_s"]) == 101, f"{name} {pol}: wait CDF")
+        else:
+            check(r["p95_wait_s"] is None, f"{name} {pol}: no times, no replay")
+    by = {r["policy"]: r for r in doc["results"]}
+    check(by["planner"]["served_gpus"] >= by["firstfit"]["served_gpus"], f"{name}: planner >= firstfit")
+
+p = run("--trace", f"{traces}/openb_pod_list_default.csv", "--tasks", "50", "--gpus", "8")
+check(p.returncode == 0 and "planner" in p.stdout and "Replay" in p.stdout, "readable table")
+
+with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+    f.write("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,1,500\np1,1,1,1,half\n")
+p = run("--trace", f.name, "--seeds", "1")
+check(p.returncode == 1, f"bad CSV exit code {p.returncode}")
+check(f"{f.name}:3: column gpu_milli: value 'half': not an integer" in p.stderr,
+      f"bad CSV message: {p.stderr!r}")
+p = run("--trace", f"{traces}/openb_pod_list_default.csv", "--policy", "bestest")
+check(p.returncode == 2 and "policy 'bestest': unknown" in p.stderr, f"bad policy: {p.stderr!r}")
+print("ok")

@@ -1,0 +1,40 @@
+// The published methodology (FGD, Weng et al., ATC '23): tasks arrive in random order and never
+// leave; arrival stops once the arrived GPU work reaches 100% of the cluster's GPU capacity, and
+// the capacity still unallocated at that point is the fragmentation measure. When the trace holds
+// less work than the cluster, further shuffled passes over it continue the sample (the FGD
+// simulator's inflation), so every policy sees the same arrivals for a seed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "packer.h"
+#include "task_mapping.h"
+
+namespace vgpu::bench {
+
+// Indices into `tasks` (GPU tasks only) in arrival order for `seed`.
+std::vector<int> arrival_sequence(const std::vector<MappedTask>& tasks, long long capacity_milli,
+                                  std::uint64_t seed);
+
+struct ArrivalOutcome {
+  int arrived_tasks = 0;
+  int placed_tasks = 0;
+  long long arrived_milli = 0;
+  long long served_milli = 0;      // requested work of the placed tasks
+  long long allocated_slices = 0;  // compute slices held by placed tasks at the end
+  long long capacity_slices = 0;
+  long long peak_allocated_slices = 0;  // never above capacity_slices
+};
+
+ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks,
+                            const std::vector<int>& sequence);
+
+// The fluid upper bound: capacity counted in compute slices with no placement rules at all, each
+// task costing its profile's slices (whole GPUs cost all of theirs). The most requested work any
+// placement policy (including whole-GPU) could serve from these arrivals is at most the fractional
+// knapsack optimum over them, which this returns, in thousandths of a GPU.
+double fluid_bound_milli(const std::vector<MappedTask>& tasks, const std::vector<int>& sequence,
+                         long long capacity_slices);
+
+}  // namespace vgpu::bench

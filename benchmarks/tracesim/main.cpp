@@ -1,0 +1,56 @@
+// vgpu-tracesim: packing of real cluster traces under whole-GPU, static MIG, first-fit dynamic MIG
+// and the slurm-vgpu planner. See docs/benchmarks.md for the methodology.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "report.h"
+#include "simulation.h"
+
+int main(int argc, char** argv) {
+  using namespace vgpu::bench;
+  CLI::App app{"Replay GPU-cluster traces against MIG placement policies"};
+  SimOptions opt;
+  std::string policies = "whole,static,firstfit,planner";
+  bool json = false;
+  app.add_option("--trace", opt.trace_path, "openb pod-list CSV")->required();
+  app.add_option("--policy", policies, "comma-separated: whole,static,firstfit,planner");
+  app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--gpus", opt.gpus, "GPUs in the cluster (default: openb's 6212)")
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--gpus-per-node", opt.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 64));
+  app.add_option("--model", opt.model, "GPU model from the built-in catalog");
+  app.add_option("--tasks", opt.max_tasks, "use only the first N trace rows")
+      ->check(CLI::Range(1, 100'000'000));
+  app.add_option("--util-buckets", opt.util_buckets, "points in the utilisation series")
+      ->check(CLI::Range(1, 100'000));
+  app.add_flag("--json", json, "print one JSON object");
+  CLI11_PARSE(app, argc, argv);
+
+  std::size_t start = 0;
+  while (start <= policies.size()) {
+    std::size_t comma = policies.find(',', start);
+    std::string name = policies.substr(start, comma == std::string::npos ? comma : comma - start);
+    auto kind = parse_policy(name);
+    if (!kind) {
+      std::fprintf(stderr, "vgpu-tracesim: --policy: %s\n", kind.error().message.c_str());
+      return 2;
+    }
+    opt.policies.push_back(*kind);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+
+  auto sim = run_simulation(opt);
+  if (!sim) {
+    std::fprintf(stderr, "vgpu-tracesim: %s\n", sim.error().message.c_str());
+    return 1;
+  }
+  if (json)
+    std::printf("%s\n", to_json(*sim).dump(1).c_str());
+  else
+    std::printf("%s", to_table(*sim).c_str());
+  return 0;
+}

@@ -1,0 +1,148 @@
+#include "replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <queue>
+#include <set>
+#include <utility>
+
+namespace vgpu::bench {
+namespace {
+
+struct Job {
+  int task = 0;
+  long long arrival = 0;
+  long long duration = 0;
+};
+
+struct Running {
+  long long finish = 0;
+  std::size_t job = 0;
+  bool operator>(const Running& o) const {
+    return std::tie(finish, job) > std::tie(o.finish, o.job);
+  }
+};
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(pos));
+  std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  double frac = pos - static_cast<double>(lo);
+  return sorted[lo] * (1 - frac) + sorted[hi] * frac;
+}
+
+}  // namespace
+
+ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,
+                         int util_buckets) {
+  ReplayOutcome o;
+  o.capacity_slices = packer.capacity_slices();
+  std::vector<Job> jobs;
+  for (const auto& t : tasks) {
+    if (t.kind != TaskKind::sharing && t.kind != TaskKind::whole_gpu) continue;
+    const TraceTask& tt = trace.tasks[static_cast<std::size_t>(t.trace_index)];
+    if (!tt.scheduled_s) {
+      ++o.not_run_in_trace;
+      continue;
+    }
+    jobs.push_back({static_cast<int>(&t - tasks.data()), tt.creation_s,
+                    tt.deletion_s - *tt.scheduled_s});
+  }
+  o.tasks = static_cast<int>(jobs.size());
+  if (jobs.empty()) return o;
+  std::ranges::stable_sort(jobs, {}, &Job::arrival);
+
+  std::vector<std::optional<Allocation>> held(jobs.size());
+  std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+  std::vector<std::size_t> waiting;
+  std::vector<double> waits;
+  std::vector<std::pair<long long, long long>> steps;  // (time, allocated slices from then on)
+  long long first = jobs.front().arrival, last_finish = first;
+  std::size_t next = 0;
+
+  while (next < jobs.size() || !running.empty()) {
+    long long now = next < jobs.size() ? jobs[next].arrival : running.top().finish;
+    if (!running.empty()) now = std::min(now, running.top().finish);
+    while (!running.empty() && running.top().finish <= now) {
+      std::size_t j = running.top().job;
+      running.pop();
+      packer.release(*held[j]);
+      held[j].reset();
+      last_finish = std::max(last_finish, now);
+    }
+    while (next < jobs.size() && jobs[next].arrival <= now) waiting.push_back(next++);
+
+    // One pass in arrival order. A shape that failed cannot fit later in the same pass (space
+    // only shrinks), so it is skipped: this keeps long queues cheap.
+    std::set<std::pair<const Profile*, int>> failed;
+    std::vector<std::size_t> still;
+    for (std::size_t j : waiting) {
+      const MappedTask& t = tasks[static_cast<std::size_t>(jobs[j].task)];
+      auto shape = std::make_pair(t.profile, t.gpus);
+      if (failed.contains(shape)) {
+        still.push_back(j);
+        continue;
+      }
+      if (auto a = packer.allocate(t)) {
+        held[j] = std::move(*a);
+        running.push({now + jobs[j].duration, j});
+        waits.push_back(static_cast<double>(now - jobs[j].arrival));
+      } else {
+        failed.insert(shape);
+        still.push_back(j);
+      }
+    }
+    waiting = std::move(still);
+    steps.emplace_back(now, packer.allocated_slices());
+    o.peak_allocated_slices = std::max(o.peak_allocated_slices, packer.allocated_slices());
+  }
+  o.started = static_cast<int>(waits.size());
+  o.never_started = static_cast<int>(waiting.size());
+
+  std::vector<double> sorted = waits;
+  std::ranges::sort(sorted);
+  double sum = 0;
+  for (double w : sorted) sum += w;
+  if (!sorted.empty()) {
+    o.mean_wait_s = sum / static_cast<double>(sorted.size());
+    o.p95_wait_s = quantile(sorted, 0.95);
+    o.max_wait_s = sorted.back();
+    for (int i = 0; i <= 100; ++i) o.wait_quantiles_s.push_back(quantile(sorted, i / 100.0));
+  }
+
+  double span = static_cast<double>(last_finish - first);
+  o.span_h = span / 3600.0;
+  if (span > 0) o.completed_per_hour = o.started / o.span_h;
+
+  // Time-weighted utilisation, overall and per bucket of the span.
+  auto buckets = static_cast<std::size_t>(std::max(1, util_buckets));
+  std::vector<double> area(buckets, 0.0);
+  double total_area = 0, cap = static_cast<double>(o.capacity_slices);
+  double width = span > 0 ? span / static_cast<double>(buckets) : 1;
+  for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
+    double a = static_cast<double>(steps[i].first - first);
+    double b = static_cast<double>(steps[i + 1].first - first);
+    double level = static_cast<double>(steps[i].second);
+    total_area += level * (b - a);
+    if (b <= a) continue;
+    // Overlap of [a, b) with each bucket it touches; indices, not float stepping, so rounding at a
+    // bucket edge can never stall the walk. The last bucket also takes anything past the span.
+    std::size_t ka = std::min(buckets - 1, static_cast<std::size_t>(a / width));
+    std::size_t kb = std::min(buckets - 1, static_cast<std::size_t>(b / width));
+    for (std::size_t k = ka; k <= kb; ++k) {
+      double lo = std::max(a, static_cast<double>(k) * width);
+      double hi = k == buckets - 1 ? b : std::min(b, static_cast<double>(k + 1) * width);
+      if (hi > lo) area[k] += level * (hi - lo);
+    }
+  }
+  if (span > 0) o.mean_slice_util = total_area / (span * cap);
+  for (std::size_t k = 0; k < buckets && span > 0; ++k) {
+    o.util_time_h.push_back((static_cast<double>(k) + 0.5) * width / 3600.0);
+    o.util.push_back(area[k] / (width * cap));
+  }
+  return o;
+}
+
+}  // namespace vgpu::bench

@@ -1,0 +1,154 @@
+#include "simulation.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+
+#include "mig_packer.h"
+#include "static_packer.h"
+
+namespace vgpu::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::size_t index_of(const GpuModel& model, const Profile* p) {
+  return static_cast<std::size_t>(p - model.profiles.data());
+}
+
+}  // namespace
+
+std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
+                                    const StaticPlan& plan) {
+  switch (kind) {
+    case PolicyKind::whole:
+      return std::make_unique<MigPacker>(model, shape, MigPacker::Mode::whole);
+    case PolicyKind::firstfit:
+      return std::make_unique<MigPacker>(model, shape, MigPacker::Mode::firstfit);
+    case PolicyKind::planner:
+      return std::make_unique<MigPacker>(model, shape, MigPacker::Mode::planner);
+    case PolicyKind::static_mig: return std::make_unique<StaticPacker>(model, shape, plan);
+  }
+  return nullptr;
+}
+
+std::vector<ProfileDemand> arrival_demand(const GpuModel& model,
+                                          const std::vector<MappedTask>& tasks,
+                                          long long capacity_milli) {
+  std::vector<ProfileDemand> d(model.profiles.size());
+  std::vector<double> work(model.profiles.size(), 0.0);
+  long long total = 0;
+  for (const auto& t : tasks) {
+    if (!t.profile) continue;
+    auto p = index_of(model, t.profile);
+    d[p].instances += t.gpus;
+    work[p] += static_cast<double>(t.requested_milli);
+    total += t.requested_milli;
+  }
+  double scale = total > 0 ? static_cast<double>(capacity_milli) / static_cast<double>(total) : 0;
+  for (std::size_t p = 0; p < d.size(); ++p) {
+    if (d[p].instances > 0) d[p].milli_per_instance = work[p] / d[p].instances;
+    d[p].instances *= scale;
+  }
+  return d;
+}
+
+std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& trace,
+                                         const std::vector<MappedTask>& tasks,
+                                         long long capacity_slices) {
+  std::vector<ProfileDemand> d(model.profiles.size());
+  std::vector<double> work(model.profiles.size(), 0.0);
+  double slices = 0;
+  for (const auto& t : tasks) {
+    const TraceTask& tt = trace.tasks[static_cast<std::size_t>(t.trace_index)];
+    if (!t.profile || !tt.scheduled_s) continue;
+    // Weight by run time: a long task holds its instance for longer, so it needs more supply.
+    double secs = static_cast<double>(tt.deletion_s - *tt.scheduled_s) + 1;
+    auto p = index_of(model, t.profile);
+    d[p].instances += secs * t.gpus;
+    work[p] += secs * static_cast<double>(t.requested_milli);
+    slices += secs * t.slices();
+  }
+  double scale = slices > 0 ? static_cast<double>(capacity_slices) / slices : 0;
+  for (std::size_t p = 0; p < d.size(); ++p) {
+    if (d[p].instances > 0) d[p].milli_per_instance = work[p] / d[p].instances;
+    d[p].instances *= scale;
+  }
+  return d;
+}
+
+Result<SimResult> run_simulation(const SimOptions& options) {
+  auto trace = load_trace(options.trace_path);
+  if (!trace) return std::unexpected(trace.error());
+  return run_simulation(options, *trace);
+}
+
+Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_trace) {
+  if (options.gpus < 1 || options.gpus_per_node < 1 || options.seeds < 1)
+    return fail(ErrorCode::invalid_argument, "gpus, gpus per node and seeds must be at least 1");
+  auto model = Catalog::builtin().require_model(options.model);
+  if (!model) return std::unexpected(model.error());
+  const GpuModel& m = **model;
+
+  Trace trace = full_trace;
+  if (options.max_tasks > 0 && std::ssize(trace.tasks) > options.max_tasks)
+    trace.tasks.resize(static_cast<std::size_t>(options.max_tasks));
+
+  SimResult r;
+  r.options = options;
+  r.trace_path = trace.path;
+  r.has_times = trace.has_times;
+  r.trace_rows = static_cast<int>(trace.tasks.size());
+  int widest = std::min(options.gpus, options.gpus_per_node);
+  auto tasks = map_tasks(trace, m, widest);
+  r.mapping = summarize(tasks);
+  if (r.mapping.gpu_tasks == 0)
+    return fail(ErrorCode::invalid_argument, fmt::format("{}: no GPU tasks", trace.path));
+
+  ClusterShape shape{options.gpus, options.gpus_per_node};
+  r.capacity_slices = static_cast<long long>(options.gpus) * m.compute_slices;
+  long long capacity_milli = 1000LL * options.gpus;
+
+  std::vector<std::vector<int>> sequences;
+  for (int s = 0; s < options.seeds; ++s) {
+    sequences.push_back(arrival_sequence(tasks, capacity_milli, static_cast<std::uint64_t>(s)));
+    r.bound_milli_per_seed.push_back(
+        fluid_bound_milli(tasks, sequences.back(), r.capacity_slices));
+  }
+
+  for (PolicyKind kind : options.policies) {
+    PolicyResult pr;
+    pr.policy = kind;
+    StaticPlan arrivals_plan, replay_plan;
+    if (kind == PolicyKind::static_mig) {
+      arrivals_plan = choose_static_plan(m, options.gpus, arrival_demand(m, tasks, capacity_milli));
+      pr.static_plan_arrivals = arrivals_plan.describe();
+    }
+    auto t0 = Clock::now();
+    for (const auto& seq : sequences) {
+      auto packer = make_packer(kind, m, shape, arrivals_plan);
+      pr.per_seed.push_back(run_arrivals(*packer, tasks, seq));
+    }
+    pr.arrival_seconds_per_seed = seconds_since(t0) / options.seeds;
+    if (trace.has_times) {
+      if (kind == PolicyKind::static_mig) {
+        replay_plan = choose_static_plan(m, options.gpus,
+                                         replay_demand(m, trace, tasks, r.capacity_slices));
+        pr.static_plan_replay = replay_plan.describe();
+      }
+      auto t1 = Clock::now();
+      auto packer = make_packer(kind, m, shape, replay_plan);
+      pr.replay = run_replay(*packer, trace, tasks, options.util_buckets);
+      pr.replay_seconds = seconds_since(t1);
+    }
+    r.results.push_back(std::move(pr));
+  }
+  return r;
+}
+
+}  // namespace vgpu::bench

@@ -1,0 +1,67 @@
+// One simulator run: load and map a trace, then for each policy replay the arrival experiment for
+// every seed and the timed replay once, plus the fluid bound shared by all policies.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arrivals.h"
+#include "packer.h"
+#include "replay.h"
+#include "static_plan.h"
+#include "task_mapping.h"
+
+namespace vgpu::bench {
+
+struct SimOptions {
+  std::string trace_path;
+  std::vector<PolicyKind> policies;
+  int seeds = 10;
+  int gpus = 6212;  // the openb cluster's GPU count (openb_node_list_gpu_node.csv)
+  int gpus_per_node = 8;
+  std::string model = "H100-80GB";
+  int max_tasks = 0;  // > 0: only the first N rows of the trace (small samples for tests)
+  int util_buckets = 200;
+};
+
+struct PolicyResult {
+  PolicyKind policy = PolicyKind::planner;
+  std::vector<ArrivalOutcome> per_seed;
+  double arrival_seconds_per_seed = 0;  // wall time of one arrival experiment
+  std::optional<ReplayOutcome> replay;  // only for traces with times
+  double replay_seconds = 0;
+  std::string static_plan_arrivals;     // the static layout mix used, when policy is static
+  std::string static_plan_replay;
+};
+
+struct SimResult {
+  SimOptions options;
+  std::string trace_path;
+  bool has_times = false;
+  int trace_rows = 0;
+  MappingSummary mapping;
+  long long capacity_slices = 0;
+  std::vector<double> bound_milli_per_seed;
+  std::vector<PolicyResult> results;
+};
+
+// Demand per profile implied by the arrival experiment (instances expected when arrivals reach
+// 100% of capacity) and by the replay (time-averaged, scaled to fill the cluster's slices).
+std::vector<ProfileDemand> arrival_demand(const GpuModel& model,
+                                          const std::vector<MappedTask>& tasks,
+                                          long long capacity_milli);
+std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& trace,
+                                         const std::vector<MappedTask>& tasks,
+                                         long long capacity_slices);
+
+// The packer for a policy; `plan` is used only by the static policy.
+std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
+                                    const StaticPlan& plan);
+
+Result<SimResult> run_simulation(const SimOptions& options);
+// The same on an already loaded trace (tests build small traces in memory).
+Result<SimResult> run_simulation(const SimOptions& options, const Trace& trace);
+
+}  // namespace vgpu::bench

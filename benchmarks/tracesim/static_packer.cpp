@@ -1,0 +1,94 @@
+#include "static_packer.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "cluster_placement.h"
+
+namespace vgpu::bench {
+
+StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const StaticPlan& plan)
+    : Packer(model, shape), plan_(plan) {
+  std::size_t np = model.profiles.size();
+  node_free_.assign(static_cast<std::size_t>(shape.nodes()) * np, 0);
+  total_free_.assign(np, 0);
+  int gpu = 0;
+  for (std::size_t r = 0; r < plan.recipes.size(); ++r) {
+    for (int k = 0; k < plan.gpus[r] && gpu < shape.gpus; ++k, ++gpu) {
+      gpu_first_slot_.push_back(slots_.size());
+      for (const auto& inst : plan.recipes[r].instances) {
+        slots_.push_back({gpu, inst.profile, inst.placement, false});
+        ++node_free(shape.node_of(gpu), pidx(inst.profile));
+        ++total_free_[pidx(inst.profile)];
+      }
+    }
+  }
+  if (gpu != shape.gpus) throw std::logic_error("static plan does not cover every GPU");
+  gpu_first_slot_.push_back(slots_.size());
+  by_size_.resize(np);
+  std::iota(by_size_.begin(), by_size_.end(), 0);
+  std::ranges::stable_sort(by_size_, [&](std::size_t a, std::size_t b) {
+    const auto &pa = model.profiles[a], &pb = model.profiles[b];
+    return std::tie(pa.compute_slices, pa.memory_slices) <
+           std::tie(pb.compute_slices, pb.memory_slices);
+  });
+}
+
+void StaticPacker::mark(Slot& slot, bool busy) {
+  int d = busy ? -1 : 1;
+  node_free(shape_.node_of(slot.gpu), pidx(slot.profile)) += d;
+  total_free_[pidx(slot.profile)] += d;
+  allocated_slices_ -= d * slot.profile->compute_slices;
+  slot.busy = busy;
+}
+
+StaticPacker::Slot* StaticPacker::take(int node, std::size_t profile) {
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
+    for (std::size_t i = gpu_first_slot_[static_cast<std::size_t>(g)];
+         i < gpu_first_slot_[static_cast<std::size_t>(g) + 1]; ++i)
+      if (!slots_[i].busy && pidx(slots_[i].profile) == profile) {
+        mark(slots_[i], true);
+        return &slots_[i];
+      }
+  return nullptr;
+}
+
+std::optional<Allocation> StaticPacker::allocate(const MappedTask& task) {
+  if (task.kind != TaskKind::sharing && task.kind != TaskKind::whole_gpu) return std::nullopt;
+  const Profile& want = *task.profile;
+  for (std::size_t q : by_size_) {
+    const Profile& have = model_->profiles[q];
+    if (have.compute_slices < want.compute_slices || have.memory_slices < want.memory_slices)
+      continue;
+    if (task.gpus > 1 && have.compute_slices != model_->compute_slices) continue;
+    if (total_free_[q] < task.gpus) continue;
+    int node = best_fit_node(shape_.nodes(), task.gpus,
+                             [&](int n) { return node_free(n, q); });
+    if (node < 0) continue;
+    Allocation a;
+    for (int k = 0; k < task.gpus; ++k) {
+      Slot* s = take(node, q);
+      a.parts.push_back({s->gpu, s->profile, s->where});
+    }
+    return a;
+  }
+  return std::nullopt;
+}
+
+void StaticPacker::release(const Allocation& allocation) {
+  for (const auto& part : allocation.parts) {
+    auto g = static_cast<std::size_t>(part.gpu);
+    for (std::size_t i = gpu_first_slot_[g]; i < gpu_first_slot_[g + 1]; ++i)
+      if (slots_[i].busy && slots_[i].where == part.where) mark(slots_[i], false);
+  }
+}
+
+std::vector<GpuLayout> StaticPacker::running_layouts() const {
+  std::vector<GpuLayout> out(static_cast<std::size_t>(shape_.gpus), GpuLayout(*model_));
+  for (const auto& s : slots_)
+    if (s.busy) (void)out[static_cast<std::size_t>(s.gpu)].place(*s.profile, s.where);
+  return out;
+}
+
+}  // namespace vgpu::bench

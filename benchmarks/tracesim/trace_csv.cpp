@@ -1,0 +1,158 @@
+#include "trace_csv.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <fstream>
+#include <span>
+#include <sstream>
+
+namespace vgpu::bench {
+namespace {
+
+constexpr std::array<std::string_view, 5> kShortHeader = {"name", "cpu_milli", "memory_mib",
+                                                           "num_gpu", "gpu_milli"};
+constexpr std::array<std::string_view, 11> kLongHeader = {
+    "name",     "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
+    "qos",      "pod_phase", "creation_time", "deletion_time", "scheduled_time"};
+
+std::vector<std::string_view> split_commas(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return out;
+    }
+    out.push_back(line.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+class RowReader {
+ public:
+  RowReader(std::string_view path, int line, std::span<const std::string_view> header,
+            std::span<const std::string_view> fields)
+      : path_(path), line_(line), header_(header), fields_(fields) {}
+
+  Error error(std::size_t col, std::string_view why) const {
+    return Error{ErrorCode::invalid_argument,
+                 fmt::format("{}:{}: column {}: value '{}': {}", path_, line_, header_[col],
+                             fields_[col], why)};
+  }
+
+  Result<long long> integer(std::size_t col, long long lo, long long hi) const {
+    std::string_view v = fields_[col];
+    long long out = 0;
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (v.empty() || ec != std::errc{} || ptr != v.data() + v.size())
+      return std::unexpected(error(col, "not an integer"));
+    if (out < lo || out > hi)
+      return std::unexpected(error(col, fmt::format("out of range [{}, {}]", lo, hi)));
+    return out;
+  }
+
+ private:
+  std::string_view path_;
+  int line_;
+  std::span<const std::string_view> header_;
+  std::span<const std::string_view> fields_;
+};
+
+Result<TraceTask> parse_row(const RowReader& row, std::span<const std::string_view> fields,
+                            int line, bool has_times) {
+  TraceTask t;
+  t.line = line;
+  t.name = std::string(fields[0]);
+  if (t.name.empty()) return std::unexpected(row.error(0, "empty task name"));
+  // cpu_milli and memory_mib are validated though unused: a malformed row is suspect as a whole.
+  if (auto v = row.integer(1, 0, 1'000'000'000); !v) return std::unexpected(v.error());
+  if (auto v = row.integer(2, 0, 1'000'000'000'000); !v) return std::unexpected(v.error());
+  auto num_gpu = row.integer(3, 0, 1024);
+  if (!num_gpu) return std::unexpected(num_gpu.error());
+  auto milli = row.integer(4, 0, 1000);
+  if (!milli) return std::unexpected(milli.error());
+  t.num_gpu = static_cast<int>(*num_gpu);
+  t.gpu_milli = static_cast<int>(*milli);
+  if (t.num_gpu == 0 && t.gpu_milli != 0)
+    return std::unexpected(row.error(4, "a CPU-only task (num_gpu 0) must have gpu_milli 0"));
+  if (t.num_gpu == 1 && t.gpu_milli == 0)
+    return std::unexpected(row.error(4, "a one-GPU task must request gpu_milli in [1, 1000]"));
+  if (t.num_gpu > 1 && t.gpu_milli != 1000)
+    return std::unexpected(row.error(4, "a multi-GPU task must request whole GPUs (1000)"));
+  if (!has_times) return t;
+
+  auto creation = row.integer(8, 0, 1LL << 50);
+  if (!creation) return std::unexpected(creation.error());
+  auto deletion = row.integer(9, 0, 1LL << 50);
+  if (!deletion) return std::unexpected(deletion.error());
+  t.creation_s = *creation;
+  t.deletion_s = *deletion;
+  if (t.deletion_s < t.creation_s)
+    return std::unexpected(row.error(9, "deletion before creation_time"));
+  if (!fields[10].empty()) {
+    auto scheduled = row.integer(10, t.creation_s, t.deletion_s);
+    if (!scheduled) return std::unexpected(scheduled.error());
+    t.scheduled_s = *scheduled;
+  }
+  return t;
+}
+
+}  // namespace
+
+Result<Trace> parse_trace(std::string_view text, std::string_view path) {
+  Trace trace;
+  trace.path = std::string(path);
+  std::span<const std::string_view> header;
+  int line_no = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    auto fields = split_commas(line);
+    if (line_no == 1) {
+      if (std::ranges::equal(fields, kLongHeader)) {
+        header = kLongHeader;
+        trace.has_times = true;
+      } else if (std::ranges::equal(fields, kShortHeader)) {
+        header = kShortHeader;
+      } else {
+        return fail(ErrorCode::invalid_argument,
+                    fmt::format("{}:1: header '{}': expected '{}' or '{}'", path, line,
+                                fmt::join(kShortHeader, ","), fmt::join(kLongHeader, ",")));
+      }
+      continue;
+    }
+    if (line.empty()) {
+      if (pos >= text.size()) break;  // a final newline is not a row
+      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: empty line", path, line_no));
+    }
+    if (fields.size() != header.size())
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("{}:{}: {} columns, expected {}", path, line_no, fields.size(),
+                              header.size()));
+    RowReader row(path, line_no, header, fields);
+    auto task = parse_row(row, fields, line_no, trace.has_times);
+    if (!task) return std::unexpected(task.error());
+    trace.tasks.push_back(std::move(*task));
+  }
+  if (line_no == 0) return fail(ErrorCode::invalid_argument, fmt::format("{}: empty file", path));
+  return trace;
+}
+
+Result<Trace> load_trace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::io, fmt::format("{}: cannot open", path));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_trace(buf.str(), path);
+}
+
+}  // namespace vgpu::bench
