@@ -10,10 +10,13 @@ namespace vgpu::scrub {
 namespace {
 
 // JSON has no NaN/inf; a zero-duration or empty measurement becomes null rather than a lie.
-nlohmann::ordered_json number(double v) {
+nlohmann::ordered_json number(double v, double scale = 1e3) {
   if (!std::isfinite(v)) return nullptr;
-  return std::round(v * 1000.0) / 1000.0;
+  return std::round(v * scale) / scale;
 }
+
+// Seconds keep microseconds: a full H100 scrub takes only ~30 ms.
+nlohmann::ordered_json seconds(double v) { return number(v, 1e6); }
 
 nlohmann::ordered_json to_json(const Bandwidth& b) {
   return {{"best_gbps", number(b.best_gbps)}, {"median_gbps", number(b.median_gbps)}, {"reps", b.reps}};
@@ -73,9 +76,9 @@ std::string to_json_line(const ScrubReport& r) {
   j["alloc_failures"] = r.alloc_failures;
   j["method"] = r.method;
   j["calibration_gbps"] = {{"kernel", number(r.calib_kernel_gbps)}, {"memset", number(r.calib_memset_gbps)}};
-  j["seconds"] = number(r.zero_seconds);
+  j["seconds"] = seconds(r.zero_seconds);
   j["gbps"] = number(gbps(r.scrubbed_bytes, r.zero_seconds));
-  j["wall_seconds"] = number(r.wall_seconds);
+  j["wall_seconds"] = seconds(r.wall_seconds);
   j["verified_samples"] = r.verified_samples;
   j["nonzero_samples"] = r.nonzero_samples;
   j["seed"] = r.seed;

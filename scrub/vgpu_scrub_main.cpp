@@ -7,8 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cuda_scrub.h"
+#include "cuda_device.h"
 #include "report.h"
+#include "scrub_flow.h"
 
 int main(int argc, char** argv) {
   using vgpu::scrub::Exit;
@@ -35,7 +36,8 @@ int main(int argc, char** argv) {
   if (*seed_opt) o.seed = seed;
   if (max_chunk > 0) o.chunks.max_chunk = max_chunk;
 
-  const auto report = vgpu::scrub::run_scrub(o);
+  const auto device = vgpu::scrub::make_cuda_device();
+  const auto report = vgpu::scrub::run_scrub(*device, o);
   fmt::print("{}\n", vgpu::scrub::to_json_line(report));
   std::fflush(stdout);
   if (report.exit != Exit::ok)

@@ -45,6 +45,15 @@ TEST(Report, OkLineCarriesBytesFractionTimeBandwidthAndSamples) {
   EXPECT_FALSE(j.contains("bench"));
 }
 
+TEST(Report, SecondsKeepMicroseconds) {
+  auto r = h100_like();
+  r.zero_seconds = 0.0274561;
+  r.wall_seconds = 1.2345678;
+  const auto j = nlohmann::json::parse(to_json_line(r));
+  EXPECT_DOUBLE_EQ(j["seconds"].get<double>(), 0.027456);
+  EXPECT_DOUBLE_EQ(j["wall_seconds"].get<double>(), 1.234568);
+}
+
 TEST(Report, IsExactlyOneLine) {
   const auto line = to_json_line(h100_like());
   EXPECT_EQ(line.find('\n'), std::string::npos);

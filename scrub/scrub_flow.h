@@ -1,18 +1,16 @@
-// The CUDA side of vgpu-scrub: allocate every byte the visible device will give, zero it, read a
-// sample back, optionally benchmark. The only file that talks to the CUDA runtime.
+// The scrub procedure: allocate everything, calibrate, zero, verify a sample, optionally
+// benchmark, release. Device-agnostic; vgpu-scrub runs it on CudaDevice.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <string>
 
 #include "chunk_planner.h"
+#include "device.h"
 #include "report.h"
 
 namespace vgpu::scrub {
-
-enum class Method { automatic, kernel, memset };
 
 struct ScrubOptions {
   Method method = Method::automatic;
@@ -20,9 +18,12 @@ struct ScrubOptions {
   std::optional<std::uint64_t> seed;  // default: from std::random_device, echoed in the report
   bool bench = false;
   int bench_reps = 7;
+  std::size_t calibration_bytes = std::size_t{1} << 30;
+  int calibration_reps = 3;
   ChunkPolicy chunks;
 };
 
-ScrubReport run_scrub(const ScrubOptions& options);
+// Every allocation is released before it returns, whatever the outcome.
+ScrubReport run_scrub(Device& device, const ScrubOptions& options);
 
 }  // namespace vgpu::scrub
