@@ -1,0 +1,141 @@
+// vgpu-nvml-probe: its report, its replay as a fixture, and that it cannot change a GPU.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fake_env.h"
+#include "nvml_backend.h"
+
+namespace vgpu::test {
+namespace {
+
+using nlohmann::json;
+using ProbeTest = FakeNvml;
+
+json run_probe(const std::string& extra = "") {
+  auto r = run_command(std::string(VGPU_NVML_PROBE) + " " + extra);
+  EXPECT_EQ(r.status, 0) << r.out;
+  return json::parse(r.out);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+TEST_F(ProbeTest, BinaryDoesNotNameAnyMutatingNvmlCall) {
+  std::string bytes = read_file(VGPU_NVML_PROBE);
+  ASSERT_NE(bytes.find("nvmlDeviceGetGpuInstanceProfileInfoV"), std::string::npos)
+      << "the probe must name the query calls it resolves, or this check proves nothing";
+  for (const char* call : {"nvmlDeviceCreateGpuInstance", "nvmlGpuInstanceCreateComputeInstance",
+                           "nvmlGpuInstanceDestroy", "nvmlComputeInstanceDestroy", "nvmlDeviceSetMigMode",
+                           "nvmlDeviceResetGpuLockedClocks", "nvmlDeviceSet"})
+    EXPECT_EQ(bytes.find(call), std::string::npos) << call;
+}
+
+TEST_F(ProbeTest, ReportsGpusAndACatalogMatchingTheBuiltin) {
+  auto j = run_probe();
+  EXPECT_EQ(j["format"], "vgpu-nvml-probe");
+  ASSERT_EQ(j["gpus"].size(), 1u);
+  const json& g = j["gpus"][0];
+  EXPECT_EQ(g["name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(g["mig_mode"]["current"], "enabled");
+  EXPECT_EQ(g["catalog_check"]["builtin_model"], "H100-80GB");
+  EXPECT_EQ(g["catalog_check"]["differences"], json::array()) << g["catalog_check"].dump(1);
+  EXPECT_EQ(g["catalog_check"]["matches"], true);
+  EXPECT_EQ(g["gpu_instance_profiles"].size(), static_cast<std::size_t>(NVML_GPU_INSTANCE_PROFILE_COUNT));
+  const json& absent = g["gpu_instance_profiles"][NVML_GPU_INSTANCE_PROFILE_6_SLICE];
+  EXPECT_EQ(absent["error"]["name"], "NVML_ERROR_NOT_SUPPORTED");
+  EXPECT_EQ(absent["error"]["text"], "Not Supported");
+  EXPECT_EQ(absent["error"]["call"], "nvmlDeviceGetGpuInstanceProfileInfoV(gpu 0, index 6)");
+}
+
+TEST_F(ProbeTest, ListsExistingInstancesWithoutTouchingThem) {
+  ASSERT_EQ(helper("create 0 9 0 4").status, 0);
+  std::string before = read_file(state_);
+  auto j = run_probe();
+  ASSERT_EQ(j["gpus"][0]["instances"].size(), 1u);
+  EXPECT_EQ(j["gpus"][0]["instances"][0]["placement"], json({{"start", 0}, {"size", 4}}));
+  EXPECT_EQ(read_file(state_), before);
+}
+
+TEST_F(ProbeTest, MigDisabledCaptureStillYieldsTheCatalog) {
+  use_fixture("h100-80gb-capture.json");
+  auto j = run_probe();
+  const json& g = j["gpus"][0];
+  EXPECT_EQ(g["mig_mode"], json({{"current", "disabled"}, {"pending", "disabled"}}));
+  EXPECT_EQ(g["pci_bus_id"], "00000000:00:06.0");
+  EXPECT_EQ(g["memory_mib"], 81559);
+  EXPECT_EQ(g["catalog_check"]["matches"], true) << g["catalog_check"].dump(1);
+  EXPECT_FALSE(g.contains("instances"));
+}
+
+TEST_F(ProbeTest, OutputReplaysAsAFixture) {
+  use_fixture("h100-80gb-2gpu.json");
+  std::string recording = dir_ + "/recording.json";
+  auto wrote = run_command(std::string(VGPU_NVML_PROBE) + " -o " + recording);
+  ASSERT_EQ(wrote.status, 0) << wrote.out;
+  EXPECT_EQ(wrote.out, "") << "with -o nothing goes to stdout";
+  auto original = nvml::Backend::open();
+  auto gpus = original->discover();
+  auto model = original->read_catalog(1);
+  ASSERT_TRUE(gpus && model);
+  original.reset();
+  ::setenv("VGPU_FAKE_NVML_FIXTURE", recording.c_str(), 1);
+  auto replay = nvml::Backend::open();
+  ASSERT_EQ(replay->unavailable_reason(), "");
+  auto gpus2 = replay->discover();
+  ASSERT_TRUE(gpus2) << gpus2.error().message;
+  ASSERT_EQ(gpus2->size(), gpus->size());
+  for (std::size_t i = 0; i < gpus->size(); ++i) {
+    EXPECT_EQ((*gpus2)[i].uuid, (*gpus)[i].uuid);
+    EXPECT_EQ((*gpus2)[i].pci_bus_id, (*gpus)[i].pci_bus_id);
+    EXPECT_EQ((*gpus2)[i].memory_mib, (*gpus)[i].memory_mib);
+    EXPECT_EQ((*gpus2)[i].mig_current, (*gpus)[i].mig_current);
+  }
+  auto model2 = replay->read_catalog(1);
+  ASSERT_TRUE(model2) << model2.error().message;
+  EXPECT_EQ(compare_models(*model, *model2), std::vector<std::string>{});
+  // Compute-instance profiles are derived on replay, so instances can still be made.
+  EXPECT_TRUE(replay->create_instance(1, 9, {0, 4}));
+}
+
+TEST_F(ProbeTest, WithoutALibraryReportsWhyAndNoGpus) {
+  auto j = run_probe("--library /nonexistent/libnvidia-ml.so.1");
+  EXPECT_EQ(j["gpus"], json::array());
+  EXPECT_NE(j["probe"]["unavailable"].get<std::string>().find("not loadable"), std::string::npos);
+}
+
+TEST_F(ProbeTest, CaptureFixtureAgreesWithTheNvidiaSmiCapture) {
+  std::string xml = read_file(std::string(VGPU_SHARED_DIR) + "/fixtures/h100/h100-nvidia-smi-q.xml");
+  ASSERT_FALSE(xml.empty());
+  auto tag = [&](const std::string& name) {
+    auto b = xml.find("<" + name + ">");
+    auto e = xml.find("</" + name + ">", b);
+    return b == std::string::npos ? std::string() : xml.substr(b + name.size() + 2, e - b - name.size() - 2);
+  };
+  json f = json::parse(read_file(fixture("h100-80gb-capture.json")));
+  const json& g = f["gpus"][0];
+  EXPECT_EQ(g["name"], tag("product_name"));
+  EXPECT_EQ(g["uuid"], tag("uuid"));
+  EXPECT_EQ(g["pci_bus_id"], tag("pci_bus_id"));
+  EXPECT_EQ(std::to_string(g["memory_mib"].get<int>()) + " MiB", tag("total"));  // first <total> is fb memory
+  EXPECT_EQ(g["mig_mode"]["current"], "disabled");
+  EXPECT_EQ(tag("current_mig"), "Disabled");
+  EXPECT_EQ(f["driver_version"], tag("driver_version"));
+}
+
+TEST_F(ProbeTest, FakeNvmlSmiShowsInstancesAndTheirMigUuids) {
+  auto made = helper("create 0 14 2 2");
+  ASSERT_EQ(made.status, 0) << made.out;
+  std::string uuid = made.out.substr(made.out.find("MIG-"), 40);
+  auto smi = run_command(VGPU_FAKE_NVML_SMI);
+  EXPECT_EQ(smi.status, 0);
+  EXPECT_NE(smi.out.find("MIG enabled"), std::string::npos) << smi.out;
+  EXPECT_NE(smi.out.find("MIG 2g.20gb"), std::string::npos) << smi.out;
+  EXPECT_NE(smi.out.find(uuid), std::string::npos) << smi.out;
+}
+
+}  // namespace
+}  // namespace vgpu::test
