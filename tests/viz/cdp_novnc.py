@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""Open a noVNC URL in headless Chromium and report what the page shows.
+
+Chromium is driven over the DevTools protocol on --remote-debugging-pipe (fd 3 in, fd 4 out,
+NUL-separated JSON), so only the Python standard library is needed.
+
+Usage:
+  cdp_novnc.py URL --expect banner  [--screenshot OUT.png] [--timeout S]
+      exit 0 once the guest banner (background + colour bars) shows in noVNC's canvas
+  cdp_novnc.py URL --expect refused [--screenshot OUT.png] [--timeout S]
+      exit 0 once noVNC reports the connection failed, and the banner never showed
+Prints one line: outcome, seconds from navigation to 'Connected' and to the banner, the last
+status text. Never prints the URL (it carries the session secret).
+"""
+import argparse
+import base64
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BG = (0, 96, 160)
+BARS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (255, 0, 255), (0, 255, 255)]
+
+# Samples noVNC's canvas where the banner has its background (top strip) and colour bars
+# (bottom strip). Coordinates are fractions of the guest framebuffer (1024x768 in the guest).
+PROBE = """(() => {
+  const st = (document.getElementById('status') || {}).textContent || '';
+  const c = document.querySelector('#screen canvas') || document.querySelector('canvas');
+  if (!c || !c.width) return JSON.stringify({st, w: 0});
+  const g = c.getContext('2d');
+  const px = (fx, fy) => Array.from(g.getImageData(Math.floor(c.width * fx), Math.floor(c.height * fy), 1, 1).data.slice(0, 3));
+  const bars = [];
+  for (let i = 0; i < 6; i++) bars.push(px((40 + (i + 0.5) * 157) / 1024, (768 - 110) / 768));
+  return JSON.stringify({st, w: c.width, h: c.height, bg: px(0.5, 0.13), bars});
+})()"""
+
+
+def near(p, c, tol=24):
+    return p is not None and all(abs(a - b) <= tol for a, b in zip(p, c))
+
+
+def banner_visible(s):
+    return near(s.get("bg"), BG) and all(near(p, c, 40) for p, c in zip(s.get("bars", []), BARS)) \
+        and len(s.get("bars", [])) == 6
+
+
+def refused(s):
+    st = s.get("st", "")
+    return any(w in st for w in ("went wrong", "Disconnected", "Failed", "failed", "closed"))
+
+
+class Chromium:
+    def __init__(self):
+        self.profile = tempfile.mkdtemp(prefix="viz-chromium-")
+        to_r, self.to_w = os.pipe()
+        self.from_r, from_w = os.pipe()
+
+        def child_fds():
+            a = fcntl.fcntl(to_r, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(from_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)  # dup2 leaves 3 and 4 inheritable across exec
+            os.dup2(b, 4)
+
+        args = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={self.profile}", "--window-size=1100,900", "--remote-debugging-pipe",
+                "about:blank"]
+        self.proc = subprocess.Popen(args, preexec_fn=child_fds, close_fds=False,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_r)
+        os.close(from_w)
+        self.buf = b""
+        self.next_id = 0
+        page = next(t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        self.session = self.call("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})["sessionId"]
+        self.call("Page.enable", session=True)
+
+    def call(self, method, params=None, session=False):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = self.session
+        os.write(self.to_w, json.dumps(msg).encode() + b"\0")
+        while True:
+            while b"\0" not in self.buf:
+                chunk = os.read(self.from_r, 1 << 20)
+                if not chunk:
+                    raise RuntimeError("chromium closed the DevTools pipe")
+                self.buf += chunk
+            raw, self.buf = self.buf.split(b"\0", 1)
+            reply = json.loads(raw)
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    def evaluate(self, expression):
+        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True)
+        return r["result"].get("value")
+
+    def screenshot(self, path):
+        data = self.call("Page.captureScreenshot", {"format": "png"}, session=True)["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+
+    def close(self):
+        try:
+            self.call("Browser.close")
+        except (RuntimeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("url")
+    ap.add_argument("--expect", choices=["banner", "refused"], required=True)
+    ap.add_argument("--screenshot")
+    ap.add_argument("--timeout", type=float, default=60)
+    a = ap.parse_args()
+
+    browser = Chromium()
+    try:
+        t0 = time.monotonic()
+        browser.call("Page.navigate", {"url": a.url}, session=True)
+        t_connected = t_banner = t_refused = None
+        last = {}
+        while time.monotonic() - t0 < a.timeout:
+            last = json.loads(browser.evaluate(PROBE) or "{}")
+            if t_connected is None and "Connected" in last.get("st", ""):
+                t_connected = time.monotonic()
+            if banner_visible(last):
+                t_banner = time.monotonic()
+                break
+            if refused(last):
+                t_refused = time.monotonic()
+                if a.expect == "refused":
+                    time.sleep(1.0)  # and it stays that way: no late banner
+                    last = json.loads(browser.evaluate(PROBE) or "{}")
+                    if banner_visible(last):
+                        t_banner = time.monotonic()
+                break
+            time.sleep(0.05)
+        if a.screenshot:
+            browser.screenshot(a.screenshot)
+    finally:
+        browser.close()
+
+    def since(t):
+        return f"{t - t0:.3f}s" if t else "never"
+
+    ok = t_banner is not None if a.expect == "banner" else (t_refused is not None and t_banner is None)
+    print(f"cdp_novnc: expect={a.expect} {'OK' if ok else 'FAIL'}; from navigation: connected {since(t_connected)}, "
+          f"banner {since(t_banner)}, refused {since(t_refused)}; status {last.get('st', '')!r}; "
+          f"canvas {last.get('w', 0)}x{last.get('h', 0)} bg {last.get('bg')}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+#!/bin/bash
+# End-to-end viz session on this machine, for real: libvirtd + a TCG guest + websockify + noVNC
+# in headless Chromium. Registered with ctest (label viz, RESOURCE_LOCK libvirt).
+#   e2e.sh VGPU_VIZ_BINARY WORK_DIR
+# Steps: libvirt up -> build guest -> `vgpu-viz start` (pool attach=none) -> banner pixels in the
+# browser -> wrong password, wrong token refused -> rotate: old password refused, new accepted ->
+# no secret in any log -> `vgpu-viz stop` -> domain, token, record and proxy gone -> libvirt down.
+# Exit 0 = pass, 77 = skipped (not root), else fail. The screenshot path is printed.
+set -uo pipefail
+VIZ=${1:?usage: e2e.sh VGPU_VIZ_BINARY WORK_DIR}
+WORK=${2:?usage: e2e.sh VGPU_VIZ_BINARY WORK_DIR}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+JOB=900042
+PORT=6093
+GUEST=${VGPU_VIZ_GUEST_DIR:-/var/cache/slurm-vgpu/guest}
+[ "$(id -u)" = 0 ] || { echo "e2e: SKIP: needs root (starts libvirtd)"; exit 77; }
+
+rm -rf "$WORK"; mkdir -p "$WORK"; chmod 700 "$WORK"
+STATE="$WORK/state"
+FAILS=0
+now() { date +%s.%N; }
+pass() { echo "e2e: PASS: $*"; }
+failed() { echo "e2e: FAIL: $*"; FAILS=$((FAILS + 1)); }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else failed "$what"; fi; }
+
+cleanup() {
+  "$VIZ" --config "$WORK/viz.json" stop --job "$JOB" >/dev/null 2>&1
+  "$HERE/libvirt-down.sh" "$WORK/run"
+}
+trap cleanup EXIT
+
+T_ALL=$(now)
+"$HERE/libvirt-up.sh" "$WORK/run" || { echo "e2e: FAIL: libvirt-up"; exit 1; }
+"$SRC/vizfrontend/guest/build-guest.sh" "$GUEST" || { echo "e2e: FAIL: build-guest"; exit 1; }
+virsh -q -c qemu:///system destroy "vgpu-viz-$JOB" >/dev/null 2>&1
+virsh -q -c qemu:///system undefine "vgpu-viz-$JOB" >/dev/null 2>&1
+
+cat > "$WORK/viz.json" <<JSON
+{
+  "version": 1,
+  "libvirt_uri": "qemu:///system",
+  "listen_address": "127.0.0.1",
+  "proxy_port": $PORT,
+  "public_host": "127.0.0.1",
+  "ssh_host": "testnode",
+  "state_dir": "$STATE",
+  "pools": [
+    {"name": "viz-test", "attach": "none", "memory_mib": 256, "vcpus": 1, "display": "vnc",
+     "max_geometry": "1024x768",
+     "image": {"kernel": "$GUEST/vmlinuz", "initrd": "$GUEST/initrd.gz",
+               "cmdline": "console=ttyS0,115200 console=tty0 vga=0x318 quiet"}}
+  ]
+}
+JSON
+
+# --- start
+T0=$(now)
+if ! "$VIZ" --config "$WORK/viz.json" start --job "$JOB" --pool viz-test --geometry 1024x768 \
+     --user e2e --job-name "e2e <'\"&> test" --cpuset 0 --access-file "$WORK/access.txt"; then
+  failed "vgpu-viz start"; exit 1
+fi
+T_START=$(now)
+pass "vgpu-viz start returned after $(printf '%.2f' "$(echo "$T_START - $T0" | bc)")s"
+check "access file is private (0600)" test "$(stat -c %a "$WORK/access.txt")" = 600
+URL=$(sed -n 's/^  2\. open: *//p' "$WORK/access.txt")
+SECRET=$(sed -n 's/^  password: *//p' "$WORK/access.txt")
+url_ok() {
+  case "$URL" in
+    "http://127.0.0.1:$PORT/vnc_lite.html?"*"#&password=$SECRET") [[ "${URL%%#*}" != *"$SECRET"* ]] ;;
+    *) return 1 ;;
+  esac
+}
+check "URL names the proxy and carries the password only in the fragment" url_ok
+check "ssh line printed" grep -q "ssh -N -L $PORT:127.0.0.1:$PORT testnode" "$WORK/access.txt"
+check "token file is 0600" test "$(stat -c %a "$STATE/tokens/vgpu-viz-$JOB")" = 600
+"$VIZ" --config "$WORK/viz.json" list | tee "$WORK/list.txt"
+check "list shows the session running" grep -Eq "^$JOB +vgpu-viz-$JOB +viz-test +e2e +none .*running$" "$WORK/list.txt"
+check "vCPU pinned to the cpuset" bash -c "virsh -c qemu:///system vcpupin vgpu-viz-$JOB | grep -Eq '^ *0 +0 *$'"
+
+# --- the guest banner in the browser
+SHOT="$WORK/novnc-banner.png"
+if timeout 180 /usr/bin/python3 "$HERE/cdp_novnc.py" "$URL" --expect banner --screenshot "$SHOT" --timeout 120 \
+     | tee "$WORK/cdp-banner.txt"; then
+  T_BANNER=$(now)
+  pass "guest banner visible in noVNC"
+  printf 'e2e: TIME start -> banner pixels in the browser: %.2fs\n' "$(echo "$T_BANNER - $T0" | bc)"
+else
+  failed "guest banner visible in noVNC"
+fi
+echo "e2e: screenshot: $SHOT"
+"$VIZ" --config "$WORK/viz.json" screenshot --job "$JOB" --out "$WORK/libvirt-screenshot.png" >/dev/null &&
+  echo "e2e: libvirt screenshot: $WORK/libvirt-screenshot.png"
+
+# --- wrong secrets are refused
+WRONG_PW="${URL%%#*}#&password=WrongPw1"
+check "wrong password refused" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$WRONG_PW" --expect refused \
+  --screenshot "$WORK/novnc-wrong-password.png" --timeout 60
+WRONG_TOKEN=$(echo "$URL" | sed -E 's/token%3D[0-9a-f]{32}/token%3D00000000000000000000000000000000/')
+check "wrong token refused" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$WRONG_TOKEN" --expect refused \
+  --timeout 60
+
+# --- rotation: the old secret stops working, the new one works
+"$VIZ" --config "$WORK/viz.json" rotate --job "$JOB" --access-file "$WORK/access2.txt" >/dev/null
+NEW_URL=$(sed -n 's/^  2\. open: *//p' "$WORK/access2.txt")
+NEW_SECRET=$(sed -n 's/^  password: *//p' "$WORK/access2.txt")
+check "rotate gives a different password" test -n "$NEW_SECRET" -a "$NEW_SECRET" != "$SECRET"
+check "old password refused after rotation" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$URL" \
+  --expect refused --timeout 60
+check "new password accepted after rotation" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$NEW_URL" \
+  --expect banner --timeout 60
+
+# --- no secret in any log this test can see
+LOGS=("$STATE/websockify.log" "/var/log/libvirt/qemu/vgpu-viz-$JOB.log" "$WORK/list.txt" "$WORK/cdp-banner.txt")
+leak=0
+for s in "$SECRET" "$NEW_SECRET"; do grep -l -F -- "$s" "${LOGS[@]}" 2>/dev/null && leak=1; done
+check "no password in websockify, QEMU or test logs" test "$leak" = 0
+check "no password in the session record" bash -c "! grep -q -F -- '$SECRET' '$STATE/sessions/$JOB.json'"
+
+# --- stop: everything gone
+"$VIZ" --config "$WORK/viz.json" stop --job "$JOB"
+check "domain gone" bash -c "! virsh -q -c qemu:///system list --all --name | grep -qx vgpu-viz-$JOB"
+check "token gone" test ! -e "$STATE/tokens/vgpu-viz-$JOB"
+check "session record gone" test ! -e "$STATE/sessions/$JOB.json"
+check "proxy stopped (port closed)" bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null"
+check "no websockify pid file" test ! -e "$STATE/websockify.pid"
+check "device gone (attach none: nothing was made; no mdev of this job)" \
+  bash -c "! ls /sys/bus/mdev/devices 2>/dev/null | grep -q '$(printf '%012x' $JOB)\$'"
+
+printf 'e2e: total %.1fs, %d failure(s)\n' "$(echo "$(now) - $T_ALL" | bc)" "$FAILS"
+[ "$FAILS" = 0 ]

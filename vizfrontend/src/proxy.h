@@ -1,0 +1,37 @@
+// The node's websockify: one per node, shared by all sessions. One proxy means one port to
+// tunnel or firewall, no per-session port allocation, and sessions come and go without
+// restarting it (TokenFile re-reads the token directory on every connection). It is stopped
+// when the last session ends so an idle node listens on nothing.
+#pragma once
+
+#include <string>
+
+#include "vgpu/error.h"
+#include "viz_config.h"
+
+namespace vgpu::viz {
+
+class Proxy {
+ public:
+  virtual ~Proxy() = default;
+  virtual Result<void> ensure_running() = 0;
+  virtual Result<void> stop() = 0;
+};
+
+// websockify --web novnc_dir --token-plugin TokenFile --token-source <token_dir> listen:port,
+// daemonised, pid in state_dir/websockify.pid, output in state_dir/websockify.log.
+class WebsockifyProxy final : public Proxy {
+ public:
+  WebsockifyProxy(const VizConfig& config, std::string token_dir);
+  Result<void> ensure_running() override;
+  Result<void> stop() override;
+
+ private:
+  int running_pid() const;
+  const VizConfig& config_;
+  std::string token_dir_;
+  std::string pid_file_;
+  std::string log_file_;
+};
+
+}  // namespace vgpu::viz

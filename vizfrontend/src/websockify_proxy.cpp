@@ -1,0 +1,113 @@
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+#include <thread>
+
+#include "file_util.h"
+#include "proxy.h"
+
+namespace vgpu::viz {
+namespace {
+
+bool port_accepts(const std::string& address, std::uint16_t port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  if (inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) return false;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+WebsockifyProxy::WebsockifyProxy(const VizConfig& config, std::string token_dir)
+    : config_(config),
+      token_dir_(std::move(token_dir)),
+      pid_file_(config.state_dir + "/websockify.pid"),
+      log_file_(config.state_dir + "/websockify.log") {}
+
+int WebsockifyProxy::running_pid() const {
+  auto text = read_file(pid_file_);
+  if (!text) return 0;
+  const int pid = std::atoi(text->c_str());
+  if (pid <= 1) return 0;
+  // The pid must still be websockify, not a recycled pid.
+  auto cmdline = read_file(fmt::format("/proc/{}/cmdline", pid));
+  if (!cmdline || cmdline->find("websockify") == std::string::npos) return 0;
+  return pid;
+}
+
+Result<void> WebsockifyProxy::ensure_running() {
+  if (running_pid() > 0) return {};
+  if (port_accepts(config_.listen_address, config_.proxy_port)) {
+    return fail(ErrorCode::conflict, fmt::format("websockify: {}:{} is already in use by another program",
+                                                 config_.listen_address, config_.proxy_port));
+  }
+  const std::string listen = fmt::format("{}:{}", config_.listen_address, config_.proxy_port);
+  std::vector<std::string> args{config_.websockify, "--web",        config_.novnc_dir, "--token-plugin", "TokenFile",
+                                "--token-source",   token_dir_,     listen};
+  const int log_fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd < 0) return fail(ErrorCode::io, fmt::format("websockify: log {}: {}", log_file_, std::strerror(errno)));
+  const pid_t child = fork();
+  if (child < 0) {
+    ::close(log_fd);
+    return fail(ErrorCode::io, fmt::format("websockify: fork: {}", std::strerror(errno)));
+  }
+  if (child == 0) {
+    // Detach: new session, so the proxy outlives `vgpu-viz start` and ignores its terminal.
+    setsid();
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    dup2(null_fd, 0);
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  ::close(log_fd);
+  if (auto w = write_file_atomic(pid_file_, config_.state_dir, fmt::format("{}\n", child), 0644); !w) {
+    ::kill(child, SIGTERM);
+    return std::unexpected(w.error().within("websockify"));
+  }
+  for (int i = 0; i < 100; ++i) {
+    if (port_accepts(config_.listen_address, config_.proxy_port)) return {};
+    int status = 0;
+    if (waitpid(child, &status, WNOHANG) == child) {
+      (void)remove_file(pid_file_);
+      return fail(ErrorCode::unavailable,
+                  fmt::format("websockify exited at start-up (status {}); see {}", status, log_file_));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(child, SIGTERM);
+  (void)remove_file(pid_file_);
+  return fail(ErrorCode::unavailable, fmt::format("websockify did not listen on {} within 5 s; see {}", listen, log_file_));
+}
+
+Result<void> WebsockifyProxy::stop() {
+  const int pid = running_pid();
+  if (pid > 0) {
+    ::kill(pid, SIGTERM);
+    for (int i = 0; i < 100 && running_pid() > 0; ++i) {
+      waitpid(pid, nullptr, WNOHANG);  // reaps it when we are its parent (same process started it)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return remove_file(pid_file_);
+}
+
+}  // namespace vgpu::viz

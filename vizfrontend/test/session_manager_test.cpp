@@ -1,0 +1,313 @@
+#include "session_manager.h"
+
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "fake_sysfs.h"
+#include "file_util.h"
+
+namespace vgpu::viz {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FakeSysfs;
+
+// A scripted hypervisor: keeps domains in memory and fails the step named in `fail_at`.
+class ScriptedHypervisor final : public Hypervisor {
+ public:
+  std::string fail_at;
+  std::map<std::string, bool> domains;  // name -> active
+  std::string last_xml;
+  std::string last_graphics;
+  int port = 5907;
+
+  Result<void> define(std::string_view xml) override {
+    if (fail_at == "define") return fail(ErrorCode::io, "define refused");
+    last_xml = xml;
+    const auto b = xml.find("<name>") + 6;
+    domains[std::string(xml.substr(b, xml.find("</name>") - b))] = false;
+    return {};
+  }
+  Result<void> start(std::string_view name) override {
+    if (fail_at == "start") return fail(ErrorCode::io, "start refused");
+    domains.at(std::string(name)) = true;
+    return {};
+  }
+  Result<std::string> domain_xml(std::string_view, bool) override {
+    if (fail_at == "xml") return fail(ErrorCode::io, "xml refused");
+    return fmt::format("<domain><devices><graphics type='vnc' port='{}' autoport='yes'/></devices></domain>",
+                       fail_at == "port" ? -1 : port);
+  }
+  Result<void> update_graphics(std::string_view, std::string_view g) override {
+    last_graphics = g;
+    return {};
+  }
+  Result<void> screenshot(std::string_view, const std::string&) override { return {}; }
+  Result<void> destroy(std::string_view name) override {
+    if (auto it = domains.find(std::string(name)); it != domains.end()) it->second = false;
+    return {};
+  }
+  Result<void> undefine(std::string_view name) override {
+    domains.erase(std::string(name));
+    return {};
+  }
+  Result<std::vector<DomainSummary>> list(std::string_view prefix) override {
+    std::vector<DomainSummary> out;
+    for (const auto& [n, a] : domains) {
+      if (n.starts_with(prefix)) out.push_back({n, a});
+    }
+    return out;
+  }
+};
+
+class FakeProxy final : public Proxy {
+ public:
+  bool fail = false;
+  bool running = false;
+  Result<void> ensure_running() override {
+    if (fail) return vgpu::fail(ErrorCode::unavailable, "websockify would not start");
+    running = true;
+    return {};
+  }
+  Result<void> stop() override {
+    running = false;
+    return {};
+  }
+};
+
+// Deterministic randomness so the tests can name the secret they expect.
+RandomSource counting_random() {
+  return [n = 0U](std::span<unsigned char> out) mutable -> Result<void> {
+    for (auto& b : out) b = static_cast<unsigned char>(n++ % 200);
+    return {};
+  };
+}
+
+class Sessions : public ::testing::Test {
+ protected:
+  Sessions() {
+    char tmpl[] = "/tmp/viz-sessions-XXXXXX";
+    dir = mkdtemp(tmpl);
+    config.state_dir = dir + "/state";
+    config.ssh_host = "node1";
+    VizPoolSpec pool;
+    pool.name = "viz";
+    pool.image = {"/img/vmlinuz", "/img/initrd.gz", "console=ttyS0", ""};
+    config.pools["viz"] = pool;
+    pool.name = "vgpu";
+    pool.attach = AttachKind::mdev;
+    pool.gpu_type = "nvidia-700";
+    config.pools["vgpu"] = pool;
+    config.images["other"] = {"/other/vmlinuz", "/other/initrd.gz", "", ""};
+    sysfs.add_mdev_parent("0000:3b:00.0", {{"nvidia-700", 2}});
+  }
+  ~Sessions() override { fs::remove_all(dir); }
+
+  SessionManager manager() { return SessionManager(config, hv, sysfs, proxy, counting_random()); }
+  StartRequest request(std::string pool = "viz") {
+    StartRequest r;
+    r.job_id = 42;
+    r.pool = std::move(pool);
+    r.user = "alice";
+    return r;
+  }
+  // Everything a session can leave behind.
+  bool nothing_left(std::uint32_t job = 42) {
+    return hv.domains.empty() && sysfs.mdev_count() == 0 && !fs::exists(config.state_dir + "/tokens/vgpu-viz-" + std::to_string(job)) &&
+           !fs::exists(config.state_dir + "/sessions/" + std::to_string(job) + ".json");
+  }
+
+  std::string dir;
+  VizConfig config;
+  ScriptedHypervisor hv;
+  FakeSysfs sysfs;
+  FakeProxy proxy;
+};
+
+TEST_F(Sessions, StartDefinesAndStartsTheDomainAndWritesA0600Token) {
+  auto m = manager();
+  auto s = m.start(request());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_TRUE(hv.domains.at("vgpu-viz-42"));
+  EXPECT_TRUE(proxy.running);
+  EXPECT_EQ(s->record.display_port, 5907);
+  EXPECT_EQ(s->record.phase, "running");
+  struct stat st{};
+  ASSERT_EQ(stat(m.token_path(42).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600U);
+  const std::string token_line = read_file(m.token_path(42)).value();
+  EXPECT_TRUE(token_line.ends_with(": 127.0.0.1:5907\n")) << token_line;
+  const std::string token = token_line.substr(0, token_line.find(':'));
+  EXPECT_EQ(token.size(), 32U);
+  EXPECT_NE(s->access.url.find("token%3D" + token), std::string::npos);
+  EXPECT_NE(s->access.url.find("#&password=" + s->password), std::string::npos);
+  EXPECT_EQ(s->access.ssh_line, "ssh -N -L 6080:127.0.0.1:6080 node1");
+  EXPECT_NE(hv.last_xml.find("passwd='" + s->password + "'"), std::string::npos);
+}
+
+TEST_F(Sessions, TheRecordHoldsNoSecret) {
+  auto m = manager();
+  auto s = m.start(request());
+  ASSERT_TRUE(s);
+  const std::string record = read_file(m.record_path(42)).value();
+  EXPECT_EQ(record.find(s->password), std::string::npos);
+  const std::string token_line = read_file(m.token_path(42)).value();
+  EXPECT_EQ(record.find(token_line.substr(0, 32)), std::string::npos);
+}
+
+TEST_F(Sessions, NamedImageReplacesThePoolsImage) {
+  auto m = manager();
+  auto r = request();
+  r.image = "other";
+  ASSERT_TRUE(m.start(r));
+  EXPECT_NE(hv.last_xml.find("<kernel>/other/vmlinuz</kernel>"), std::string::npos);
+}
+
+TEST_F(Sessions, HostileInputsAreRefusedBeforeAnythingIsCreated) {
+  auto m = manager();
+  for (auto mutate : std::vector<std::function<void(StartRequest&)>>{
+           [](StartRequest& r) { r.image = "../../etc/passwd"; },
+           [](StartRequest& r) { r.image = "missing"; },
+           [](StartRequest& r) { r.pool = "viz'/><x"; },
+           [](StartRequest& r) { r.cpuset = "0-3;reboot"; },
+           [](StartRequest& r) { r.device = "0000:3b:00.0/../../x"; },
+           [](StartRequest& r) { r.gpu_instance = "1 2"; },
+           [](StartRequest& r) { r.geometry = Geometry{4096, 4096}; },
+           [](StartRequest& r) { r.job_id = 0; }}) {
+    auto r = request();
+    mutate(r);
+    EXPECT_FALSE(m.start(r).has_value());
+    EXPECT_TRUE(nothing_left());
+    EXPECT_FALSE(proxy.running);
+  }
+}
+
+TEST_F(Sessions, HostileJobNameIsEscapedNotRefused) {
+  auto m = manager();
+  auto r = request();
+  r.job_name = "</viz:job_name><hostdev/>";
+  r.user = "$(reboot)\n";
+  ASSERT_TRUE(m.start(r));
+  EXPECT_EQ(hv.last_xml.find("<hostdev/>"), std::string::npos);
+  EXPECT_NE(hv.last_xml.find("<viz:user>$(reboot)?</viz:user>"), std::string::npos);
+}
+
+// Failure at every step of start leaves nothing: no domain, mdev, token or record.
+TEST_F(Sessions, FailureAtEachStepRollsBackEverything) {
+  for (const std::string step : {"define", "start", "xml", "port", "proxy", "mdev"}) {
+    hv.fail_at = step;
+    proxy.fail = step == "proxy";
+    if (step == "mdev") sysfs.fail_next_write("/create", EUSERS);
+    auto m = manager();
+    auto s = m.start(request("vgpu"));
+    EXPECT_FALSE(s.has_value()) << step;
+    EXPECT_TRUE(nothing_left()) << "after failing at " << step;
+    EXPECT_EQ(sysfs.available("0000:3b:00.0", "nvidia-700"), 2) << step;
+  }
+}
+
+TEST_F(Sessions, ErrorsNameTheJobAndStep) {
+  hv.fail_at = "start";
+  auto s = manager().start(request());
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "vgpu-viz: job 42: start refused");
+}
+
+TEST_F(Sessions, SecondStartOfTheSameJobIsAConflict) {
+  auto m = manager();
+  ASSERT_TRUE(m.start(request()));
+  auto again = m.start(request());
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::conflict);
+  EXPECT_TRUE(hv.domains.contains("vgpu-viz-42")) << "the running session must survive";
+}
+
+TEST_F(Sessions, StopRemovesDomainDeviceTokenAndRecordAndStopsTheIdleProxy) {
+  auto m = manager();
+  ASSERT_TRUE(m.start(request("vgpu")));
+  EXPECT_EQ(sysfs.mdev_count(), 1U);
+  ASSERT_TRUE(m.stop(42));
+  EXPECT_TRUE(nothing_left());
+  EXPECT_FALSE(proxy.running);
+  EXPECT_TRUE(m.stop(42)) << "stopping twice is fine";
+}
+
+TEST_F(Sessions, ProxyStaysWhileAnotherSessionRuns) {
+  auto m = manager();
+  ASSERT_TRUE(m.start(request()));
+  auto r = request();
+  r.job_id = 43;
+  ASSERT_TRUE(m.start(r));
+  ASSERT_TRUE(m.stop(42));
+  EXPECT_TRUE(proxy.running);
+  ASSERT_TRUE(m.stop(43));
+  EXPECT_FALSE(proxy.running);
+}
+
+TEST_F(Sessions, ListShowsRecordedSessions) {
+  auto m = manager();
+  ASSERT_TRUE(m.start(request("vgpu")));
+  auto l = m.list();
+  ASSERT_TRUE(l);
+  ASSERT_EQ(l->size(), 1U);
+  EXPECT_EQ((*l)[0].job_id, 42U);
+  EXPECT_EQ((*l)[0].attachment.kind, AttachKind::mdev);
+  EXPECT_EQ((*l)[0].user, "alice");
+}
+
+TEST_F(Sessions, ReapRemovesSessionsOfEndedJobsOnly) {
+  auto m = manager();
+  ASSERT_TRUE(m.start(request("vgpu")));
+  auto r = request("vgpu");
+  r.job_id = 43;
+  ASSERT_TRUE(m.start(r));
+  auto report = m.reap({43});
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->removed, std::vector<std::uint32_t>{42});
+  EXPECT_FALSE(hv.domains.contains("vgpu-viz-42"));
+  EXPECT_TRUE(hv.domains.contains("vgpu-viz-43"));
+  EXPECT_EQ(sysfs.mdev_count(), 1U);
+}
+
+TEST_F(Sessions, ReapFindsLeftoversWithoutARecord) {
+  // A crash after the mdev and domain were made but the record was lost.
+  auto m = manager();
+  ASSERT_TRUE(m.start(request("vgpu")));
+  fs::remove(m.record_path(42));
+  auto report = m.reap({});
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->removed, std::vector<std::uint32_t>{42});
+  EXPECT_TRUE(nothing_left());
+}
+
+TEST_F(Sessions, ReapFindsAnOrphanMdevByItsUuid) {
+  ASSERT_TRUE(make_attacher(AttachKind::mdev, sysfs)->acquire({77, "nvidia-700", "", ""}));
+  auto report = manager().reap({});
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->removed, std::vector<std::uint32_t>{77});
+  EXPECT_EQ(sysfs.mdev_count(), 0U);
+}
+
+TEST_F(Sessions, RotateSetsANewPasswordOnTheSamePort) {
+  auto m = manager();
+  auto s = m.start(request());
+  ASSERT_TRUE(s);
+  auto r = m.rotate_password(42);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NE(r->password, s->password);
+  EXPECT_NE(hv.last_graphics.find("port='5907' autoport='no'"), std::string::npos);
+  EXPECT_NE(hv.last_graphics.find("passwd='" + r->password + "'"), std::string::npos);
+  EXPECT_EQ(r->access.url.substr(0, r->access.url.find('#')), s->access.url.substr(0, s->access.url.find('#')));
+}
+
+TEST_F(Sessions, RotateWithoutASessionIsNotFound) {
+  EXPECT_EQ(manager().rotate_password(42).error().code, ErrorCode::not_found);
+}
+
+}  // namespace
+}  // namespace vgpu::viz
