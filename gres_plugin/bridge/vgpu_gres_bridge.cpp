@@ -47,22 +47,31 @@ vgpu::Result<std::string> this_node() {
   return resolve_node_name({std::getenv("VGPU_NODENAME"), std::getenv("SLURMD_NODENAME"), cmdline, host.data()});
 }
 
+struct LoadedAdvertisement {
+  std::string node;
+  std::string path;
+  vgpu::Result<Advertisement> advertisement;
+};
+
+LoadedAdvertisement load_advertisement() {
+  auto node = this_node();
+  if (!node) return {"", "", std::unexpected(node.error())};
+  std::string path = advertisement_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node);
+  auto text = read_small_file(path);  // its errors already name the path
+  if (!text) return {*node, path, std::unexpected(text.error())};
+  auto adv = parse_advertisement(*text, *node);
+  if (!adv) return {*node, path, std::unexpected(adv.error().within(path))};
+  return {*node, path, std::move(adv)};
+}
+
 }  // namespace
 
 extern "C" void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_reported_t* out) {
   try {
     *out = vgpu_reported_t{};
     out->free_cnt = configured_total;
-    auto node = this_node();
-    vgpu::Result<Advertisement> adv = node ? vgpu::Result<Advertisement>{} : std::unexpected(node.error());
-    std::string path;
-    if (node) {
-      copy_out(*node, out->node, sizeof(out->node));
-      path = advertisement_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node);
-      auto text = read_small_file(path);
-      adv = text ? parse_advertisement(*text, *node) : std::unexpected(text.error());
-      if (!adv && text) adv = std::unexpected(adv.error().within(path));
-    }
+    auto [node, path, adv] = load_advertisement();
+    copy_out(node, out->node, sizeof(out->node));
     ReportedCounts counts = reported_counts(adv, configured_total, reported_before());
     if (counts.advertised.size() > VGPU_GRES_MAX_TYPES) {
       counts = reported_counts(vgpu::fail(vgpu::ErrorCode::corrupt, path + ": more than " +
@@ -81,6 +90,8 @@ extern "C" void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_report
     if (adv && counts.problem.empty()) {
       out->generation = adv->generation;
       copy_out(path + ": generation " + std::to_string(adv->generation), out->message, sizeof(out->message));
+    } else if (adv) {
+      copy_out(path + ": " + counts.problem, out->message, sizeof(out->message));
     } else {
       copy_out(counts.problem, out->message, sizeof(out->message));
     }

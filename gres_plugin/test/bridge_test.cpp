@@ -136,3 +136,14 @@ TEST_F(BridgeTest, AllocationTypeTravelsThroughBits) {
   EXPECT_EQ(vgpu_gres_type_bits("3g.40gb", bits, 8), 0U);
   EXPECT_EQ(vgpu_gres_alloc_append(nullptr, bits, 7, 1, out, sizeof out), -1);
 }
+
+TEST_F(BridgeTest, AdvertisementAboveTheTotalIsRefusedNamingTheFile) {
+  write("n7/advertisement.json", R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n7",
+    "generation":3,"counts":{"1g.10gb":57}})");
+  vgpu_reported_t rep;
+  vgpu_gres_reported_counts(56, &rep);
+  EXPECT_EQ(rep.used_advertisement, 0);
+  EXPECT_EQ(rep.free_cnt, 56U);
+  for (int i = 0; i < rep.advertised_cnt; ++i) EXPECT_EQ(rep.advertised[i].count, 0U) << rep.advertised[i].type;
+  EXPECT_THAT(rep.message, HasSubstr("advertisement.json: advertised 57 instances but slurm.conf declares a total of 56"));
+}
