@@ -41,6 +41,7 @@ chmod 755 "$VC_RUN/etc/showenv.sh"
 export VC_PROLOG=$VC_RUN/etc/hooks/prolog.sh VC_EPILOG=$VC_RUN/etc/hooks/epilog.sh
 
 vc_write_advertisement n1 1 "1g.10gb=4 3g.40gb=1"
+vc_write_advertisement n2 1 "1g.10gb=1 7g.80gb=1"
 vc_start
 
 run_job() { # args: sbatch options; prints the job id once it completed
