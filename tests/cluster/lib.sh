@@ -26,8 +26,8 @@
 #   vc_reconfigure vc_wait_idle [s] vc_hup N
 #   vc_write_advertisement N GEN "1g.10gb=4 3g.40gb=1"    atomic tmp+rename, as the planner does
 #   vc_advertise N GEN "counts"          write + SIGHUP + wait until slurmctld shows the split
-#   vc_node_gres N                       slurmctld's view, normalized: "1g.10gb:4,3g.40gb:1,free:51,never:0"
-#   vc_expected_gres "counts"            the same normalization of what the plugin must report
+#   vc_node_gres N                       slurmctld's view, non-zero types sorted: "1g.10gb:4,3g.40gb:1,free:51"
+#   vc_expected_gres "counts"            the same form for an advertisement (free padding added)
 #   vc_wait_gres N "counts" [s]          vc_assert_gres N "counts"
 #   vc_assert_no_bad_nodes               no real node DRAIN/INVAL/DOWN/FAIL/NOT_RESPONDING
 #   vc_sbatch ARGS...                    prints the job id      vc_job_state J
@@ -259,13 +259,13 @@ vc_write_advertisement() { # $1 node $2 generation $3 "type=count ..."
   mv -f "$dir/.advertisement.json.tmp" "$dir/advertisement.json"
 }
 
-vc_expected_gres() { # "type=count ..." -> normalized split incl. free padding and never:0
+vc_expected_gres() { # "type=count ..." -> non-zero types plus the free padding, sorted
   local item sum=0 out=()
   for item in $1; do
-    [ "${item#*=}" -gt 0 ] && out+=("${item%%=*}:${item#*=}")
+    out+=("${item%%=*}:${item#*=}")
     sum=$((sum + ${item#*=}))
   done
-  out+=("free:$((VC_TOTAL - sum))" "never:0")
+  out+=("free:$((VC_TOTAL - sum))")
   printf '%s\n' "${out[@]}" | grep -v ':0$' | sort | tr '\n' ',' | sed 's/,$//'
 }
 
@@ -276,7 +276,7 @@ vc_node_gres() { # slurmctld's configured split for a node, non-zero types, sort
 
 vc_wait_gres() { # $1 node $2 counts [$3 seconds]
   local want got t=0 lim=$(( ${3:-20} * 5 ))
-  want=$(vc_expected_gres "$2" | sed 's/,\?never:0//')
+  want=$(vc_expected_gres "$2")
   while got=$(vc_node_gres "$1"); [ "$got" != "$want" ]; do
     sleep 0.2; t=$((t + 1))
     [ $t -ge $lim ] && { vc_log "$1: slurmctld shows '$got', advertisement says '$want'"; return 1; }
