@@ -98,6 +98,7 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
   out.ci_id = static_cast<int>(ci_info.id);
   out.profile_id = static_cast<int>(gi_info.profileId);
   out.placement = {static_cast<int>(gi_info.placement.start), static_cast<int>(gi_info.placement.size)};
+  out.profile = profile_name_from_device(profile->name);
   auto uuids = R.mig_uuids(gpu, *dev);
   if (!uuids) return std::unexpected(uuids.error().within(fmt::format("gpu {} gi {}: created, but", gpu, out.gi_id)));
   auto it = uuids->find({gi_info.id, ci_info.id});

@@ -302,6 +302,7 @@ Result<std::vector<InstanceInfo>> Reader::list_instances(int gpu) {
       inst.gi_id = static_cast<int>(gi.id);
       inst.profile_id = static_cast<int>(gi.profileId);
       inst.placement = {static_cast<int>(gi.placement.start), static_cast<int>(gi.placement.size)};
+      inst.profile = profile_name_from_device(info.name);
       auto cis = compute_instances(gpu, gi.id, gis[k]);
       if (!cis) return std::unexpected(cis.error());
       if (!cis->empty()) {

@@ -92,6 +92,7 @@ TEST_F(NvmlBackendTest, CreateAtLegalPlacementGivesGiCiAndMigUuid) {
   ASSERT_TRUE(inst) << inst.error().message;
   EXPECT_EQ(inst->profile_id, k3g40);
   EXPECT_EQ(inst->placement, (Placement{4, 4}));
+  EXPECT_EQ(inst->profile, "3g.40gb");
   EXPECT_EQ(inst->ci_id, 0);
   EXPECT_TRUE(looks_like_mig_uuid(inst->mig_uuid)) << inst->mig_uuid;
   auto list = b->list_instances(0);

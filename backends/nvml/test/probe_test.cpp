@@ -1,7 +1,9 @@
 // vgpu-nvml-probe: its report, its replay as a fixture, and that it cannot change a GPU.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "fake_env.h"
@@ -99,6 +101,49 @@ TEST_F(ProbeTest, OutputReplaysAsAFixture) {
   EXPECT_EQ(compare_models(*model, *model2), std::vector<std::string>{});
   // Compute-instance profiles are derived on replay, so instances can still be made.
   EXPECT_TRUE(replay->create_instance(1, 9, {0, 4}));
+}
+
+// The recording the probe made on a real H100 (MIG disabled) replays through the fake, and the
+// hand-typed H100 fixture answers every profile query exactly as that device did.
+TEST_F(ProbeTest, RealH100RecordingReplaysAndMatchesTheHandWrittenFixture) {
+  std::string recording = std::string(VGPU_SOURCE_DIR) + "/docs/hardware/h100/h100-80gb-hbm3-probe.json";
+  ASSERT_TRUE(std::filesystem::exists(recording)) << recording;
+  ::setenv("VGPU_FAKE_NVML_FIXTURE", recording.c_str(), 1);
+  auto real = nvml::Reader::open();
+  ASSERT_EQ(real->unavailable_reason(), "");
+  auto real_reads = real->read_profiles(0);
+  auto real_model = real->read_catalog(0);
+  ASSERT_TRUE(real_reads && real_model);
+  auto diffs = compare_models(*Catalog::builtin().find_model("H100-80GB"), *real_model);
+  EXPECT_TRUE(diffs.empty()) << diffs.front();
+  real.reset();
+
+  use_fixture("h100-80gb-1gpu.json");
+  auto typed = nvml::Reader::open();
+  auto typed_reads = typed->read_profiles(0);
+  ASSERT_TRUE(typed_reads);
+  ASSERT_EQ(typed_reads->size(), real_reads->size());
+  for (std::size_t i = 0; i < real_reads->size(); ++i) {
+    const auto& r = (*real_reads)[i];
+    const auto& t = (*typed_reads)[i];
+    SCOPED_TRACE("profile index " + std::to_string(r.index));
+    ASSERT_EQ(r.info.has_value(), t.info.has_value());
+    if (!r.info) {
+      EXPECT_EQ(r.info_error->code, t.info_error->code);
+      continue;
+    }
+    const auto &a = *r.info, &b = *t.info;
+    EXPECT_STREQ(a.name, b.name);
+    EXPECT_EQ(std::tie(a.id, a.isP2pSupported, a.sliceCount, a.instanceCount, a.multiprocessorCount,
+                       a.copyEngineCount, a.decoderCount, a.encoderCount, a.jpegCount, a.ofaCount, a.memorySizeMB),
+              std::tie(b.id, b.isP2pSupported, b.sliceCount, b.instanceCount, b.multiprocessorCount,
+                       b.copyEngineCount, b.decoderCount, b.encoderCount, b.jpegCount, b.ofaCount, b.memorySizeMB));
+    ASSERT_EQ(r.placements.size(), t.placements.size());
+    for (std::size_t k = 0; k < r.placements.size(); ++k) {
+      EXPECT_EQ(r.placements[k].start, t.placements[k].start);
+      EXPECT_EQ(r.placements[k].size, t.placements[k].size);
+    }
+  }
 }
 
 TEST_F(ProbeTest, WithoutALibraryReportsWhyAndNoGpus) {

@@ -79,7 +79,7 @@ TEST(TakeSnapshot, SkipsGpusOutsideMigModeWithANote) {
   r.gpus[0].mig_current = MigMode::enabled;
   r.gpus[1].index = 1;
   r.gpus[1].mig_current = MigMode::disabled;
-  r.instances = {InstanceInfo{0, 3, 0, 14, {0, 2}, "MIG-x"}};
+  r.instances = {InstanceInfo{0, 3, 0, 14, {0, 2}, "MIG-x", "2g.20gb"}};
   auto s = take_snapshot(r);
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->instances, r.instances);

@@ -39,6 +39,7 @@ struct InstanceInfo {
   int profile_id = 0;  // GPU-instance profile id (nvmlGpuInstanceProfileInfo.id)
   Placement placement;
   std::string mig_uuid;  // "MIG-..."; empty while the GI has no CI
+  std::string profile;   // profile name as the device reports it, "MIG " dropped: "3g.40gb"
   bool operator==(const InstanceInfo&) const = default;
 };
 
