@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <nlohmann/json.hpp>
 
 #include "sample_ledger.h"
@@ -87,6 +88,9 @@ struct Corruption {
   std::function<void(ordered_json&)> edit;
   const char* expected;  // substring of the error, naming the field and value
 };
+
+// Names the case in test output instead of dumping the struct's bytes.
+void PrintTo(const Corruption& c, std::ostream* os) { *os << c.name; }
 
 class LedgerJsonCorruption : public ::testing::TestWithParam<Corruption> {};
 
