@@ -25,7 +25,9 @@ failed() { echo "e2e: FAIL: $*"; FAILS=$((FAILS + 1)); }
 check() { local what=$1; shift; if "$@"; then pass "$what"; else failed "$what"; fi; }
 
 cleanup() {
+  [ -n "${STEP:-}" ] && kill -TERM "$STEP" 2>/dev/null && wait "$STEP"
   "$VIZ" --config "$WORK/viz.json" stop --job "$JOB" >/dev/null 2>&1
+  "$VIZ" --config "$WORK/viz.json" stop --job "$((JOB + 1))" >/dev/null 2>&1
   "$HERE/libvirt-down.sh" "$WORK/run"
 }
 trap cleanup EXIT
@@ -78,6 +80,10 @@ check "token file is 0600" test "$(stat -c %a "$STATE/tokens/vgpu-viz-$JOB")" = 
 check "list shows the session running" grep -Eq "^$JOB +vgpu-viz-$JOB +viz-test +e2e +none .*running$" "$WORK/list.txt"
 check "vCPU pinned to the cpuset" bash -c "virsh -c qemu:///system vcpupin vgpu-viz-$JOB | grep -Eq '^ *0 +0 *$'"
 
+LOGS=("$STATE/websockify.log" "/var/log/libvirt/qemu/vgpu-viz-$JOB.log" "/var/log/libvirt/qemu/vgpu-viz-$((JOB + 1)).log"
+      "$WORK/list.txt" "$WORK/cdp-banner.txt")
+SECRETS=()
+
 # --- the guest banner in the browser
 SHOT="$WORK/novnc-banner.png"
 if timeout 180 /usr/bin/python3 "$HERE/cdp_novnc.py" "$URL" --expect banner --screenshot "$SHOT" --timeout 120 \
@@ -110,10 +116,41 @@ check "old password refused after rotation" timeout 120 /usr/bin/python3 "$HERE/
 check "new password accepted after rotation" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$NEW_URL" \
   --expect banner --timeout 60
 
+# --- Slurm-step mode: no subcommand, job id from SLURM_JOB_ID. The first login rotates the
+# password; SIGTERM (what Slurm sends at the end of a step) tears the session down.
+JOB2=$((JOB + 1))
+SLURM_JOB_ID=$JOB2 VGPU_VIZ_POOL=viz-test "$VIZ" --config "$WORK/viz.json" --access-file "$WORK/step-access.txt" \
+  > "$WORK/step.out" 2>&1 < /dev/null &
+STEP=$!
+for _ in $(seq 1 600); do [ -s "$WORK/step-access.txt" ] && break; kill -0 $STEP 2>/dev/null || break; sleep 0.1; done
+STEP_URL=$(sed -n 's/^  2\. open: *//p' "$WORK/step-access.txt" 2>/dev/null)
+STEP_SECRET=$(sed -n 's/^  password: *//p' "$WORK/step-access.txt" 2>/dev/null)
+check "step mode started a session from SLURM_JOB_ID" test -n "$STEP_SECRET"
+check "step mode: first login shows the banner" timeout 180 /usr/bin/python3 "$HERE/cdp_novnc.py" "$STEP_URL" \
+  --expect banner --timeout 120
+for _ in $(seq 1 100); do grep -q "display password changed" "$WORK/step-access.txt" && break; sleep 0.1; done
+STEP_SECRET2=$(sed -n 's/^  password: *//p' "$WORK/step-access.txt")
+STEP_URL2=$(sed -n 's/^  2\. open: *//p' "$WORK/step-access.txt")
+check "step mode: password rotated after the first login" test -n "$STEP_SECRET2" -a "$STEP_SECRET2" != "$STEP_SECRET"
+check "step mode: the printed (first) password no longer works" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" \
+  "$STEP_URL" --expect refused --timeout 60
+check "step mode: the rotated password works" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$STEP_URL2" \
+  --expect banner --timeout 60
+kill -TERM $STEP 2>/dev/null
+wait $STEP
+check "step mode: exits 0 on SIGTERM" test $? = 0
+check "step mode: domain gone after SIGTERM" bash -c "! virsh -q -c qemu:///system list --all --name | grep -qx vgpu-viz-$JOB2"
+check "step mode: token and record gone" test ! -e "$STATE/tokens/vgpu-viz-$JOB2" -a ! -e "$STATE/sessions/$JOB2.json"
+LOGS+=("$WORK/step.out")
+SECRETS+=("$STEP_SECRET" "$STEP_SECRET2")
+
 # --- no secret in any log this test can see
-LOGS=("$STATE/websockify.log" "/var/log/libvirt/qemu/vgpu-viz-$JOB.log" "$WORK/list.txt" "$WORK/cdp-banner.txt")
 leak=0
-for s in "$SECRET" "$NEW_SECRET"; do grep -l -F -- "$s" "${LOGS[@]}" 2>/dev/null && leak=1; done
+SECRETS+=("$SECRET" "$NEW_SECRET")
+for s in "${SECRETS[@]}"; do
+  [ -n "$s" ] || continue
+  grep -l -F -- "$s" "${LOGS[@]}" 2>/dev/null && leak=1
+done
 check "no password in websockify, QEMU or test logs" test "$leak" = 0
 check "no password in the session record" bash -c "! grep -q -F -- '$SECRET' '$STATE/sessions/$JOB.json'"
 

@@ -54,8 +54,9 @@ std::string hostdev_xml(const GpuDevice& gpu) {
 std::string render_graphics_xml(DisplayKind display, std::string_view listen_address, std::string_view password,
                                 int port) {
   const std::string l = xml_escape(listen_address);
-  const std::string ports =
-      port > 0 ? fmt::format("port='{}' autoport='no'", port) : std::string("port='-1' autoport='yes'");
+  // For a live update libvirt refuses any change of port or autoport, so a running domain's
+  // graphics are re-sent with the port it was given and autoport as it was defined.
+  const std::string ports = port > 0 ? fmt::format("port='{}' autoport='yes'", port) : std::string("port='-1' autoport='yes'");
   if (display == DisplayKind::spice) {
     return fmt::format("<graphics type='spice' {} listen='{}' passwd='{}'><listen type='address' address='{}'/></graphics>",
                        ports, l, xml_escape(password), l);

@@ -32,6 +32,11 @@ class Hypervisor {
   virtual Result<void> destroy(std::string_view name) = 0;
   virtual Result<void> undefine(std::string_view name) = 0;
   virtual Result<std::vector<DomainSummary>> list(std::string_view name_prefix) = 0;
+  // Starts counting successful display logins (client passed VNC/SPICE authentication).
+  virtual Result<void> watch_logins(std::string_view name) = 0;
+  // Waits up to timeout_ms for hypervisor events (a signal cuts it short); returns the logins
+  // seen since the previous call.
+  virtual Result<int> wait_logins(int timeout_ms) = 0;
 };
 
 // Opens a libvirt connection ("qemu:///system", "test:///default").

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <memory>
+#include <utility>
 
 #include "hypervisor.h"
 
@@ -132,6 +133,33 @@ class LibvirtHypervisor final : public Hypervisor {
     return {};
   }
 
+  Result<void> watch_logins(std::string_view name) override {
+    auto d = lookup(name);
+    if (!d) return std::unexpected(d.error());
+    if (callback_id_ >= 0) return {};
+    callback_id_ = virConnectDomainEventRegisterAny(conn_.get(), d->get(), VIR_DOMAIN_EVENT_ID_GRAPHICS,
+                                                    graphics_callback(),
+                                                    this, nullptr);
+    if (callback_id_ < 0) return failure(name, "register graphics events");
+    return {};
+  }
+
+  Result<int> wait_logins(int timeout_ms) override {
+    // A one-shot timer bounds the wait; virEventRunDefaultImpl returns after one dispatch round.
+    const int timer = virEventAddTimeout(timeout_ms, [](int, void*) {}, nullptr, nullptr);
+    if (timer < 0) return fail(ErrorCode::internal, "libvirt: cannot add an event timer");
+    const int rc = virEventRunDefaultImpl();
+    virEventRemoveTimeout(timer);
+    if (rc < 0) return fail(ErrorCode::io, fmt::format("libvirt {}: event loop: {}", uri_, last_error()));
+    return std::exchange(logins_, 0);
+  }
+
+  ~LibvirtHypervisor() override {
+    if (callback_id_ >= 0) virConnectDomainEventDeregisterAny(conn_.get(), callback_id_);
+  }
+  LibvirtHypervisor(const LibvirtHypervisor&) = delete;
+  LibvirtHypervisor& operator=(const LibvirtHypervisor&) = delete;
+
   Result<std::vector<DomainSummary>> list(std::string_view prefix) override {
     virDomainPtr* domains = nullptr;
     const int n = virConnectListAllDomains(conn_.get(), &domains, 0);
@@ -165,14 +193,32 @@ class LibvirtHypervisor final : public Hypervisor {
     return fail(ErrorCode::io, fmt::format("libvirt {}: domain {}: {}: {}", uri_, name, what, last_error()));
   }
 
+  // libvirt takes every event callback as a generic pointer; void(*)() is the sanctioned
+  // intermediate type for such a cast.
+  static virConnectDomainEventGenericCallback graphics_callback() {
+    return reinterpret_cast<virConnectDomainEventGenericCallback>(reinterpret_cast<void (*)()>(&on_graphics));
+  }
+
+  static void on_graphics(virConnectPtr, virDomainPtr, int phase, const virDomainEventGraphicsAddress*,
+                          const virDomainEventGraphicsAddress*, const char*, const virDomainEventGraphicsSubject*,
+                          void* opaque) {
+    // INITIALIZE = the client authenticated; CONNECT alone may still fail authentication.
+    if (phase == VIR_DOMAIN_EVENT_GRAPHICS_INITIALIZE) ++static_cast<LibvirtHypervisor*>(opaque)->logins_;
+  }
+
   Connection conn_;
   std::string uri_;
+  int callback_id_ = -1;
+  int logins_ = 0;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Hypervisor>> open_libvirt(const std::string& uri) {
   virSetErrorFunc(nullptr, quiet_errors);
+  // Events (display logins) need libvirt's event loop registered before the first connection.
+  static const int event_impl = virEventRegisterDefaultImpl();
+  if (event_impl < 0) return fail(ErrorCode::internal, "libvirt: cannot register the event loop");
   Connection conn(virConnectOpen(uri.c_str()));
   if (!conn) {
     return fail(ErrorCode::unavailable, fmt::format("libvirt {}: cannot connect: {}", uri, last_error()));

@@ -213,7 +213,7 @@ TEST_F(DomainXml, OptionalDiskIsTransient) {
 
 TEST(GraphicsXml, FixedPortKeepsTheSessionsTokenValid) {
   EXPECT_EQ(render_graphics_xml(DisplayKind::vnc, "127.0.0.1", "n3w&pw", 5901),
-            "<graphics type='vnc' port='5901' autoport='no' listen='127.0.0.1' passwd='n3w&amp;pw'>"
+            "<graphics type='vnc' port='5901' autoport='yes' listen='127.0.0.1' passwd='n3w&amp;pw'>"
             "<listen type='address' address='127.0.0.1'/></graphics>");
 }
 

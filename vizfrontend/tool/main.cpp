@@ -238,10 +238,30 @@ int cmd_run(Options o) {
     std::printf("vgpu-viz: job %u: press q and Enter (or end the job) to stop the session\n", req->job_id);
     std::fflush(stdout);
     const bool interactive = isatty(STDIN_FILENO) == 1;
+    // The printed password is good for one login: after the first client authenticates, the
+    // session gets a fresh one (shown only here), so a URL copied into a log or history is dead.
+    bool rotated = false;
+    if (auto watching = c->hv->watch_logins(s->record.domain); !watching) {
+      std::fprintf(stderr, "%s (the password will not be rotated)\n", watching.error().message.c_str());
+      rotated = true;
+    }
     while (g_stop_signal == 0) {
+      auto logins = c->hv->wait_logins(1000);
+      if (!logins) {
+        rc = report(logins.error());
+        break;
+      }
+      if (*logins > 0 && !rotated) {
+        rotated = true;
+        auto fresh = c->sessions->rotate_password(req->job_id);
+        if (!fresh) {
+          std::fprintf(stderr, "%s\n", fresh.error().message.c_str());
+        } else if (auto told = announce(*fresh, o, true); !told) {
+          std::fprintf(stderr, "%s\n", told.error().message.c_str());
+        }
+      }
       pollfd p{STDIN_FILENO, POLLIN, 0};
-      const int n = poll(&p, interactive ? 1 : 0, 1000);
-      if (n > 0 && (p.revents & POLLIN) != 0) {
+      if (interactive && poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0) {
         char buf[64];
         const ssize_t got = read(STDIN_FILENO, buf, sizeof buf);
         if (got <= 0 || buf[0] == 'q') break;
