@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 build=${VGPU_TEST_BUILD_DIR:-build/asan}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DVGPU_SANITIZE=ON -DVGPU_WERROR=ON ${VGPU_CMAKE_ARGS:-}
+  -DVGPU_SANITIZE=ON -DVGPU_WERROR=ON -DVGPU_BUILD_SLURM_PLUGIN=ON ${VGPU_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
