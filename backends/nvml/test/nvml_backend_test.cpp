@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "fake_env.h"
 #include "nvml_backend.h"
@@ -170,6 +172,28 @@ TEST_F(NvmlBackendTest, DestroyRemovesComputeThenGpuInstance) {
   ASSERT_TRUE(list);
   EXPECT_TRUE(list->empty());
   EXPECT_TRUE(b->create_instance(0, k2g20, {2, 2})) << "the slices must be free again";
+}
+
+TEST_F(NvmlBackendTest, FailedComputeInstanceLeavesNoGpuInstanceBehind) {
+  // A device that offers only 1-slice compute instances: a 3g GI can be made but not its CI.
+  std::ifstream in(fixture("h100-80gb-1gpu.json"));
+  auto j = nlohmann::json::parse(in);
+  j["gpus"][0]["compute_instance_profiles"] =
+      nlohmann::json::array({{{"index", 0}, {"id", 0}, {"slice_count", 1}, {"multiprocessor_count", 16}}});
+  std::string text = j.dump();
+  std::string path = dir_ + "/one-slice-ci.json";
+  std::ofstream(path) << text;
+  ::setenv("VGPU_FAKE_NVML_FIXTURE", path.c_str(), 1);
+  auto b = nvml::Backend::open();
+  ASSERT_EQ(b->unavailable_reason(), "");
+  auto inst = b->create_instance(0, k3g40, {0, 4});
+  ASSERT_FALSE(inst);
+  EXPECT_EQ(inst.error().message,
+            "nvmlGpuInstanceGetComputeInstanceProfileInfo(gpu 0, gi 1, index 2): Not Supported");
+  auto list = b->list_instances(0);
+  ASSERT_TRUE(list) << list.error().message;
+  EXPECT_TRUE(list->empty());
+  EXPECT_TRUE(b->create_instance(0, k1g10, {0, 1})) << "1-slice CIs still work";
 }
 
 TEST_F(NvmlBackendTest, DestroyingAnUnknownInstanceIsNotFound) {
