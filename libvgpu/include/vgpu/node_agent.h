@@ -1,0 +1,124 @@
+// The node side of slurm-vgpu: what the Prolog, the Epilog and the planner daemon do on a node.
+// Every host boundary is an interface (GPU backend, Slurm commands, scrubbing, slurmd signalling),
+// so the flows themselves are plain C++ that tests drive with doubles or with the fake NVML.
+//
+// Race-free handover with Slurm (see docs/design.md):
+//   - Slurm only allocates what the advertisement lists; the prolog claims a planned slot for
+//     every allocated unit under the ledger lock, then creates the instance at that placement.
+//   - A re-plan that drops advertised slots first shrinks the advertisement to the slots that
+//     survive, keeps the dropped ones claimable, and only frees them once slurmctld reports the
+//     shrunk split and no allocation of those types lacks a claim. Then it grows to the new plan.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vgpu/backend.h"
+#include "vgpu/ledger_store.h"
+#include "vgpu/policy.h"
+#include "vgpu/slurm_text.h"
+
+namespace vgpu {
+
+class SlurmClient {
+ public:
+  virtual ~SlurmClient() = default;
+  virtual Result<PendingJobs> pending_jobs() = 0;
+  virtual Result<NodeGres> node_gres(const std::string& node) = 0;
+  // Cancels a job that must not run, leaving `reason` in its Comment for squeue/scontrol.
+  virtual Result<void> reject_job(JobId job, const std::string& reason) = 0;
+};
+// squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN), run without a shell.
+std::unique_ptr<SlurmClient> make_command_slurm_client();
+
+enum class ScrubStatus { scrubbed, unavailable, failed };
+struct ScrubOutcome {
+  ScrubStatus status = ScrubStatus::failed;
+  std::string detail;
+};
+class Scrubber {
+ public:
+  virtual ~Scrubber() = default;
+  virtual ScrubOutcome scrub(const std::string& mig_uuid) = 0;
+};
+// Runs vgpu-scrub ($VGPU_SCRUB or the installed path) with CUDA_VISIBLE_DEVICES=<mig uuid>.
+std::unique_ptr<Scrubber> make_command_scrubber();
+
+struct NodeContext {
+  std::string node;
+  std::string state_dir;  // $VGPU_STATE_DIR; this node's files live in <state_dir>/<node>/
+  const PolicyFile* policy = nullptr;
+  LedgerStore* ledger = nullptr;
+  GpuBackend* backend = nullptr;
+  SlurmClient* slurm = nullptr;
+  Scrubber* scrubber = nullptr;
+  std::function<void()> notify_slurmd;  // SIGHUP: slurmd re-registers and reads the advertisement
+  std::function<std::int64_t()> now;     // Unix seconds
+  std::function<void(const std::string&)> log;
+  int confirm_timeout_ms = 8000;  // how long a shrink waits for slurmctld to take the new split
+  int confirm_poll_ms = 250;
+
+  [[nodiscard]] std::string node_dir() const { return state_dir + "/" + node; }
+};
+
+// The hardware's view in ledger terms (profile ids mapped to names through the catalog).
+HardwareView hardware_view_from_snapshot(const NodeSnapshot& snapshot, const Catalog& catalog);
+
+// Everything that disagrees between the ledger, the hardware, the advertisement file and the
+// job records; empty when the node is consistent. `vgpu-planner --verify` prints it.
+Result<std::vector<std::string>> verify_node(NodeContext& ctx);
+
+// The partitions (from the policy) this node serves, in policy order.
+std::vector<const PartitionPolicy*> node_partitions(const PolicyFile& policy, const std::string& node);
+
+// Loads the ledger; when there is none (first start, or a corrupt one was set aside) rebuilds it
+// from the hardware and re-adopts instances named in surviving jobs/<id>.json records.
+Result<Ledger> ensure_ledger(const NodeContext& ctx);
+
+struct PrologRequest {
+  JobId job = 0;
+  std::string user;
+  std::string partition;
+  std::string alloc;  // VGPU_ALLOC: "1g.10gb:2,3g.40gb:1"
+};
+struct PrologResult {
+  std::vector<LedgerInstance> instances;  // the job's instances on this node
+  bool rejected = false;                  // the job was cancelled with a reason
+  std::string reason;
+};
+// Never an exception; an error means the node could not act at all (the caller logs it and still
+// exits 0: a failing Prolog would drain the node).
+Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& request);
+
+struct EpilogResult {
+  int destroyed = 0;
+  int quarantined = 0;
+  std::vector<std::string> problems;
+};
+// Ends the job's tenancy, scrubs and destroys its instances; safe to run any number of times.
+Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& end_reason);
+// Scrubs and destroys every ownerless instance in scrubbing/destroying (work a crashed epilog
+// left behind); the epilog and each planner round call it.
+Result<EpilogResult> finish_released_instances(NodeContext& ctx);
+
+struct PlannerRoundResult {
+  bool advertisement_changed = false;
+  bool shrink_confirmed = true;
+  std::map<std::string, int> advertised;
+  std::vector<std::string> notes;
+};
+// One planning round: reconcile with the hardware, read demand, re-plan, hand over to Slurm.
+Result<PlannerRoundResult> run_planner_round(NodeContext& ctx);
+
+// What Slurm should see for this node: instances owned by jobs plus every plan slot, by profile.
+std::map<std::string, int> advertised_counts(const Ledger& ledger);
+Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
+                                 const std::map<std::string, int>& counts);
+Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx);
+Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances);
+
+}  // namespace vgpu

@@ -1,0 +1,55 @@
+// Parsers for the few Slurm command outputs the node agent reads. Pure, so every format corner
+// (arrays, multi-partition jobs, index suffixes) is unit-tested without a cluster.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/error.h"
+#include "vgpu/gres_request.h"
+
+namespace vgpu {
+
+// The squeue format the agent asks for; parse_pending_jobs() expects exactly these fields.
+inline constexpr std::string_view kSqueuePendingFormat = "%i|%P|%Q|%V|%r|%b";
+
+struct PendingJob {
+  std::string id;                       // "42", "42_7", "42_[1-5]"
+  std::vector<std::string> partitions;  // a job may list several
+  std::int64_t priority = 0;
+  std::int64_t submit_time = 0;  // Unix seconds, UTC
+  std::string reason;
+  std::vector<GresRequest> vgpu;  // empty: not a vgpu job
+  int array_tasks = 1;            // pending tasks this line stands for
+};
+
+// Lines that fail to parse are reported in `errors` and skipped, never fatal: one odd job must
+// not stop the node from planning for the others.
+struct PendingJobs {
+  std::vector<PendingJob> jobs;
+  std::vector<std::string> errors;
+};
+PendingJobs parse_pending_jobs(std::string_view squeue_output);
+
+// Jobs that wait on something other than resources gain nothing from reshaping.
+bool waits_for_resources(const PendingJob& job);
+
+// Typed counts of one GRES name from scontrol's "Gres=" / "GresUsed=" values:
+// "vgpu:never:0,vgpu:free:54,vgpu:1g.10gb:2(IDX:N/A)" -> {never:0, free:54, 1g.10gb:2}.
+Result<std::map<std::string, int>> parse_gres_counts(std::string_view value, std::string_view gres_name);
+
+struct NodeGres {
+  std::map<std::string, int> configured;  // from Gres=
+  std::map<std::string, int> used;        // from GresUsed=
+  std::string state;                      // "IDLE", "MIXED+DRAIN", ...
+};
+// One line of `scontrol show node -o -d <node>`.
+Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name);
+
+// "2026-11-22T20:50:01" as UTC Unix seconds.
+Result<std::int64_t> parse_slurm_time(std::string_view text);
+
+}  // namespace vgpu

@@ -1,0 +1,97 @@
+// Getting a trustworthy ledger on a node: load it, or rebuild it from the hardware and re-adopt
+// the instances that surviving job records name (so a lost ledger never orphans a running job).
+#include <dirent.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "vgpu/node_agent.h"
+
+namespace vgpu {
+
+std::vector<const PartitionPolicy*> node_partitions(const PolicyFile& policy, const std::string& node) {
+  std::vector<const PartitionPolicy*> out;
+  for (const auto& p : policy.partitions)
+    if (p.allows_node(node)) out.push_back(&p);
+  return out;
+}
+
+HardwareView hardware_view_from_snapshot(const NodeSnapshot& snap, const Catalog& catalog) {
+  HardwareView view;
+  for (const auto& g : snap.gpus) {
+    const GpuModel* m = catalog.find_model_for_product(g.product_name);
+    view.gpus.push_back({g.index, g.uuid, m ? m->name : g.product_name, g.pci_bus_id});
+  }
+  for (const auto& i : snap.instances) {
+    std::string profile = fmt::format("profile-id-{}", i.profile_id);
+    for (const auto& g : snap.gpus)
+      if (g.index == i.gpu)
+        if (const GpuModel* m = catalog.find_model_for_product(g.product_name))
+          if (const Profile* p = m->find_profile_by_nvml_id(i.profile_id)) profile = p->name;
+    view.instances.push_back({i.gpu, profile, i.placement, i.gi_id, i.ci_id.value_or(0), i.mig_uuid});
+  }
+  return view;
+}
+
+namespace {
+
+// MIG uuid -> job id, from every readable jobs/<id>.json. Unreadable records are skipped: they
+// can only make an instance look orphaned, which quarantines it rather than exposing it.
+std::map<std::string, JobId> owners_from_job_records(const NodeContext& ctx) {
+  std::map<std::string, JobId> owners;
+  std::string dir = ctx.node_dir() + "/jobs";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return owners;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (!name.ends_with(".json") || name.starts_with(".")) continue;
+    std::ifstream in(dir + "/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (j.is_discarded() || !j.contains("job_id") || !j["job_id"].is_number_unsigned() ||
+        !j.contains("instances") || !j["instances"].is_array())
+      continue;
+    for (const auto& inst : j["instances"])
+      if (inst.contains("mig_uuid") && inst["mig_uuid"].is_string())
+        owners[inst["mig_uuid"].get<std::string>()] = j["job_id"].get<JobId>();
+  }
+  ::closedir(d);
+  return owners;
+}
+
+}  // namespace
+
+Result<Ledger> ensure_ledger(const NodeContext& ctx) {
+  auto loaded = ctx.ledger->load();
+  if (loaded) return loaded;
+  if (loaded.error().code == ErrorCode::corrupt) {
+    ctx.log(fmt::format("vgpu: node {}: {}; rebuilding from the hardware", ctx.node, loaded.error().message));
+    loaded = ctx.ledger->load();
+    if (loaded) return loaded;
+  }
+  if (loaded.error().code != ErrorCode::not_found) return std::unexpected(loaded.error());
+
+  auto snap = take_snapshot(*ctx.backend);
+  if (!snap) return std::unexpected(snap.error().within(fmt::format("node {}: rebuild", ctx.node)));
+  auto rebuilt = rebuild_from_hardware(ctx.node, hardware_view_from_snapshot(*snap, Catalog::builtin()), ctx.now());
+  if (!rebuilt) return std::unexpected(rebuilt.error().within(fmt::format("node {}: rebuild", ctx.node)));
+  auto owners = owners_from_job_records(ctx);
+  int adopted = 0;
+  for (auto& inst : rebuilt->instances) {
+    auto it = owners.find(inst.mig_uuid);
+    if (it == owners.end()) continue;
+    inst.job = it->second;
+    inst.orphaned = false;
+    inst.state = InstanceState::ready;
+    ++adopted;
+  }
+  if (auto ok = ctx.ledger->replace(*rebuilt); !ok) return std::unexpected(ok.error());
+  ctx.log(fmt::format("vgpu: node {}: ledger rebuilt from hardware: {} GPU(s), {} instance(s), {} re-adopted from job records",
+                      ctx.node, rebuilt->gpus.size(), rebuilt->instances.size(), adopted));
+  return rebuilt;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,286 @@
+// One planning round on a node: reconcile the ledger with the hardware, finish released
+// instances, turn Slurm's pending jobs into demand, re-plan the free space, and hand the new
+// advertisement to Slurm without ever withdrawing a slot a job may already hold (see node_agent.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "node_model.h"
+
+namespace vgpu {
+
+namespace {
+
+using SlotKey = std::tuple<int, std::string, int>;  // gpu, profile, placement start
+SlotKey key(const PlanSlot& s) { return {s.gpu, s.profile, s.placement.start}; }
+
+std::vector<Demand> node_demand(const NodeContext& ctx, const PendingJobs& pending,
+                                const std::vector<const PartitionPolicy*>& parts) {
+  std::vector<const PendingJob*> jobs;
+  for (const auto& j : pending.jobs) {
+    if (j.vgpu.empty() || !waits_for_resources(j)) continue;
+    bool ours = std::ranges::any_of(j.partitions, [&](const std::string& name) {
+      return std::ranges::any_of(parts, [&](const PartitionPolicy* p) { return p->name == name; });
+    });
+    if (ours) jobs.push_back(&j);
+  }
+  // Slurm's own order: priority, then age, then id.
+  std::ranges::stable_sort(jobs, [](const PendingJob* a, const PendingJob* b) {
+    if (a->priority != b->priority) return a->priority > b->priority;
+    return a->submit_time < b->submit_time;
+  });
+  std::vector<Demand> demand;
+  const std::int64_t now = ctx.now();
+  for (const auto* j : jobs)
+    for (const auto& r : j->vgpu) {
+      if (node::is_viz_pool(*ctx.policy, r.type)) continue;
+      bool starving = now - j->submit_time > ctx.policy->planner.starvation_s;
+      demand.push_back({r.type, r.count * std::min(j->array_tasks, 8), starving});
+    }
+  return demand;
+}
+
+// The unclaimed slots this node should advertise, given its instances, claimed slots and any
+// `fixed` unclaimed slots that must stay (already advertised).
+Result<std::vector<PlanSlot>> desired_slots(const Ledger& l,
+                                            const std::vector<const PartitionPolicy*>& parts,
+                                            std::vector<Demand> demand, const std::vector<PlanSlot>& fixed) {
+  std::vector<PlanSlot> none;
+  if (l.gpus.empty() || parts.empty()) return none;
+  auto layouts = node::layouts_of(l, [](const PlanSlot& s) { return s.claimed_by_job.has_value(); });
+  if (!layouts) return std::unexpected(layouts.error());
+  for (const auto& s : fixed)
+    for (std::size_t g = 0; g < l.gpus.size(); ++g)
+      if (l.gpus[g].index == s.gpu)
+        if (const Profile* p = (*layouts)[g].model().find_profile(s.profile))
+          if (auto ok = (*layouts)[g].place(*p, s.placement); !ok) return std::unexpected(ok.error());
+  for (const auto& s : fixed)
+    for (auto& d : demand)
+      if (d.profile == s.profile && d.count > 0) {
+        --d.count;
+        break;
+      }
+  std::erase_if(demand, [](const Demand& d) { return d.count <= 0; });
+
+  const GpuModel& model = (*layouts)[0].model();
+  PlannerConfig config;
+  for (const auto* p : parts) {
+    for (const auto& name : p->allowed_profiles_for(model))
+      if (std::ranges::find(config.allowed_profiles, name) == config.allowed_profiles.end())
+        config.allowed_profiles.push_back(name);
+    if (config.idle_layout.empty()) config.idle_layout = p->idle_layout;
+  }
+  if (config.allowed_profiles.empty()) return none;  // no partition here uses this model
+  std::vector<PlannerGpu> gpus;
+  for (std::size_t g = 0; g < l.gpus.size(); ++g) {
+    bool eligible = std::ranges::any_of(parts, [&](const PartitionPolicy* p) {
+      return p->allows_gpu(l.gpus[g].index) && p->uses_model((*layouts)[g].model());
+    });
+    gpus.push_back({(*layouts)[g], eligible});
+  }
+  Plan plan = plan_node(gpus, config, demand);
+  std::vector<PlanSlot> out;
+  for (const auto& s : plan.slots)
+    out.push_back({l.gpus[static_cast<std::size_t>(s.gpu)].index, s.profile->name, s.placement, std::nullopt});
+  return out;
+}
+
+std::vector<PlanSlot> unclaimed(const Ledger& l) {
+  std::vector<PlanSlot> out;
+  for (const auto& s : l.plan.slots)
+    if (!s.claimed_by_job) out.push_back(s);
+  return out;
+}
+
+// Slots of `a` with no counterpart in `b` (multiset difference by gpu/profile/placement).
+std::vector<PlanSlot> minus(const std::vector<PlanSlot>& a, const std::vector<PlanSlot>& b) {
+  std::vector<SlotKey> pool;
+  for (const auto& s : b) pool.push_back(key(s));
+  std::vector<PlanSlot> out;
+  for (const auto& s : a) {
+    auto it = std::ranges::find(pool, key(s));
+    if (it == pool.end()) out.push_back(s);
+    else pool.erase(it);
+  }
+  return out;
+}
+
+bool same_counts(std::map<std::string, int> a, std::map<std::string, int> b) {
+  std::erase_if(a, [](const auto& kv) { return kv.second == 0; });
+  std::erase_if(b, [](const auto& kv) { return kv.second == 0; });
+  return a == b;
+}
+
+Result<void> publish(NodeContext& ctx, const Ledger& l, PlannerRoundResult& result) {
+  auto counts = advertised_counts(l);
+  auto current = read_advertised_counts(ctx);
+  result.advertised = counts;
+  if (current && same_counts(*current, counts)) return {};
+  if (auto ok = write_advertisement(ctx, l.plan.generation, counts); !ok) return ok;
+  result.advertisement_changed = true;
+  ctx.notify_slurmd();
+  return {};
+}
+
+// Has slurmctld taken the shrunk split, and does every allocation it made have a claim or instance?
+Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& dropped) {
+  auto node = ctx.slurm->node_gres(ctx.node);
+  if (!node) return std::unexpected(node.error());
+  auto l = ctx.ledger->load();
+  if (!l) return std::unexpected(l.error());
+  Ledger shrunk = *l;
+  auto still_dropped = minus(dropped, {});
+  std::erase_if(shrunk.plan.slots, [&](const PlanSlot& s) {
+    if (s.claimed_by_job) return false;
+    auto it = std::ranges::find(still_dropped, key(s), key);
+    if (it == still_dropped.end()) return false;
+    still_dropped.erase(it);
+    return true;
+  });
+  auto want = advertised_counts(shrunk);
+  auto configured = node->configured;
+  configured.erase("never");
+  configured.erase("free");
+  if (!same_counts(configured, want)) return false;
+  std::map<std::string, int> held;
+  for (const auto& i : l->instances)
+    if (i.job) ++held[i.profile];
+  for (const auto& s : l->plan.slots)
+    if (s.claimed_by_job) ++held[s.profile];
+  for (const auto& [type, used] : node->used)
+    if (type != "never" && type != "free" && used > held[type]) return false;
+  return true;
+}
+
+}  // namespace
+
+Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
+  const std::string where = fmt::format("vgpu: planner: node {}", ctx.node);
+  PlannerRoundResult result;
+  auto ledger = ensure_ledger(ctx);
+  if (!ledger) return std::unexpected(ledger.error().within(where));
+
+  // Reconcile with the hardware first: the plan must be made against what really exists.
+  if (auto snap = take_snapshot(*ctx.backend); snap) {
+    auto view = hardware_view_from_snapshot(*snap, Catalog::builtin());
+    for (const auto& d : reconcile(*ledger, view)) {
+      result.notes.push_back(fmt::format("reconcile: {} GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
+      if (d.kind == DifferenceKind::leaked_instance && d.gpu_instance_id) {
+        // An instance no ledger entry owns. A prolog between create and record always holds a
+        // claimed slot at that placement, so only unclaimed space is cleaned up.
+        auto hw = std::ranges::find_if(view.instances, [&](const HardwareInstance& i) {
+          return i.gpu == d.gpu && i.gpu_instance_id == *d.gpu_instance_id;
+        });
+        bool claimed = hw != view.instances.end() && std::ranges::any_of(ledger->plan.slots, [&](const PlanSlot& s) {
+          return s.claimed_by_job && s.gpu == hw->gpu && (s.placement.mask() & hw->placement.mask());
+        });
+        if (!claimed) {
+          auto destroyed = ctx.backend->destroy_instance(d.gpu, *d.gpu_instance_id);
+          ctx.log(fmt::format("{}: leaked instance GPU {} GI {} {}", where, d.gpu, *d.gpu_instance_id,
+                              destroyed ? "destroyed" : "could not be destroyed: " + destroyed.error().message));
+        }
+      } else if (d.kind == DifferenceKind::missing_instance && d.gpu_instance_id) {
+        auto gi = *d.gpu_instance_id;
+        auto ok = ctx.ledger->update([&](Ledger& l) { return remove_instance(l, d.gpu, gi); });
+        ctx.log(fmt::format("{}: instance GPU {} GI {} vanished from the hardware; {}", where, d.gpu, gi,
+                            ok ? "removed from the ledger" : ok.error().message));
+      }
+    }
+  } else {
+    result.notes.push_back("reconcile skipped: " + snap.error().message);
+  }
+  // Instances a rebuild found with no owner may hold a former tenant's data: scrub, then destroy.
+  (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    for (auto& i : l.instances)
+      if (i.orphaned && !i.job) {
+        i.orphaned = false;
+        i.state = InstanceState::scrubbing;
+      }
+    return {};
+  });
+  if (auto cleaned = finish_released_instances(ctx); !cleaned)
+    result.notes.push_back("cleanup: " + cleaned.error().message);
+
+  auto pending = ctx.slurm->pending_jobs();
+  if (!pending) {
+    // Without demand the safe move is to keep the current plan.
+    result.notes.push_back("demand unknown, plan kept: " + pending.error().message);
+    auto l = ctx.ledger->load();
+    if (l) (void)publish(ctx, *l, result);
+    return result;
+  }
+  for (const auto& e : pending->errors) result.notes.push_back(e);
+  const auto parts = node_partitions(*ctx.policy, ctx.node);
+  const auto demand = node_demand(ctx, *pending, parts);
+
+  // Phase 1: compute the desired plan. If it only adds slots, commit it directly.
+  std::vector<PlanSlot> dropped;
+  auto committed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    auto desired = desired_slots(l, parts, demand, {});
+    if (!desired) return std::unexpected(desired.error());
+    dropped = minus(unclaimed(l), *desired);
+    if (!dropped.empty()) return {};
+    if (minus(*desired, unclaimed(l)).empty()) return {};
+    std::erase_if(l.plan.slots, [](const PlanSlot& s) { return !s.claimed_by_job; });
+    for (auto& s : *desired) l.plan.slots.push_back(s);
+    ++l.plan.generation;
+    return {};
+  });
+  if (!committed) return std::unexpected(committed.error().within(where));
+  if (dropped.empty()) {
+    if (auto ok = publish(ctx, *committed, result); !ok) return std::unexpected(ok.error().within(where));
+    return result;
+  }
+
+  // Phase 2: shrink first. Advertise without the dropped slots (they stay claimable in the
+  // ledger) and wait until slurmctld has taken the split and every allocation has its claim.
+  {
+    Ledger shrunk = *committed;
+    auto to_drop = dropped;
+    std::erase_if(shrunk.plan.slots, [&](const PlanSlot& s) {
+      if (s.claimed_by_job) return false;
+      auto it = std::ranges::find(to_drop, key(s), key);
+      if (it == to_drop.end()) return false;
+      to_drop.erase(it);
+      return true;
+    });
+    if (auto ok = publish(ctx, shrunk, result); !ok) return std::unexpected(ok.error().within(where));
+  }
+  bool caught_up = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
+  while (!caught_up && std::chrono::steady_clock::now() < deadline) {
+    auto c = slurm_caught_up(ctx, dropped);
+    if (c && *c) caught_up = true;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
+  }
+  if (!caught_up) {
+    result.shrink_confirmed = false;
+    result.notes.push_back("shrink not yet confirmed by slurmctld; dropped slots stay claimable");
+    return result;
+  }
+
+  // Phase 3: free the dropped slots nobody claimed and grow into the new plan.
+  auto grown = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    auto to_drop = dropped;
+    std::erase_if(l.plan.slots, [&](const PlanSlot& s) {
+      if (s.claimed_by_job) return false;
+      auto it = std::ranges::find(to_drop, key(s), key);
+      if (it == to_drop.end()) return false;
+      to_drop.erase(it);
+      return true;
+    });
+    auto kept = unclaimed(l);
+    auto extra = desired_slots(l, parts, demand, kept);
+    if (!extra) return std::unexpected(extra.error());
+    for (auto& s : *extra) l.plan.slots.push_back(s);
+    ++l.plan.generation;
+    return {};
+  });
+  if (!grown) return std::unexpected(grown.error().within(where));
+  if (auto ok = publish(ctx, *grown, result); !ok) return std::unexpected(ok.error().within(where));
+  return result;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,160 @@
+// Prolog: check the job against the partition policy, claim planned slots for what Slurm
+// allocated, create the instances at exactly those placements, and write the job record the
+// plugin turns into CUDA_VISIBLE_DEVICES. Idempotent: a re-run after a crash adopts what exists.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "node_model.h"
+#include "vgpu/gres_request.h"
+
+namespace vgpu {
+namespace {
+
+int held_by_user(const Ledger& ledger, const std::string& user, JobId except) {
+  int n = 0;
+  for (const auto& inst : ledger.instances)
+    if (inst.job && *inst.job != except && inst.user == user) ++n;
+  return n;
+}
+
+// When Slurm allocated more than the plan has slots for (it should not happen: the advertisement
+// never exceeds the plan), place the rest in truly free space rather than fail the job.
+Result<void> claim_or_place(Ledger& l, const PartitionPolicy& part, JobId job, const GresRequest& r) {
+  // Instances the job already has (a re-run after a crash) are part of what it asked for.
+  int existing = static_cast<int>(std::ranges::count_if(
+      l.instances, [&](const LedgerInstance& i) { return i.job == job && i.profile == r.type; }));
+  if (existing >= r.count) return {};
+  if (claim_slots(l, job, r.type, r.count - existing)) return {};
+  int have = 0;
+  for (const auto& s : l.plan.slots)
+    if (s.claimed_by_job == job && s.profile == r.type) ++have;
+  for (const auto& i : l.instances)
+    if (i.job == job && i.profile == r.type) ++have;
+  auto layouts = node::layouts_of(l, [](const PlanSlot&) { return true; });
+  if (!layouts) return std::unexpected(layouts.error());
+  for (int n = have; n < r.count; ++n) {
+    bool placed = false;
+    for (std::size_t g = 0; g < layouts->size() && !placed; ++g) {
+      if (!part.allows_gpu(l.gpus[g].index)) continue;
+      const Profile* p = (*layouts)[g].model().find_profile(r.type);
+      if (!p) continue;
+      if (auto where = (*layouts)[g].best_placement(*p)) {
+        (void)(*layouts)[g].place(*p, *where);
+        l.plan.slots.push_back({l.gpus[g].index, r.type, *where, job});
+        placed = true;
+      }
+    }
+    if (!placed)
+      return fail(ErrorCode::no_capacity,
+                  fmt::format("profile {}: {} of {} instance(s) fit in the free space", r.type, n, r.count));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
+  const std::string where = fmt::format("vgpu: prolog: job {}", req.job);
+  PrologResult result;
+  auto reject = [&](std::string reason) -> Result<PrologResult> {
+    result.rejected = true;
+    result.reason = "vgpu: " + reason;
+    ctx.log(fmt::format("{}: rejected: {}", where, reason));
+    if (auto r = ctx.slurm->reject_job(req.job, result.reason); !r)
+      ctx.log(fmt::format("{}: could not cancel the job: {}", where, r.error().message));
+    return result;
+  };
+
+  auto alloc = parse_vgpu_alloc(req.alloc);
+  if (!alloc) return reject(alloc.error().message);
+  std::vector<GresRequest> mig;
+  for (const auto& r : *alloc)
+    if (!node::is_viz_pool(*ctx.policy, r.type)) mig.push_back(r);
+  if (mig.empty()) return result;  // not a MIG job: nothing to create here
+
+  const PartitionPolicy* part = ctx.policy->partition(req.partition);
+  if (!part) return reject(fmt::format("partition {}: no vgpu policy for it", req.partition));
+  auto ledger = ensure_ledger(ctx);
+  if (!ledger) return std::unexpected(ledger.error().within(where));
+  if (ledger->gpus.empty()) return reject(fmt::format("node {} has no MIG-capable GPU", ctx.node));
+  auto model = node::model_of(*ledger, ledger->gpus.front().index);
+  if (!model) return std::unexpected(model.error().within(where));
+
+  std::vector<std::string> violations;
+  for (const auto& r : mig)
+    if (auto ok = validate_request(*part, **model, r.type, r.count); !ok) violations.push_back(ok.error().message);
+  if (part->max_instances_per_user) {
+    int asked = std::accumulate(mig.begin(), mig.end(), 0, [](int s, const GresRequest& r) { return s + r.count; });
+    int held = held_by_user(*ledger, req.user, req.job);
+    if (held + asked > *part->max_instances_per_user)
+      violations.push_back(fmt::format("user {} holds {} instance(s) on {} and asks for {}; partition {} allows {} per user",
+                                       req.user, held, ctx.node, asked, part->name, *part->max_instances_per_user));
+  }
+  if (!violations.empty()) {
+    std::string joined;
+    for (const auto& v : violations) joined += (joined.empty() ? "" : "; ") + v;
+    return reject(joined);
+  }
+
+  auto claimed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    for (const auto& r : mig)
+      if (auto ok = claim_or_place(l, *part, req.job, r); !ok) return ok;
+    return {};
+  });
+  if (!claimed) {
+    if (claimed.error().code == ErrorCode::no_capacity)
+      return reject(fmt::format("node {}: {}", ctx.node, claimed.error().message));
+    return std::unexpected(claimed.error().within(where));
+  }
+
+  for (const auto& slot : claimed->plan.slots) {
+    if (slot.claimed_by_job != req.job) continue;
+    auto gpu_model = node::model_of(*claimed, slot.gpu);
+    if (!gpu_model) return std::unexpected(gpu_model.error().within(where));
+    const Profile* profile = (*gpu_model)->find_profile(slot.profile);
+    // Adopt an instance a crashed earlier run created at this placement but never recorded.
+    std::optional<InstanceInfo> info;
+    if (auto listed = ctx.backend->list_instances(slot.gpu); listed)
+      for (const auto& hw : *listed) {
+        bool known = std::ranges::any_of(claimed->instances, [&](const LedgerInstance& li) {
+          return li.gpu == slot.gpu && li.gpu_instance_id == hw.gi_id;
+        });
+        if (!known && hw.placement == slot.placement && hw.profile_id == profile->nvml_profile_id && hw.ci_id)
+          info = hw;
+      }
+    if (!info) {
+      auto created = ctx.backend->create_instance(slot.gpu, profile->nvml_profile_id, slot.placement);
+      if (!created)
+        return reject(fmt::format("node {}: GPU {}: creating {} at slice {}: {}", ctx.node, slot.gpu, slot.profile,
+                                  slot.placement.start, created.error().message));
+      info = *created;
+    }
+    LedgerInstance inst;
+    inst.gpu = slot.gpu;
+    inst.profile = slot.profile;
+    inst.placement = slot.placement;
+    inst.gpu_instance_id = info->gi_id;
+    inst.compute_instance_id = info->ci_id.value_or(0);
+    inst.mig_uuid = info->mig_uuid;
+    inst.job = req.job;
+    inst.user = req.user;
+    inst.state = InstanceState::ready;
+    inst.created_at = ctx.now();
+    auto recorded = ctx.ledger->update([&](Ledger& l) { return add_instance(l, inst); });
+    if (!recorded) return std::unexpected(recorded.error().within(where));
+  }
+
+  auto final_ledger = ctx.ledger->load();
+  if (!final_ledger) return std::unexpected(final_ledger.error().within(where));
+  for (const auto* inst : instances_of_job(*final_ledger, req.job)) result.instances.push_back(*inst);
+  if (auto ok = write_job_record(ctx, req.job, result.instances); !ok)
+    return std::unexpected(ok.error().within(where));
+  std::string uuids;
+  for (const auto& i : result.instances) uuids += (uuids.empty() ? "" : ",") + i.profile + "=" + i.mig_uuid;
+  ctx.log(fmt::format("{}: user {}: ready: {}", where, req.user, uuids));
+  return result;
+}
+
+}  // namespace vgpu

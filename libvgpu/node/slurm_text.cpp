@@ -1,0 +1,154 @@
+#include "vgpu/slurm_text.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <ctime>
+
+namespace vgpu {
+namespace {
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t pos = text.find(sep, start);
+    parts.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+template <class T>
+bool to_number(std::string_view s, T& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// "42_[1-5,9]" -> 6 tasks; "42_[1-100%4]" -> 100. Unparseable brackets count as one.
+int count_array_tasks(std::string_view id) {
+  auto open = id.find("_[");
+  if (open == std::string_view::npos || id.back() != ']') return 1;
+  std::string_view body = id.substr(open + 2, id.size() - open - 3);
+  if (auto pct = body.find('%'); pct != std::string_view::npos) body = body.substr(0, pct);
+  int total = 0;
+  for (std::string_view range : split(body, ',')) {
+    auto dash = range.find('-');
+    int a = 0, b = 0;
+    if (dash == std::string_view::npos) {
+      if (!to_number(range, a)) return 1;
+      ++total;
+    } else {
+      if (!to_number(range.substr(0, dash), a) || !to_number(range.substr(dash + 1), b) || b < a) return 1;
+      total += b - a + 1;
+    }
+  }
+  return total > 0 ? total : 1;
+}
+
+}  // namespace
+
+Result<std::int64_t> parse_slurm_time(std::string_view text) {
+  std::tm tm{};
+  int y, mo, d, h, mi, s;
+  std::string copy(text);
+  if (text.size() != 19 ||
+      std::sscanf(copy.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &s) != 6)
+    return fail(ErrorCode::invalid_argument, fmt::format("time '{}': expected YYYY-MM-DDTHH:MM:SS", text));
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  return static_cast<std::int64_t>(::timegm(&tm));
+}
+
+PendingJobs parse_pending_jobs(std::string_view output) {
+  PendingJobs result;
+  std::size_t line_no = 0;
+  for (std::string_view line : split(output, '\n')) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    auto f = split(line, '|');
+    auto bad = [&](std::string_view why) {
+      result.errors.push_back(fmt::format("squeue line {}: {}: '{}'", line_no, why, line));
+    };
+    if (f.size() != 6) {
+      bad("expected 6 '|'-separated fields");
+      continue;
+    }
+    PendingJob job;
+    job.id = std::string(f[0]);
+    for (auto p : split(f[1], ',')) job.partitions.emplace_back(p);
+    if (!to_number(f[2], job.priority)) {
+      bad("priority is not a number");
+      continue;
+    }
+    // Slurm prints the submit time in the local zone; the agent runs with TZ=UTC (see docs).
+    auto t = parse_slurm_time(f[3]);
+    if (!t) {
+      bad(t.error().message);
+      continue;
+    }
+    job.submit_time = *t;
+    job.reason = std::string(f[4]);
+    if (f[5] != "N/A" && !f[5].empty()) {
+      auto req = parse_vgpu_gres(f[5]);
+      if (!req) {
+        bad(req.error().message);
+        continue;
+      }
+      job.vgpu = std::move(*req);
+    }
+    job.array_tasks = count_array_tasks(job.id);
+    result.jobs.push_back(std::move(job));
+  }
+  return result;
+}
+
+bool waits_for_resources(const PendingJob& job) {
+  for (std::string_view r : {"Resources", "Priority", "ReqNodeNotAvail", "None", "Nodes_required"})
+    if (job.reason.starts_with(r)) return true;
+  return false;
+}
+
+Result<std::map<std::string, int>> parse_gres_counts(std::string_view value, std::string_view gres_name) {
+  std::map<std::string, int> counts;
+  if (value == "(null)" || value.empty()) return counts;
+  for (std::string_view entry : split(value, ',')) {
+    if (auto paren = entry.find('('); paren != std::string_view::npos) entry = entry.substr(0, paren);
+    auto f = split(entry, ':');
+    if (f.empty() || f[0] != gres_name) continue;
+    if (f.size() != 3)
+      return fail(ErrorCode::invalid_argument, fmt::format("gres entry '{}': expected {}:<type>:<count>", entry, gres_name));
+    int n = 0;
+    if (!to_number(f[2], n))
+      return fail(ErrorCode::invalid_argument, fmt::format("gres entry '{}': count is not a number", entry));
+    counts[std::string(f[1])] = n;
+  }
+  return counts;
+}
+
+Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name) {
+  NodeGres node;
+  bool saw_gres = false;
+  for (std::string_view token : split(line, ' ')) {
+    auto eq = token.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = token.substr(0, eq), value = token.substr(eq + 1);
+    if (key == "Gres" || key == "GresUsed") {
+      auto counts = parse_gres_counts(value, gres_name);
+      if (!counts) return std::unexpected(counts.error().within(fmt::format("scontrol {}", key)));
+      (key == "Gres" ? node.configured : node.used) = std::move(*counts);
+      saw_gres |= key == "Gres";
+    } else if (key == "State") {
+      node.state = std::string(value);
+    }
+  }
+  if (!saw_gres) return fail(ErrorCode::invalid_argument, "scontrol show node: no Gres= field");
+  return node;
+}
+
+}  // namespace vgpu

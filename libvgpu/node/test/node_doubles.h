@@ -1,0 +1,115 @@
+// Test doubles for the node flows: a MIG GPU backend that applies the placement rules through
+// GpuLayout, a Slurm that adopts advertisements after a configurable number of polls, and a
+// scrubber with a scripted outcome.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "vgpu/node_agent.h"
+
+namespace vgpu::testing {
+
+class MemoryBackend final : public GpuBackend {
+ public:
+  MemoryBackend(const GpuModel& model, int gpus) : model_(&model) {
+    for (int i = 0; i < gpus; ++i) layouts_.emplace_back(model);
+  }
+  std::string_view backend_name() const override { return "memory"; }
+  std::string unavailable_reason() const override { return ""; }
+  Result<std::vector<GpuInfo>> discover() override {
+    std::vector<GpuInfo> out;
+    for (int i = 0; i < static_cast<int>(layouts_.size()); ++i)
+      out.push_back({i, model_->nvml_names.front(), fmt::format("GPU-{:08d}", i), fmt::format("00000000:{:02x}:00.0", i),
+                     model_->memory_mib, MigMode::enabled, MigMode::enabled, i});
+    return out;
+  }
+  Result<GpuModel> read_catalog(int) override { return *model_; }
+  Result<std::vector<InstanceInfo>> list_instances(int gpu) override {
+    std::vector<InstanceInfo> out;
+    for (const auto& i : instances_)
+      if (i.gpu == gpu) out.push_back(i);
+    return out;
+  }
+  Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) override {
+    ++creates;
+    if (fail_next_create) {
+      fail_next_create = false;
+      return fail(ErrorCode::no_capacity, "injected: Insufficient Resources");
+    }
+    const Profile* p = model_->find_profile_by_nvml_id(profile_id);
+    if (!p) return fail(ErrorCode::invalid_argument, "bad profile id");
+    if (auto ok = layouts_.at(static_cast<std::size_t>(gpu)).place(*p, placement); !ok) return std::unexpected(ok.error());
+    InstanceInfo info{gpu, next_gi_, 0, profile_id, placement, fmt::format("MIG-{:04d}-{:04d}", gpu, next_gi_), p->name};
+    ++next_gi_;
+    instances_.push_back(info);
+    return info;
+  }
+  Result<void> destroy_instance(int gpu, int gi_id) override {
+    ++destroys;
+    auto it = std::ranges::find_if(instances_, [&](const InstanceInfo& i) { return i.gpu == gpu && i.gi_id == gi_id; });
+    if (it == instances_.end()) return fail(ErrorCode::not_found, "no such GPU instance");
+    (void)layouts_.at(static_cast<std::size_t>(gpu)).release(it->placement);
+    instances_.erase(it);
+    return {};
+  }
+  const std::vector<InstanceInfo>& instances() const { return instances_; }
+  int creates = 0, destroys = 0;
+  bool fail_next_create = false;
+
+ private:
+  const GpuModel* model_;
+  std::vector<GpuLayout> layouts_;
+  std::vector<InstanceInfo> instances_;
+  int next_gi_ = 1;
+};
+
+// slurmctld as the node agent sees it: the configured split follows the advertisement file
+// `lag` polls after it changes; `used` is what Slurm has allocated.
+class FakeSlurm final : public SlurmClient {
+ public:
+  explicit FakeSlurm(std::string advertisement_path) : path_(std::move(advertisement_path)) {}
+  Result<PendingJobs> pending_jobs() override { return parse_pending_jobs(squeue); }
+  Result<NodeGres> node_gres(const std::string&) override {
+    ++polls;
+    if (polls_until_adopt > 0) {
+      --polls_until_adopt;
+    } else {
+      std::ifstream in(path_);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+      configured.clear();
+      if (!j.is_discarded())
+        for (const auto& [k, v] : j["counts"].items()) configured[k] = v.get<int>();
+    }
+    return NodeGres{configured, used, "MIXED"};
+  }
+  Result<void> reject_job(JobId job, const std::string& reason) override {
+    rejected.emplace_back(job, reason);
+    return {};
+  }
+  std::string squeue;
+  std::map<std::string, int> configured, used;
+  int polls_until_adopt = 0, polls = 0;
+  std::vector<std::pair<JobId, std::string>> rejected;
+
+ private:
+  std::string path_;
+};
+
+class ScriptedScrubber final : public Scrubber {
+ public:
+  ScrubOutcome scrub(const std::string& uuid) override {
+    scrubbed.push_back(uuid);
+    return {status, "scripted"};
+  }
+  ScrubStatus status = ScrubStatus::scrubbed;
+  std::vector<std::string> scrubbed;
+};
+
+}  // namespace vgpu::testing

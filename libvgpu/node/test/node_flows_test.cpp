@@ -1,0 +1,267 @@
+// The node flows end to end over doubles: prolog -> job record -> epilog, planner rounds with the
+// shrink-confirm-grow handover, crash recovery by rebuild, and policy rejections.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "node_doubles.h"
+
+namespace vgpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPolicy = R"({
+  "version": 1,
+  "planner": {"period_s": 5, "starvation_s": 120},
+  "partitions": {
+    "gpu": {
+      "profiles": ["1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"],
+      "max_instances_per_job": 4,
+      "max_instances_per_user": 5,
+      "nodes": ["n1"],
+      "idle_layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
+      "scrub": "optional"
+    }
+  }
+})";
+
+class NodeFlows : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / fmt::format("vgpu-node-test-{}-{}", ::getpid(), counter++);
+    fs::remove_all(dir);
+    fs::create_directories(dir / "n1");
+    auto p = parse_policy(kPolicy, "test-policy.json");
+    ASSERT_TRUE(p) << p.error().message;
+    policy = std::move(*p);
+    store = std::make_unique<LedgerStore>((dir / "n1").string());
+    slurm = std::make_unique<testing::FakeSlurm>((dir / "n1" / "advertisement.json").string());
+    ctx.node = "n1";
+    ctx.state_dir = dir.string();
+    ctx.policy = &policy;
+    ctx.ledger = store.get();
+    ctx.backend = &backend;
+    ctx.slurm = slurm.get();
+    ctx.scrubber = &scrubber;
+    ctx.notify_slurmd = [this] { ++sighups; };
+    ctx.now = [this] { return clock; };
+    ctx.log = [this](const std::string& s) { logs.push_back(s); };
+    ctx.confirm_timeout_ms = 2000;
+    ctx.confirm_poll_ms = 1;
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::map<std::string, int> advertised() { return *read_advertised_counts(ctx); }
+  std::string all_logs() {
+    std::string s;
+    for (const auto& l : logs) s += l + "\n";
+    return s;
+  }
+
+  static inline int counter = 0;
+  fs::path dir;
+  PolicyFile policy;
+  std::unique_ptr<LedgerStore> store;
+  testing::MemoryBackend backend{*Catalog::builtin().find_model("H100-80GB"), 2};
+  std::unique_ptr<testing::FakeSlurm> slurm;
+  testing::ScriptedScrubber scrubber;
+  NodeContext ctx;
+  int sighups = 0;
+  std::int64_t clock = 1'800'000'000;
+  std::vector<std::string> logs;
+};
+
+TEST_F(NodeFlows, FirstRoundAdvertisesTheIdleLayoutAndSignalsSlurmd) {
+  auto r = run_planner_round(ctx);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->advertisement_changed);
+  EXPECT_EQ(sighups, 1);
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+  // A second round with nothing new changes nothing and does not signal again.
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_EQ(sighups, 1);
+}
+
+TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  ASSERT_EQ(pro->instances.size(), 2u);
+  EXPECT_EQ(backend.instances().size(), 2u);
+  // The job record names exactly these instances.
+  std::ifstream rec(dir / "n1" / "jobs" / "42.json");
+  auto j = nlohmann::json::parse(rec);
+  ASSERT_EQ(j["instances"].size(), 2u);
+  EXPECT_EQ(j["instances"][0]["mig_uuid"], pro->instances[0].mig_uuid);
+  // Instances replaced their planned slots: Slurm still sees the same counts.
+  EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+
+  // Re-running the prolog (slurmd retry after a crash) creates nothing new.
+  auto again = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(backend.creates, 2);
+  EXPECT_EQ(again->instances.size(), 2u);
+
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(epi->destroyed, 2);
+  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_EQ(scrubber.scrubbed.size(), 2u);
+  EXPECT_FALSE(fs::exists(dir / "n1" / "jobs" / "42.json"));
+  auto history = store->history();
+  ASSERT_TRUE(history);
+  ASSERT_EQ(history->size(), 2u);
+  EXPECT_EQ((*history)[0].job, 42u);
+  EXPECT_EQ((*history)[0].user, "alice");
+  // And again: nothing left to do, nothing fails.
+  auto epi2 = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi2);
+  EXPECT_EQ(epi2->destroyed, 0);
+}
+
+TEST_F(NodeFlows, PolicyViolationsCancelTheJobWithEveryReason) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto r = run_prolog(ctx, {7, "bob", "gpu", "1g.10gb+me:1,1g.10gb:9"});
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->rejected);
+  ASSERT_EQ(slurm->rejected.size(), 1u);
+  EXPECT_EQ(slurm->rejected[0].first, 7u);
+  const std::string& why = slurm->rejected[0].second;
+  EXPECT_NE(why.find("1g.10gb+me"), std::string::npos) << why;
+  EXPECT_NE(why.find("9"), std::string::npos) << why;
+  EXPECT_TRUE(backend.instances().empty());
+}
+
+TEST_F(NodeFlows, PerUserLimitCountsInstancesAlreadyHeld) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_FALSE(run_prolog(ctx, {1, "carol", "gpu", "1g.10gb:4"})->rejected);
+  auto r = run_prolog(ctx, {2, "carol", "gpu", "2g.20gb:2"});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->rejected);
+  EXPECT_NE(r->reason.find("user carol holds 4"), std::string::npos) << r->reason;
+}
+
+TEST_F(NodeFlows, UnknownPartitionIsRejectedNotCrashed) {
+  auto r = run_prolog(ctx, {3, "dave", "nosuch", "1g.10gb:1"});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->rejected);
+  EXPECT_NE(r->reason.find("partition nosuch"), std::string::npos);
+}
+
+// Demand for a 7g while the idle layout is advertised: the round first shrinks the advertisement,
+// waits for slurmctld to take it, then grows into a plan that serves the 7g.
+TEST_F(NodeFlows, DemandShiftShrinksFirstThenGrowsAfterSlurmConfirms) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
+  slurm->configured = advertised();  // what slurmctld holds from the first round
+  slurm->polls_until_adopt = 3;      // it takes a few polls to see the SIGHUPed registration
+  auto r = run_planner_round(ctx);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->shrink_confirmed);
+  EXPECT_GE(slurm->polls, 4);
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"7g.80gb", 2}}));
+  EXPECT_EQ(sighups, 3);  // initial, shrink, grow
+}
+
+// The race the handover exists for: Slurm allocated a 1g under the old plan, and its prolog
+// runs while the planner is shrinking. The dropped slot is still claimable, and the shrink is not
+// confirmed until the allocation has its claim.
+TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
+  slurm->used = {{"1g.10gb", 1}};  // allocated, prolog not yet run
+  ctx.confirm_timeout_ms = 50;
+  auto r = run_planner_round(ctx);
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->shrink_confirmed);
+  auto pro = run_prolog(ctx, {55, "erin", "gpu", "1g.10gb:1"});
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  ASSERT_EQ(pro->instances.size(), 1u);
+  ctx.confirm_timeout_ms = 2000;
+  auto r2 = run_planner_round(ctx);
+  ASSERT_TRUE(r2);
+  EXPECT_TRUE(r2->shrink_confirmed);
+  // The 1g keeps running on one GPU; the other, whole GPU now serves a 7g.
+  auto ad = advertised();
+  EXPECT_GE(ad["1g.10gb"], 1);
+  EXPECT_EQ(ad["7g.80gb"], 1);
+  ASSERT_EQ(backend.instances().size(), 1u);
+  EXPECT_EQ(backend.instances()[0].mig_uuid, pro->instances[0].mig_uuid);
+}
+
+TEST_F(NodeFlows, LostLedgerIsRebuiltAndRunningJobsReadopted) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto pro = run_prolog(ctx, {9, "frank", "gpu", "3g.40gb:1"});
+  ASSERT_TRUE(pro && !pro->rejected);
+  fs::remove(dir / "n1" / "ledger.json");
+  auto l = ensure_ledger(ctx);
+  ASSERT_TRUE(l) << l.error().message;
+  ASSERT_EQ(l->instances.size(), 1u);
+  EXPECT_EQ(l->instances[0].job, 9u);
+  EXPECT_FALSE(l->instances[0].orphaned);
+  // The epilog still finds and releases it.
+  auto epi = run_epilog(ctx, 9, "completed");
+  ASSERT_TRUE(epi);
+  EXPECT_EQ(epi->destroyed, 1);
+  EXPECT_TRUE(backend.instances().empty());
+}
+
+TEST_F(NodeFlows, CorruptLedgerIsSetAsideAndOrphansAreScrubbedThenDestroyed) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(backend.create_instance(1, 9, {0, 4}));  // on the hardware, owner unknown
+  { std::ofstream(dir / "n1" / "ledger.json") << "{ torn"; }
+  auto r = run_planner_round(ctx);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_EQ(scrubber.scrubbed.size(), 1u);
+  bool set_aside = false;
+  for (const auto& e : fs::directory_iterator(dir / "n1"))
+    set_aside |= e.path().filename().string().starts_with("ledger.json.corrupt-");
+  EXPECT_TRUE(set_aside);
+}
+
+TEST_F(NodeFlows, RequiredScrubThatCannotRunQuarantines) {
+  policy.partitions[0].scrub = ScrubMode::required;
+  scrubber.status = ScrubStatus::unavailable;
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_FALSE(run_prolog(ctx, {11, "gina", "gpu", "3g.40gb:1"})->rejected);
+  auto epi = run_epilog(ctx, 11, "completed");
+  ASSERT_TRUE(epi);
+  EXPECT_EQ(epi->quarantined, 1);
+  EXPECT_EQ(backend.instances().size(), 1u);  // kept, never handed out
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto l = store->load();
+  ASSERT_EQ(l->instances.size(), 1u);
+  EXPECT_EQ(l->instances[0].state, InstanceState::quarantined);
+  const auto& q = l->instances[0];
+  for (const auto& s : l->plan.slots)
+    EXPECT_FALSE(s.gpu == q.gpu && (s.placement.mask() & q.placement.mask())) << "nothing planned over it";
+  EXPECT_NE(all_logs().find("QUARANTINED"), std::string::npos);
+}
+
+TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  backend.fail_next_create = true;
+  auto r = run_prolog(ctx, {12, "hal", "gpu", "2g.20gb:1"});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->rejected);
+  EXPECT_NE(r->reason.find("Insufficient Resources"), std::string::npos) << r->reason;
+  ASSERT_TRUE(run_epilog(ctx, 12, "cancelled"));  // Slurm runs the epilog of the cancelled job
+  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+}
+
+TEST_F(NodeFlows, LeakedUnclaimedInstanceIsDestroyedByTheNextRound) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(backend.create_instance(0, 19, {6, 1}));
+  auto r = run_planner_round(ctx);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_NE(all_logs().find("leaked instance"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vgpu

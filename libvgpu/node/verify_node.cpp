@@ -1,0 +1,65 @@
+// Cross-checks the node's four records of the truth: ledger, hardware, advertisement, job records.
+#include <dirent.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "vgpu/node_agent.h"
+
+namespace vgpu {
+
+Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
+  std::vector<std::string> problems;
+  auto ledger = ctx.ledger->load();
+  if (!ledger) return std::unexpected(ledger.error());
+  auto snap = take_snapshot(*ctx.backend);
+  if (!snap) return std::unexpected(snap.error());
+  for (const auto& d : reconcile(*ledger, hardware_view_from_snapshot(*snap, Catalog::builtin())))
+    problems.push_back(fmt::format("ledger vs hardware: {} on GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
+
+  auto advertised = read_advertised_counts(ctx);
+  auto expected = advertised_counts(*ledger);
+  std::erase_if(expected, [](const auto& kv) { return kv.second == 0; });
+  if (!advertised) {
+    problems.push_back("advertisement: " + advertised.error().message);
+  } else if (*advertised != expected) {
+    std::string a, e;
+    for (const auto& [k, v] : *advertised) a += fmt::format(" {}:{}", k, v);
+    for (const auto& [k, v] : expected) e += fmt::format(" {}:{}", k, v);
+    problems.push_back(fmt::format("advertisement{} != ledger{}", a, e));
+  }
+
+  // Job records: each names exactly the instances its job owns in the ledger.
+  std::map<JobId, std::set<std::string>> recorded;
+  std::string dir = ctx.node_dir() + "/jobs";
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (!name.ends_with(".json") || name.starts_with(".")) continue;
+      std::ifstream in(dir + "/" + name);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+      if (j.is_discarded() || !j.contains("job_id") || !j["job_id"].is_number_unsigned()) {
+        problems.push_back(fmt::format("job record {}: unreadable", name));
+        continue;
+      }
+      auto& set = recorded[j["job_id"].get<JobId>()];
+      for (const auto& i : j["instances"]) set.insert(i.value("mig_uuid", ""));
+    }
+    ::closedir(d);
+  }
+  std::map<JobId, std::set<std::string>> owned;
+  for (const auto& i : ledger->instances)
+    if (i.job) owned[*i.job].insert(i.mig_uuid);
+  for (const auto& [job, uuids] : recorded)
+    if (owned[job] != uuids) problems.push_back(fmt::format("job {}: record and ledger name different instances", job));
+  for (const auto& [job, uuids] : owned)
+    if (!recorded.contains(job)) problems.push_back(fmt::format("job {}: owns {} instance(s) but has no job record", job, uuids.size()));
+  return problems;
+}
+
+}  // namespace vgpu

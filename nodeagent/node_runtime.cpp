@@ -1,0 +1,97 @@
+#include "node_runtime.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+
+#include "nvml_backend.h"
+
+namespace vgpu::agent {
+namespace {
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::move(fallback);
+}
+
+// Node names become path components: the same strict alphabet Slurm uses for NodeName.
+Result<std::string> node_name() {
+  std::string name = env_or("VGPU_NODENAME", env_or("SLURMD_NODENAME", ""));
+  if (name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    name = host;
+    if (auto dot = name.find('.'); dot != std::string::npos) name.resize(dot);
+  }
+  if (name.empty() || name.size() > 64 || name.front() == '.' ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
+    return fail(ErrorCode::invalid_argument, fmt::format("node name '{}': not a valid Slurm node name", name));
+  return name;
+}
+
+}  // namespace
+
+bool signal_pidfile(const std::string& path, int signal) {
+  std::ifstream in(path);
+  long pid = 0;
+  if (!(in >> pid) || pid <= 1) return false;
+  return ::kill(static_cast<pid_t>(pid), signal) == 0;
+}
+
+void NodeRuntime::log(const std::string& line) const {
+  auto now = std::time(nullptr);
+  std::string stamped = fmt::format("{:%Y-%m-%dT%H:%M:%S} {}[{}]: {}\n", fmt::gmtime(now), program_, ::getpid(), line);
+  std::fputs(stamped.c_str(), stderr);
+  if (FILE* f = std::fopen((ctx_.node_dir() + "/vgpu.log").c_str(), "a")) {
+    std::fputs(stamped.c_str(), f);
+    std::fclose(f);
+  }
+}
+
+void NodeRuntime::poke_planner() const { (void)signal_pidfile(planner_pidfile(), SIGUSR1); }
+
+Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_view program) {
+  std::unique_ptr<NodeRuntime> rt(new NodeRuntime());
+  rt->program_ = std::string(program);
+  auto node = node_name();
+  if (!node) return std::unexpected(node.error());
+  rt->ctx_.node = *node;
+  rt->ctx_.state_dir = env_or("VGPU_STATE_DIR", "/var/lib/slurm-vgpu");
+  ::mkdir(rt->ctx_.state_dir.c_str(), 0755);
+  ::mkdir(rt->ctx_.node_dir().c_str(), 0700);
+  auto policy = load_policy_file(env_or("VGPU_POLICY", "/etc/slurm-vgpu/policy.json"));
+  if (!policy) return std::unexpected(policy.error());
+  rt->policy_ = std::move(*policy);
+  rt->ledger_ = std::make_unique<LedgerStore>(rt->ctx_.node_dir());
+  auto backend = nvml::Backend::open(env_or("VGPU_NVML_LIBRARY", ""));
+  if (!backend) return fail(ErrorCode::unavailable, "NVML backend could not be created");
+  rt->backend_ = std::move(backend);
+  rt->slurm_ = make_command_slurm_client();
+  rt->scrubber_ = make_command_scrubber();
+  rt->slurmd_pidfile_ = env_or("VGPU_SLURMD_PIDFILE", "/run/slurmd.pid");
+  if (auto pos = rt->slurmd_pidfile_.find("%n"); pos != std::string::npos)
+    rt->slurmd_pidfile_.replace(pos, 2, rt->ctx_.node);
+
+  NodeRuntime* self = rt.get();
+  rt->ctx_.policy = &rt->policy_;
+  rt->ctx_.ledger = rt->ledger_.get();
+  rt->ctx_.backend = rt->backend_.get();
+  rt->ctx_.slurm = rt->slurm_.get();
+  rt->ctx_.scrubber = rt->scrubber_.get();
+  rt->ctx_.now = [] { return static_cast<std::int64_t>(std::time(nullptr)); };
+  rt->ctx_.log = [self](const std::string& s) { self->log(s); };
+  rt->ctx_.notify_slurmd = [self] {
+    if (!signal_pidfile(self->slurmd_pidfile_, SIGHUP))
+      self->log(fmt::format("vgpu: node {}: could not SIGHUP slurmd (pid file {})", self->ctx_.node, self->slurmd_pidfile_));
+  };
+  return rt;
+}
+
+}  // namespace vgpu::agent

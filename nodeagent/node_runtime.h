@@ -1,0 +1,41 @@
+// Builds the node agent's context from the process environment (as slurmd hands it to the
+// Prolog/Epilog, or as the systemd unit sets it for the planner) and owns the real adapters.
+//   VGPU_NODENAME / SLURMD_NODENAME   this node's Slurm name (else the short host name)
+//   VGPU_STATE_DIR                    default /var/lib/slurm-vgpu
+//   VGPU_POLICY                       default /etc/slurm-vgpu/policy.json
+//   VGPU_SLURMD_PIDFILE               slurmd's pid file, "%n" = node name; default /run/slurmd.pid
+//   VGPU_NVML_LIBRARY                 libnvidia-ml.so.1 to load (tests: the fake)
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "vgpu/node_agent.h"
+
+namespace vgpu::agent {
+
+class NodeRuntime {
+ public:
+  static Result<std::unique_ptr<NodeRuntime>> from_environment(std::string_view program);
+  NodeContext& context() { return ctx_; }
+  void log(const std::string& line) const;
+  // Pokes the node's planner daemon (SIGUSR1) so freed space is re-planned at once.
+  void poke_planner() const;
+  std::string planner_pidfile() const { return ctx_.node_dir() + "/planner.pid"; }
+
+ private:
+  NodeRuntime() = default;
+  std::string program_;
+  PolicyFile policy_;
+  std::unique_ptr<LedgerStore> ledger_;
+  std::unique_ptr<GpuBackend> backend_;
+  std::unique_ptr<SlurmClient> slurm_;
+  std::unique_ptr<Scrubber> scrubber_;
+  std::string slurmd_pidfile_;
+  NodeContext ctx_;
+};
+
+// Reads a pid from a file and signals it; false when there is no such live process.
+bool signal_pidfile(const std::string& path, int signal);
+
+}  // namespace vgpu::agent

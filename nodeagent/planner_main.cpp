@@ -1,0 +1,73 @@
+// vgpu-planner: the per-node planning daemon. Every period (policy planner.period_s), or at once
+// when an epilog pokes it with SIGUSR1, it runs one planning round for its node. SIGTERM stops it.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "node_runtime.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"vgpu-planner - re-plans this node's GPU partitions toward pending Slurm demand"};
+  bool once = false;
+  bool verify = false;
+  int period = 0;
+  app.add_flag("--once", once, "Run one planning round and exit");
+  app.add_flag("--verify", verify, "Check ledger, hardware, advertisement and job records agree; exit 1 if not");
+  app.add_option("--period", period, "Seconds between rounds (default: the policy's planner.period_s)")
+      ->check(CLI::Range(1, 3600));
+  CLI11_PARSE(app, argc, argv);
+
+  // Block the control signals before anything else so none is lost between rounds.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGUSR1, SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
+  sigprocmask(SIG_BLOCK, &signals, nullptr);
+
+  try {
+    auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-planner");
+    if (!rt) {
+      std::fprintf(stderr, "vgpu-planner: %s\n", rt.error().message.c_str());
+      return 1;
+    }
+    auto& ctx = (*rt)->context();
+    if (verify) {
+      auto problems = vgpu::verify_node(ctx);
+      if (!problems) {
+        std::fprintf(stderr, "vgpu-planner: verify: node %s: %s\n", ctx.node.c_str(), problems.error().message.c_str());
+        return 2;
+      }
+      for (const auto& p : *problems) std::printf("node %s: %s\n", ctx.node.c_str(), p.c_str());
+      if (problems->empty()) std::printf("node %s: consistent\n", ctx.node.c_str());
+      return problems->empty() ? 0 : 1;
+    }
+    if (period == 0) period = ctx.policy->planner.period_s;
+    if (!once) std::ofstream((*rt)->planner_pidfile()) << ::getpid() << "\n";
+    (*rt)->log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
+    while (true) {
+      auto round = vgpu::run_planner_round(ctx);
+      if (!round) {
+        (*rt)->log(round.error().message);
+      } else {
+        for (const auto& n : round->notes) (*rt)->log(fmt::format("vgpu: planner: node {}: {}", ctx.node, n));
+        if (round->advertisement_changed) {
+          std::string split;
+          for (const auto& [p, n] : round->advertised) split += fmt::format(" {}:{}", p, n);
+          (*rt)->log(fmt::format("vgpu: planner: node {}: advertised{}", ctx.node, split.empty() ? " nothing" : split));
+        }
+      }
+      if (once) return round ? 0 : 1;
+      timespec wait{period, 0};
+      int sig = sigtimedwait(&signals, nullptr, &wait);
+      if (sig == SIGTERM || sig == SIGINT) break;
+    }
+    std::remove((*rt)->planner_pidfile().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vgpu-planner: unexpected: %s\n", e.what());
+    return 1;
+  }
+}
