@@ -83,6 +83,12 @@ AccessInfo SessionManager::access_for(const std::string& token, const std::strin
                           password);
 }
 
+AccessInfo SessionManager::spice_access(int port, const std::string& password) const {
+  const std::string host = config_.ssh_host.empty() ? host_name() : config_.ssh_host;
+  return AccessInfo{fmt::format("spice://localhost:{}?password={}", port, url_encode(password)),
+                    fmt::format("ssh -N -L {}:{}:{} {}", port, config_.listen_address, port, host)};
+}
+
 Result<void> SessionManager::release_attachment(const Attachment& a) {
   return make_attacher(a.kind, sysfs_)->release(a);
 }
@@ -191,12 +197,22 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   if (*port <= 0) return fail(ErrorCode::unavailable, fmt::format("{}: domain {}: display has no port", ctx, name));
   record.display_port = *port;
 
+  record.phase = "running";
+  if (pool.display == DisplayKind::spice) {
+    // noVNC speaks only VNC: a SPICE session is reached with remote-viewer through a tunnel to
+    // its own port, so there is no token and no proxy.
+    if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) {
+      return in_ctx(ok.error());
+    }
+    rollback.commit();
+    return StartedSession{record, spice_access(*port, *password), *password};
+  }
+
   // 5. The browser path: token, then the proxy.
   if (auto ok = write_token(req.job_id, *token, *port); !ok) return in_ctx(ok.error());
   rollback.add([this, job = req.job_id] { (void)remove_file(token_path(job)); });
   if (auto ok = proxy_.ensure_running(); !ok) return in_ctx(ok.error());
 
-  record.phase = "running";
   if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) return in_ctx(ok.error());
   rollback.commit();
   return StartedSession{record, access_for(*token, *password), *password};
@@ -305,6 +321,9 @@ Result<StartedSession> SessionManager::rotate_password(std::uint32_t job) {
   const std::string graphics =
       render_graphics_xml(pool->second.display, config_.listen_address, *password, record->display_port);
   if (auto ok = hv_.update_graphics(record->domain, graphics); !ok) return std::unexpected(ok.error().within(ctx));
+  if (pool->second.display == DisplayKind::spice) {
+    return StartedSession{*record, spice_access(record->display_port, *password), *password};
+  }
   auto token = read_token(job);
   if (!token) return std::unexpected(token.error().within(ctx));
   return StartedSession{*record, access_for(*token, *password), *password};

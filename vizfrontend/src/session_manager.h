@@ -67,6 +67,7 @@ class SessionManager {
   Result<std::string> read_token(std::uint32_t job_id) const;
   Result<void> release_attachment(const Attachment& attachment);
   AccessInfo access_for(const std::string& token, const std::string& password) const;
+  AccessInfo spice_access(int port, const std::string& password) const;
   Result<void> stop_proxy_if_idle();
 
   const VizConfig& config_;

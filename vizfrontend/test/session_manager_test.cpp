@@ -152,6 +152,23 @@ TEST_F(Sessions, StartDefinesAndStartsTheDomainAndWritesA0600Token) {
   EXPECT_NE(hv.last_xml.find("passwd='" + s->password + "'"), std::string::npos);
 }
 
+TEST_F(Sessions, SpiceSessionsGetARemoteViewerUriAndNoProxy) {
+  config.pools["viz"].display = DisplayKind::spice;
+  auto m = manager();
+  auto s = m.start(request());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_NE(hv.last_xml.find("<graphics type='spice'"), std::string::npos);
+  EXPECT_EQ(s->access.url, "spice://localhost:5907?password=" + s->password);
+  EXPECT_EQ(s->access.ssh_line, "ssh -N -L 5907:127.0.0.1:5907 node1");
+  EXPECT_FALSE(proxy.running);
+  EXPECT_FALSE(fs::exists(m.token_path(42)));
+  auto r = m.rotate_password(42);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->access.url.starts_with("spice://localhost:5907?password="));
+  ASSERT_TRUE(m.stop(42));
+  EXPECT_TRUE(nothing_left());
+}
+
 TEST_F(Sessions, TheRecordHoldsNoSecret) {
   auto m = manager();
   auto s = m.start(request());
