@@ -15,7 +15,7 @@ packages=(
   libvirt-dev libvirt-daemon libvirt-clients qemu-system-x86 qemu-utils
   websockify novnc chromium busybox-static cpio
   # benchmark plots and helpers
-  python3 python3-matplotlib jq bc
+  python3 python3-matplotlib python3-pil fonts-dejavu-core jq bc
 )
 
 missing=()

@@ -11,7 +11,7 @@ foreach(scenario ${vgpu_cluster_scenarios})
   set_tests_properties(cluster.${name} PROPERTIES
     LABELS cluster
     # Daemons on this host share munge, ports and slurm commands' SLURM_CONF: one at a time.
-    RESOURCE_LOCK slurm_cluster
+    RESOURCE_LOCK "slurm_cluster;heavy"
     TIMEOUT 240
     FAIL_REGULAR_EXPRESSION "FAIL:"
     ENVIRONMENT "VC_PLUGIN_DIR=$<TARGET_FILE_DIR:gres_vgpu>")

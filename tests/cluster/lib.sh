@@ -202,8 +202,9 @@ vc_reconfigure() { scontrol reconfigure; }
 vc_wait_idle() { # all real nodes idle/mixed/allocated
   local t=0 lim=$(( ${1:-60} * 5 )) nodes
   nodes=$(echo "$VC_NODES" | tr ' ' ',')
+  # sinfo -N prints a node once per partition it is in: count distinct names.
   while sinfo -h -N -n "$nodes" -o '%N %t' 2>/dev/null | grep -qvE ' (idle|mix|alloc)$' ||
-        [ "$(sinfo -h -N -n "$nodes" -o '%N' 2>/dev/null | wc -l)" -ne "$(echo $VC_NODES | wc -w)" ]; do
+        [ "$(sinfo -h -N -n "$nodes" -o '%N' 2>/dev/null | sort -u | wc -l)" -ne "$(echo $VC_NODES | wc -w)" ]; do
     sleep 0.2; t=$((t + 1)); [ $t -ge $lim ] && { vc_log "nodes not idle: $(sinfo -h -N -o '%N:%t' | tr '\n' ' ')"; return 1; }
   done
   return 0
