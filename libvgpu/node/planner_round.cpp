@@ -46,7 +46,8 @@ std::vector<Demand> node_demand(const NodeContext& ctx, const PendingJobs& pendi
 // `fixed` unclaimed slots that must stay (already advertised).
 Result<std::vector<PlanSlot>> desired_slots(const Ledger& l,
                                             const std::vector<const PartitionPolicy*>& parts,
-                                            std::vector<Demand> demand, const std::vector<PlanSlot>& fixed) {
+                                            std::vector<Demand> demand, const std::vector<PlanSlot>& fixed,
+                                            std::vector<std::string>* notes = nullptr) {
   std::vector<PlanSlot> none;
   if (l.gpus.empty() || parts.empty()) return none;
   auto layouts = node::layouts_of(l, [](const PlanSlot& s) { return s.claimed_by_job.has_value(); });
@@ -81,6 +82,9 @@ Result<std::vector<PlanSlot>> desired_slots(const Ledger& l,
     gpus.push_back({(*layouts)[g], eligible});
   }
   Plan plan = plan_node(gpus, config, demand);
+  if (notes)
+    for (const auto& n : plan.notes)
+      if (n.starts_with("starving")) notes->push_back(n);
   std::vector<PlanSlot> out;
   for (const auto& s : plan.slots)
     out.push_back({l.gpus[static_cast<std::size_t>(s.gpu)].index, s.profile->name, s.placement, std::nullopt});
@@ -218,7 +222,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   // Phase 1: compute the desired plan. If it only adds slots, commit it directly.
   std::vector<PlanSlot> dropped;
   auto committed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    auto desired = desired_slots(l, parts, demand, {});
+    auto desired = desired_slots(l, parts, demand, {}, &result.notes);
     if (!desired) return std::unexpected(desired.error());
     dropped = minus(unclaimed(l), *desired);
     if (!dropped.empty()) return {};

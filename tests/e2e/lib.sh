@@ -74,10 +74,21 @@ LUA
 
 # Per-node environment for every product process on that node.
 _vp_node_env_write() {
-  local n=$1 fixture
-  fixture=$VP_SRC/fakenvml/fixtures/h100-80gb-${VP_GPUS}gpu.json
-  [ -f "$fixture" ] || vc_fail "no fixture $fixture"
+  local n=$1 fixture source
+  source=$VP_SRC/fakenvml/fixtures/h100-80gb-${VP_GPUS}gpu.json
+  [ -f "$source" ] || vc_fail "no fixture $source"
   mkdir -p "$VC_RUN/etc/vgpu-env"
+  # Every node its own GPUs: real GPU UUIDs (and so MIG UUIDs) are unique across a cluster.
+  fixture=$VC_RUN/etc/vgpu-env/$n.fixture.json
+  python3 - "$source" "$fixture" "$n" <<'PY' || vc_fail "could not write the fixture for $n"
+import json, sys, hashlib
+src, dst, node = sys.argv[1:]
+d = json.load(open(src))
+for g in d["gpus"]:
+    h = hashlib.sha256(f"{node}/{g['index']}".encode()).hexdigest()
+    g["uuid"] = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+json.dump(d, open(dst, "w"), indent=1)
+PY
   cat > "$VC_RUN/etc/vgpu-env/$n.sh" <<ENV
 export VGPU_NODENAME=$n
 export VGPU_STATE_DIR=$VGPU_STATE_DIR
@@ -165,8 +176,10 @@ _vp_advertised() { # "type=count ..." from a node's advertisement file
     "$VGPU_STATE_DIR/$1/advertisement.json"
 }
 
-vp_sbatch() { # prints the job id
-  sbatch --parsable -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1
+vp_sbatch() { # prints the job id; a refused submission prints "refused" so waits on it fail loudly
+  local id
+  id=$(sbatch --parsable -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
+  echo "${id:-refused}"
 }
 
 vp_wait_done() { # $1 job [$2 seconds]: until the job has left the queue
