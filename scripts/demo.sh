@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The README's main command: sets everything up and runs the demo on the embedded default.
+# The README's main command: installs everything, builds, and runs the demo on the embedded
+# default: a local Slurm cluster with simulated H100s replaying a mixed training/inference
+# workload while the GPU layouts change (demo/run_demo.sh). Needs root (it starts slurmd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 build=${VGPU_DEMO_BUILD_DIR:-build/release}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVGPU_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)"
-exec "$build/vgpuctl/vgpuctl" demo
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVGPU_BUILD_TESTS=OFF \
+  -DVGPU_BUILD_BENCHMARKS=OFF -DVGPU_BUILD_SLURM_PLUGIN=ON >/dev/null
+cmake --build "$build" -j "$(nproc)" --target gres_vgpu vgpuctl vgpu-prolog vgpu-epilog vgpu-planner fakenvml
+VP_BIN=$PWD/$build exec bash demo/run_demo.sh "$@"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The demo: a local Slurm cluster (slurmctld + 3 slurmd, two simulated H100-80GB per node, the
+# real gres/vgpu plugin, prolog, epilog and planners) replays a time-compressed slice of the
+# openb trace plus an inference tier, draws the GPU layouts as they change, and summarizes.
+#   VP_BIN=<build dir> demo/run_demo.sh [trace.csv]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../tests/e2e/lib.sh"
+trap 'vp_finish $?' EXIT
+trace=${1:-$here/../../shared/traces/openb_pod_list_gpushare40.csv}
+[ -f "$trace" ] || vc_fail "no trace at $trace (pass one: any openb pod-list CSV)"
+VP_STARVATION=${VP_STARVATION:-20}
+VC_NODES=${VC_NODES:-"n1 n2 n3"}
+vp_start 2>/dev/null
+
+python3 "$here/trace_slice.py" "$trace" --jobs "${DEMO_JOBS:-30}" --inference "${DEMO_INFERENCE:-12}" \
+  --span "${DEMO_SPAN:-60}" | sort -n > "$VC_RUN/out/workload.tsv" || vc_fail "could not cut the trace"
+echo "== workload: $(wc -l < "$VC_RUN/out/workload.tsv") jobs from $(basename "$trace") (time-compressed) + synthetic inference"
+cut -f2,3 "$VC_RUN/out/workload.tsv" | sort | uniq -c | sed 's/^/   /'
+
+frame() {
+  printf '\n========== t=%3ss  running %s  pending %s  ==========\n' "$(( $(date +%s) - t0 ))" \
+    "$(squeue -h -t R | wc -l)" "$(squeue -h -t PD | wc -l)"
+  vp_status 2>/dev/null | grep -v '^  slice'
+  # compute-slice utilisation of this frame, for the summary
+  vp_status 2>/dev/null | sed -n 's/.*compute \([0-9]*\)\/\([0-9]*\) used.*/\1 \2/p' |
+    awk '{u+=$1; t+=$2} END {if (t) print u/t}' >> "$VC_RUN/out/utilisation.txt"
+}
+
+t0=$(date +%s)
+next_frame=0
+while IFS=$'\t' read -r offset partition gres duration name; do
+  while [ "$(echo "$(date +%s.%N) - $t0 < $offset" | bc)" = 1 ]; do
+    [ "$(( $(date +%s) - t0 ))" -ge $next_frame ] && { frame; next_frame=$((next_frame + 8)); }
+    sleep 0.2
+  done
+  sbatch --parsable -p "$partition" --gres="$gres" -J "$name" -o /dev/null --wrap "sleep $duration" >> "$VC_RUN/out/jobs.txt" ||
+    vc_fail "submission of $name ($gres) refused"
+done < "$VC_RUN/out/workload.tsv"
+while squeue -h | grep -q .; do
+  [ "$(( $(date +%s) - t0 ))" -ge $next_frame ] && { frame; next_frame=$((next_frame + 8)); }
+  [ "$(( $(date +%s) - t0 ))" -gt 900 ] && vc_fail "workload did not finish in 15 minutes"
+  sleep 0.5
+done
+frame
+elapsed=$(( $(date +%s) - t0 ))
+
+echo
+echo "========== summary =========="
+for j in $(cut -d';' -f1 "$VC_RUN/out/jobs.txt"); do scontrol show job -o "$j"; done > "$VC_RUN/out/jobs.show"
+python3 - "$VC_RUN/out/jobs.show" "$VC_RUN/out/utilisation.txt" "$elapsed" <<'PY'
+import re, sys, statistics
+from datetime import datetime
+jobs = [dict(re.findall(r'(\w+)=(\S*)', l)) for l in open(sys.argv[1]) if l.strip()]
+def t(s): return datetime.strptime(s, "%Y-%m-%dT%H:%M:%S")
+states = {}
+for j in jobs: states[j.get("JobState")] = states.get(j.get("JobState"), 0) + 1
+waits = {}
+for j in jobs:
+    if j.get("StartTime", "Unknown") not in ("Unknown", "None"):
+        kind = "train" if j.get("Partition") == "train" else "infer"
+        waits.setdefault(kind, []).append((t(j["StartTime"]) - t(j["SubmitTime"])).total_seconds())
+util = [float(x) for x in open(sys.argv[2]) if x.strip()]
+elapsed = int(sys.argv[3])
+print(f"jobs: {len(jobs)}  " + "  ".join(f"{k}: {v}" for k, v in sorted(states.items())))
+print(f"wall time: {elapsed} s   throughput: {60 * len(jobs) / max(1, elapsed):.1f} jobs/min")
+for kind, w in sorted(waits.items()):
+    print(f"{kind:5s} wait (submit->start): mean {statistics.mean(w):.1f} s  max {max(w):.0f} s  over {len(w)} jobs")
+if util:
+    print(f"compute-slice utilisation: mean {100 * statistics.mean(util):.0f}%  peak {100 * max(util):.0f}%  ({len(util)} frames)")
+PY
+gens=""
+for n in $VC_NODES; do gens+=" $n:$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$VGPU_STATE_DIR/$n/advertisement.json")"; done
+echo "layout changes (plan generations):$gens"
+vp_assert_no_instances
+vp_check 2>/dev/null && echo "end state: every GPU released, no node drained, ledger == hardware == Slurm on every node"
