@@ -11,6 +11,8 @@ trace=${1:-$here/../../shared/traces/openb_pod_list_gpushare40.csv}
 [ -f "$trace" ] || vc_fail "no trace at $trace (pass one: any openb pod-list CSV)"
 VP_STARVATION=${VP_STARVATION:-20}
 VC_NODES=${VC_NODES:-"n1 n2 n3"}
+# As a large site would run it: demand is published once per period for all node planners.
+VP_PUBLISH_DEMAND=${VP_PUBLISH_DEMAND:-1}
 vp_start 2>/dev/null
 
 python3 "$here/trace_slice.py" "$trace" --jobs "${DEMO_JOBS:-30}" --inference "${DEMO_INFERENCE:-12}" \
@@ -72,5 +74,6 @@ PY
 gens=""
 for n in $VC_NODES; do gens+=" $n:$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$VGPU_STATE_DIR/$n/advertisement.json")"; done
 echo "layout changes (plan generations):$gens"
+echo "slurmctld load from vgpu: one squeue per ${VP_PERIOD}s period for the whole cluster (published demand); scontrol only while a shrink is confirmed"
 vp_assert_no_instances
 vp_check 2>/dev/null && echo "end state: every GPU released, no node drained, ledger == hardware == Slurm on every node"

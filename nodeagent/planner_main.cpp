@@ -10,12 +10,37 @@
 
 #include "node_runtime.h"
 
+namespace {
+
+// One squeue per period for the whole cluster, written atomically for every node's planner.
+int publish_demand(const std::string& path, int period, const sigset_t& signals) {
+  while (true) {
+    auto text = vgpu::squeue_pending_text();
+    if (!text) {
+      std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", text.error().message.c_str());
+    } else {
+      std::string tmp = path + ".tmp";
+      { std::ofstream(tmp) << *text; }
+      if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        std::fprintf(stderr, "vgpu-planner: publish-demand: rename %s: failed\n", tmp.c_str());
+    }
+    timespec wait{period, 0};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGTERM || sig == SIGINT) return 0;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"vgpu-planner - re-plans this node's GPU partitions toward pending Slurm demand"};
   bool once = false;
   bool verify = false;
+  std::string publish;
   int period = 0;
   app.add_flag("--once", once, "Run one planning round and exit");
+  app.add_option("--publish-demand", publish,
+                 "Controller mode: write pending demand to FILE every period for VGPU_DEMAND_FILE readers");
   app.add_flag("--verify", verify, "Check ledger, hardware, advertisement and job records agree; exit 1 if not");
   app.add_option("--period", period, "Seconds between rounds (default: the policy's planner.period_s)")
       ->check(CLI::Range(1, 3600));
@@ -28,6 +53,7 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &signals, nullptr);
 
   try {
+    if (!publish.empty()) return publish_demand(publish, period > 0 ? period : 5, signals);
     auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-planner");
     if (!rt) {
       std::fprintf(stderr, "vgpu-planner: %s\n", rt.error().message.c_str());

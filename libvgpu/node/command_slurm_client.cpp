@@ -2,7 +2,12 @@
 // rejection reason is sanitized because it ends up in scontrol's key=value syntax.
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
 
 #include "vgpu/node_agent.h"
 #include "vgpu/process.h"
@@ -27,10 +32,30 @@ Result<std::string> run_ok(const std::vector<std::string>& argv) {
   return r->out;
 }
 
+}  // namespace
+
+Result<std::string> squeue_pending_text() {
+  return run_ok({tool("squeue"), "-h", "-t", "PD", "-o", std::string(kSqueuePendingFormat)});
+}
+
+namespace {
+
 class CommandSlurmClient final : public SlurmClient {
  public:
   Result<PendingJobs> pending_jobs() override {
-    auto out = run_ok({tool("squeue"), "-h", "-t", "PD", "-o", std::string(kSqueuePendingFormat)});
+    // A large cluster publishes demand once (vgpu-planner --publish-demand) instead of every
+    // node asking slurmctld; a stale file is an error, so the planner keeps its current plan.
+    if (const char* file = std::getenv("VGPU_DEMAND_FILE"); file && *file) {
+      struct stat st {};
+      if (::stat(file, &st) != 0) return fail(ErrorCode::unavailable, fmt::format("demand file {}: missing", file));
+      long age = static_cast<long>(std::time(nullptr) - st.st_mtime);
+      if (age > 60) return fail(ErrorCode::unavailable, fmt::format("demand file {}: stale ({} s old)", file, age));
+      std::ifstream in(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      return parse_pending_jobs(text.str());
+    }
+    auto out = squeue_pending_text();
     if (!out) return std::unexpected(out.error());
     return parse_pending_jobs(*out);
   }

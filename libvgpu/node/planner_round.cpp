@@ -42,13 +42,18 @@ std::vector<Demand> node_demand(const NodeContext& ctx, const PendingJobs& pendi
   return demand;
 }
 
+struct Desired {
+  std::vector<PlanSlot> slots;  // new unclaimed slots (beyond `fixed`)
+  int served = 0;               // demand units covered, by `fixed` slots or new ones
+  bool reserves = false;        // a GPU is held back for starving demand
+};
+
 // The unclaimed slots this node should advertise, given its instances, claimed slots and any
 // `fixed` unclaimed slots that must stay (already advertised).
-Result<std::vector<PlanSlot>> desired_slots(const Ledger& l,
-                                            const std::vector<const PartitionPolicy*>& parts,
-                                            std::vector<Demand> demand, const std::vector<PlanSlot>& fixed,
-                                            std::vector<std::string>* notes = nullptr) {
-  std::vector<PlanSlot> none;
+Result<Desired> desired_slots(const Ledger& l, const std::vector<const PartitionPolicy*>& parts,
+                              std::vector<Demand> demand, const std::vector<PlanSlot>& fixed,
+                              std::vector<std::string>* notes = nullptr) {
+  Desired none;
   if (l.gpus.empty() || parts.empty()) return none;
   auto layouts = node::layouts_of(l, [](const PlanSlot& s) { return s.claimed_by_job.has_value(); });
   if (!layouts) return std::unexpected(layouts.error());
@@ -57,10 +62,12 @@ Result<std::vector<PlanSlot>> desired_slots(const Ledger& l,
       if (l.gpus[g].index == s.gpu)
         if (const Profile* p = (*layouts)[g].model().find_profile(s.profile))
           if (auto ok = (*layouts)[g].place(*p, s.placement); !ok) return std::unexpected(ok.error());
+  int served_by_fixed = 0;
   for (const auto& s : fixed)
     for (auto& d : demand)
       if (d.profile == s.profile && d.count > 0) {
         --d.count;
+        ++served_by_fixed;
         break;
       }
   std::erase_if(demand, [](const Demand& d) { return d.count <= 0; });
@@ -85,9 +92,13 @@ Result<std::vector<PlanSlot>> desired_slots(const Ledger& l,
   if (notes)
     for (const auto& n : plan.notes)
       if (n.starts_with("starving")) notes->push_back(n);
-  std::vector<PlanSlot> out;
-  for (const auto& s : plan.slots)
-    out.push_back({l.gpus[static_cast<std::size_t>(s.gpu)].index, s.profile->name, s.placement, std::nullopt});
+  Desired out;
+  out.served = served_by_fixed;
+  out.reserves = !plan.reserved_gpus.empty();
+  for (const auto& s : plan.slots) {
+    out.slots.push_back({l.gpus[static_cast<std::size_t>(s.gpu)].index, s.profile->name, s.placement, std::nullopt});
+    if (s.demand >= 0) ++out.served;
+  }
   return out;
 }
 
@@ -222,13 +233,26 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   // Phase 1: compute the desired plan. If it only adds slots, commit it directly.
   std::vector<PlanSlot> dropped;
   auto committed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    auto desired = desired_slots(l, parts, demand, {}, &result.notes);
-    if (!desired) return std::unexpected(desired.error());
-    dropped = minus(unclaimed(l), *desired);
+    // Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so
+    // drop slots) only when that serves more demand or must reserve a GPU for starving demand;
+    // otherwise each shrink-and-grow would re-place the kept slots and the plan would churn.
+    auto scratch = desired_slots(l, parts, demand, {}, &result.notes);
+    if (!scratch) return std::unexpected(scratch.error());
+    const auto current = unclaimed(l);
+    auto sticky = desired_slots(l, parts, demand, current);
+    if (!sticky) return std::unexpected(sticky.error());
+    std::vector<PlanSlot> desired;
+    if (!scratch->reserves && sticky->served >= scratch->served) {
+      desired = current;
+      desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
+    } else {
+      desired = scratch->slots;
+    }
+    dropped = minus(current, desired);
     if (!dropped.empty()) return {};
-    if (minus(*desired, unclaimed(l)).empty()) return {};
+    if (minus(desired, current).empty()) return {};
     std::erase_if(l.plan.slots, [](const PlanSlot& s) { return !s.claimed_by_job; });
-    for (auto& s : *desired) l.plan.slots.push_back(s);
+    for (auto& s : desired) l.plan.slots.push_back(s);
     ++l.plan.generation;
     return {};
   });
@@ -278,7 +302,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     auto kept = unclaimed(l);
     auto extra = desired_slots(l, parts, demand, kept);
     if (!extra) return std::unexpected(extra.error());
-    for (auto& s : *extra) l.plan.slots.push_back(s);
+    for (auto& s : extra->slots) l.plan.slots.push_back(s);
     ++l.plan.generation;
     return {};
   });

@@ -102,6 +102,16 @@ export SLURM_CONF=$SLURM_CONF
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
 ENV
+  [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && echo "export VGPU_DEMAND_FILE=$VGPU_STATE_DIR/demand.txt" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  return 0
+}
+
+# Controller-side demand publisher: one squeue per period for all nodes (VP_PUBLISH_DEMAND=1).
+vp_publisher_start() {
+  ( export SLURM_CONF ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
+    setsid "$VP_BIN/nodeagent/vgpu-planner" --publish-demand "$VGPU_STATE_DIR/demand.txt" --period "$VP_PERIOD" \
+      >> "$VC_RUN/log/publisher.log" 2>&1 < /dev/null &
+    echo $! > "$VC_RUN/run/publisher.pid" )
 }
 
 # slurmd's Prolog/Epilog: load the node's environment and run the product. The wrapper exits 0
@@ -146,6 +156,7 @@ PartitionName=train Nodes=$(_vp_nodelist),future MaxTime=INFINITE State=UP"
   vc_ctld_start -c -i || vc_fail "slurmctld did not start"
   for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n did not start"; done
   vc_wait_idle 60 || vc_fail "nodes did not become idle"
+  [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && vp_publisher_start
   for n in $VC_NODES; do vp_planner_start "$n"; done
   vp_wait_settled 30 || vc_fail "planners did not publish a first advertisement"
 }
@@ -153,6 +164,7 @@ PartitionName=train Nodes=$(_vp_nodelist),future MaxTime=INFINITE State=UP"
 vp_stop() {
   local n
   for n in $VC_NODES; do vp_planner_stop "$n"; done
+  _vc_stop_pidfile "$VC_RUN/run/publisher.pid"
   vc_stop
 }
 

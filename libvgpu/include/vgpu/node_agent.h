@@ -32,8 +32,12 @@ class SlurmClient {
   // Cancels a job that must not run, leaving `reason` in its Comment for squeue/scontrol.
   virtual Result<void> reject_job(JobId job, const std::string& reason) = 0;
 };
-// squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN), run without a shell.
+// squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN), run without a shell. With
+// $VGPU_DEMAND_FILE set, pending jobs are read from that file (written once per period for the
+// whole cluster by `vgpu-planner --publish-demand`) instead of asking slurmctld from every node.
 std::unique_ptr<SlurmClient> make_command_slurm_client();
+// The pending-job listing in the format parse_pending_jobs() reads (one squeue call).
+Result<std::string> squeue_pending_text();
 
 enum class ScrubStatus { scrubbed, unavailable, failed };
 struct ScrubOutcome {

@@ -192,6 +192,27 @@ TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
   EXPECT_EQ(backend.instances()[0].mig_uuid, pro->instances[0].mig_uuid);
 }
 
+// Once demand is served the plan stays put: no round changes the advertisement again (a plan
+// that re-placed kept slots every round made Slurm's view chase the file forever).
+TEST_F(NodeFlows, PlanIsStableOnceDemandIsServed) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n";
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_EQ(advertised()["7g.80gb"], 1);
+  slurm->squeue = "";
+  int before = sighups;
+  for (int i = 0; i < 4; ++i) {
+    auto r = run_planner_round(ctx);
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->advertisement_changed) << "round " << i;
+  }
+  EXPECT_EQ(sighups, before);
+  // New demand that the kept slots cannot serve reshapes again.
+  slurm->squeue = "101|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:1g.10gb:7\n";
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_GE(advertised()["1g.10gb"], 7);
+}
+
 TEST_F(NodeFlows, LostLedgerIsRebuiltAndRunningJobsReadopted) {
   ASSERT_TRUE(run_planner_round(ctx));
   auto pro = run_prolog(ctx, {9, "frank", "gpu", "3g.40gb:1"});
