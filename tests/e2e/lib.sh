@@ -123,7 +123,9 @@ _vp_hooks_write() {
     cat > "$VC_RUN/etc/hooks/$kind.sh" <<HOOK
 #!/bin/bash
 . "$VC_RUN/etc/vgpu-env/\$SLURMD_NODENAME.sh"
+start=\$(date +%s%N)
 "$VP_BIN/$kind/vgpu-$kind" >> "$VC_RUN/log/$kind.\$SLURMD_NODENAME.log" 2>&1
+echo "$kind \$SLURM_JOB_ID \$(( (\$(date +%s%N) - start) / 1000000 ))" >> "$VC_RUN/log/hook-ms.txt"
 exit 0
 HOOK
     chmod 755 "$VC_RUN/etc/hooks/$kind.sh"

@@ -61,8 +61,9 @@ pending_small=$(squeue -h -t PD -p infer | wc -l)
 echo "7g job is $state; $pending_small small jobs still pending; $feeder_started fed while it waited"
 [[ $state =~ RUNNING|COMPLETING|COMPLETED ]] || vc_fail "the 7g job starved behind the stream ($state)"
 [ "$pending_small" -gt 0 ] || vc_fail "the stream had drained: the guard was not what let the 7g start"
-grep -h "starving 7g.80gb: GPU" "$VC_RUN"/log/planner.*.log | head -2 | grep . ||
-  vc_fail "no planner logged a GPU reserved for the starving 7g"
+# Starving demand is served first; a GPU is reserved to drain only when it fits nowhere at that
+# moment (NodeFlows.StarvingLargeDemandReservesAGpuToDrain covers that path deterministically).
+grep -h "starving 7g.80gb: GPU" "$VC_RUN"/log/planner.*.log | head -2 || true
 for j in "$starving" "${stream[@]}"; do vp_wait_done "$j" 180 || vc_fail "job $j did not finish"; done
 vp_assert_no_instances
 vp_check || vc_fail "inconsistent at the end"
