@@ -3,23 +3,14 @@
 #include <fmt/format.h>
 
 #include <charconv>
+
+#include "vgpu/text_split.h"
 #include <ranges>
 
 #include "vgpu/catalog.h"
 
 namespace vgpu {
 namespace {
-
-std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t pos = text.find(sep, start);
-    parts.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
-    if (pos == std::string_view::npos) return parts;
-    start = pos + 1;
-  }
-}
 
 Result<int> parse_count(std::string_view text, std::string_view entry) {
   int value = 0;
@@ -54,8 +45,8 @@ Result<std::string> parse_type(std::string_view text, std::string_view entry) {
 Result<std::vector<GresRequest>> parse_vgpu_gres(std::string_view text) {
   std::vector<GresRequest> out;
   if (text.empty()) return fail(ErrorCode::invalid_argument, "gres: empty request");
-  for (std::string_view entry : split(text, ',')) {
-    auto fields = split(entry, ':');
+  for (std::string_view entry : split_view(text, ',')) {
+    auto fields = split_view(entry, ':');
     if (!fields.empty() && fields.front() == "gres") fields.erase(fields.begin());
     if (fields.empty() || fields.front().empty())
       return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': missing GRES name", entry));
@@ -83,8 +74,8 @@ Result<std::vector<GresRequest>> parse_vgpu_gres(std::string_view text) {
 Result<std::vector<GresRequest>> parse_vgpu_alloc(std::string_view text) {
   std::vector<GresRequest> out;
   if (text.empty()) return out;
-  for (std::string_view entry : split(text, ',')) {
-    auto fields = split(entry, ':');
+  for (std::string_view entry : split_view(text, ',')) {
+    auto fields = split_view(entry, ':');
     if (fields.size() != 2)
       return fail(ErrorCode::invalid_argument,
                   fmt::format("VGPU_ALLOC entry '{}': expected <type>:<count>", entry));

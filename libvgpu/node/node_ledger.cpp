@@ -41,9 +41,18 @@ namespace {
 // can only make an instance look orphaned, which quarantines it rather than exposing it.
 std::map<std::string, JobId> owners_from_job_records(const NodeContext& ctx) {
   std::map<std::string, JobId> owners;
+  for (const auto& [job, uuids] : read_job_records(ctx))
+    for (const auto& uuid : uuids) owners[uuid] = job;
+  return owners;
+}
+
+}  // namespace
+
+std::map<JobId, std::set<std::string>> read_job_records(const NodeContext& ctx, std::vector<std::string>* unreadable) {
+  std::map<JobId, std::set<std::string>> records;
   std::string dir = ctx.node_dir() + "/jobs";
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return owners;
+  if (!d) return records;
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (!name.ends_with(".json") || name.starts_with(".")) continue;
@@ -52,17 +61,17 @@ std::map<std::string, JobId> owners_from_job_records(const NodeContext& ctx) {
     ss << in.rdbuf();
     auto j = nlohmann::json::parse(ss.str(), nullptr, false);
     if (j.is_discarded() || !j.contains("job_id") || !j["job_id"].is_number_unsigned() ||
-        !j.contains("instances") || !j["instances"].is_array())
+        !j.contains("instances") || !j["instances"].is_array()) {
+      if (unreadable) unreadable->push_back(name);
       continue;
+    }
+    auto& uuids = records[j["job_id"].get<JobId>()];
     for (const auto& inst : j["instances"])
-      if (inst.contains("mig_uuid") && inst["mig_uuid"].is_string())
-        owners[inst["mig_uuid"].get<std::string>()] = j["job_id"].get<JobId>();
+      if (inst.contains("mig_uuid") && inst["mig_uuid"].is_string()) uuids.insert(inst["mig_uuid"].get<std::string>());
   }
   ::closedir(d);
-  return owners;
+  return records;
 }
-
-}  // namespace
 
 Result<Ledger> ensure_ledger(const NodeContext& ctx) {
   auto loaded = ctx.ledger->load();

@@ -3,21 +3,12 @@
 #include <fmt/format.h>
 
 #include <charconv>
+
+#include "vgpu/text_split.h"
 #include <ctime>
 
 namespace vgpu {
 namespace {
-
-std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t pos = text.find(sep, start);
-    parts.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
-    if (pos == std::string_view::npos) return parts;
-    start = pos + 1;
-  }
-}
 
 template <class T>
 bool to_number(std::string_view s, T& out) {
@@ -32,7 +23,7 @@ int count_array_tasks(std::string_view id) {
   std::string_view body = id.substr(open + 2, id.size() - open - 3);
   if (auto pct = body.find('%'); pct != std::string_view::npos) body = body.substr(0, pct);
   int total = 0;
-  for (std::string_view range : split(body, ',')) {
+  for (std::string_view range : split_view(body, ',')) {
     auto dash = range.find('-');
     int a = 0, b = 0;
     if (dash == std::string_view::npos) {
@@ -67,11 +58,11 @@ Result<std::int64_t> parse_slurm_time(std::string_view text) {
 PendingJobs parse_pending_jobs(std::string_view output) {
   PendingJobs result;
   std::size_t line_no = 0;
-  for (std::string_view line : split(output, '\n')) {
+  for (std::string_view line : split_view(output, '\n')) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
-    auto f = split(line, '|');
+    auto f = split_view(line, '|');
     auto bad = [&](std::string_view why) {
       result.errors.push_back(fmt::format("squeue line {}: {}: '{}'", line_no, why, line));
     };
@@ -81,7 +72,7 @@ PendingJobs parse_pending_jobs(std::string_view output) {
     }
     PendingJob job;
     job.id = std::string(f[0]);
-    for (auto p : split(f[1], ',')) job.partitions.emplace_back(p);
+    for (auto p : split_view(f[1], ',')) job.partitions.emplace_back(p);
     if (!to_number(f[2], job.priority)) {
       bad("priority is not a number");
       continue;
@@ -117,9 +108,9 @@ bool waits_for_resources(const PendingJob& job) {
 Result<std::map<std::string, int>> parse_gres_counts(std::string_view value, std::string_view gres_name) {
   std::map<std::string, int> counts;
   if (value == "(null)" || value.empty()) return counts;
-  for (std::string_view entry : split(value, ',')) {
+  for (std::string_view entry : split_view(value, ',')) {
     if (auto paren = entry.find('('); paren != std::string_view::npos) entry = entry.substr(0, paren);
-    auto f = split(entry, ':');
+    auto f = split_view(entry, ':');
     if (f.empty() || f[0] != gres_name) continue;
     if (f.size() != 3)
       return fail(ErrorCode::invalid_argument, fmt::format("gres entry '{}': expected {}:<type>:<count>", entry, gres_name));
@@ -134,7 +125,7 @@ Result<std::map<std::string, int>> parse_gres_counts(std::string_view value, std
 Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name) {
   NodeGres node;
   bool saw_gres = false;
-  for (std::string_view token : split(line, ' ')) {
+  for (std::string_view token : split_view(line, ' ')) {
     auto eq = token.find('=');
     if (eq == std::string_view::npos) continue;
     std::string_view key = token.substr(0, eq), value = token.substr(eq + 1);

@@ -33,25 +33,9 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
   }
 
   // Job records: each names exactly the instances its job owns in the ledger.
-  std::map<JobId, std::set<std::string>> recorded;
-  std::string dir = ctx.node_dir() + "/jobs";
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (!name.ends_with(".json") || name.starts_with(".")) continue;
-      std::ifstream in(dir + "/" + name);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-      if (j.is_discarded() || !j.contains("job_id") || !j["job_id"].is_number_unsigned()) {
-        problems.push_back(fmt::format("job record {}: unreadable", name));
-        continue;
-      }
-      auto& set = recorded[j["job_id"].get<JobId>()];
-      for (const auto& i : j["instances"]) set.insert(i.value("mig_uuid", ""));
-    }
-    ::closedir(d);
-  }
+  std::vector<std::string> unreadable;
+  auto recorded = read_job_records(ctx, &unreadable);
+  for (const auto& name : unreadable) problems.push_back(fmt::format("job record {}: unreadable", name));
   std::map<JobId, std::set<std::string>> owned;
   for (const auto& i : ledger->instances)
     if (i.job) owned[*i.job].insert(i.mig_uuid);

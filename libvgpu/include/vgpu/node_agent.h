@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ struct NodeContext {
 
 // The hardware's view in ledger terms (profile ids mapped to names through the catalog).
 HardwareView hardware_view_from_snapshot(const NodeSnapshot& snapshot, const Catalog& catalog);
+
+// Job id -> MIG uuids named by every jobs/<id>.json of the node; names of unreadable records go
+// to `unreadable` when given.
+std::map<JobId, std::set<std::string>> read_job_records(const NodeContext& ctx,
+                                                        std::vector<std::string>* unreadable = nullptr);
 
 // Everything that disagrees between the ledger, the hardware, the advertisement file and the
 // job records; empty when the node is consistent. `vgpu-planner --verify` prints it.
