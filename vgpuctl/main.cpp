@@ -11,9 +11,7 @@ int main(int argc, char** argv) {
   vgpuctl::add_catalog_command(app, exit_code);
   vgpuctl::add_plan_command(app, exit_code);
   vgpuctl::add_status_command(app, exit_code);
-#ifdef VGPUCTL_HAVE_POLICY
   vgpuctl::add_policy_command(app, exit_code);
-#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
