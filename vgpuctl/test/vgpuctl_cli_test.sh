@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# vgpuctl catalog / plan / status as a script sees them: JSON shapes, exit codes, error text.
+set -u
+vgpuctl=$1
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$vgpuctl" catalog --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+names = [m["name"] for m in d["models"]]
+for want in ("A100-40GB", "A100-80GB", "A30-24GB", "H100-80GB", "H100-94GB", "H200-141GB"):
+    assert want in names, want
+h100 = next(m for m in d["models"] if m["name"] == "H100-80GB")
+p = next(p for p in h100["profiles"] if p["name"] == "3g.40gb")
+for field in ("name", "nvml_profile_id", "compute_slices", "memory_slices", "sm_count", "memory_mib", "max_instances", "placements"):
+    assert field in p, field
+assert p["placements"] == [{"start": 0, "size": 4}, {"start": 4, "size": 4}], p["placements"]
+assert p["nvml_profile_id"] == 9 and p["sm_count"] == 60
+' || fail "catalog --json shape"
+
+out=$("$vgpuctl" catalog --model V100 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"not a MIG-capable model we know (known: A100-40GB"* ]] || fail "catalog unknown model: rc=$rc $out"
+
+"$vgpuctl" plan --gpus 2 --running "0:3g.40gb@0/job42" --demand "4g.40gb:1,1g.10gb:3" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["counts"] == {"1g.10gb": 3, "4g.40gb": 1}, d["counts"]
+assert all(s["gpu"] == 1 for s in d["slots"] if s["profile"] == "4g.40gb")
+' || fail "plan --json"
+
+out=$("$vgpuctl" plan --demand "9g.99gb:1" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"profile 9g.99gb: unknown profile on H100-80GB (valid: 1g.10gb"* ]] || fail "plan unknown profile: rc=$rc $out"
+out=$("$vgpuctl" plan --running "0:3g.40gb@2" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"3g.40gb cannot start at slice 2"* ]] || fail "plan bad placement: rc=$rc $out"
+out=$("$vgpuctl" plan --running "0:3g.40gb@0,0:4g.40gb@0" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"overlap"* ]] || fail "plan overlapping running: rc=$rc $out"
+
+empty=$(mktemp -d)
+out=$("$vgpuctl" status --state-dir "$empty" 2>&1); rc=$?
+rmdir "$empty"
+[ $rc = 1 ] && [[ $out == *"no node ledgers under"* ]] || fail "status on an empty dir: rc=$rc $out"
+echo "vgpuctl CLI: all checks passed"
