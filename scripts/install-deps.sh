@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libgtest-dev libgmock-dev googletest libcli11-dev libfmt-dev
   libbenchmark-dev librapidcheck-dev libhwloc-dev hwloc
   clang libclang-rt-14-dev
+  clang-19 libclang-rt-19-dev  # libFuzzer with std::expected (scripts/fuzz.sh)
   # Slurm 22.05 (daemons, clients, and the tools that fetch its matching source)
   slurm-wlm slurmctld slurmd slurm-client munge dpkg-dev
   # visualization sessions
