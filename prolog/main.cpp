@@ -1,33 +1,49 @@
 // vgpu-prolog: slurmd's Prolog (with PrologFlags=Alloc). Creates the job's MIG instances.
 // Always exits 0: a failing Prolog drains the node, so problems cancel the job with a reason
 // instead (see run_prolog) and are logged.
+//
+// A prolog that dies by a signal would drain the node just the same, or (behind a wrapper that
+// exits 0) let the job start without its instances. So the work runs in a child process and this
+// one supervises it: a child killed by a signal is run once more (the prolog is idempotent: it
+// keeps its claims and adopts an instance created but not recorded); if that one dies too, what
+// the job holds on this node is released exactly as the epilog would, and the job is cancelled
+// with a reason. A SIGKILL of this supervisor itself cannot be handled here: slurmd then drains
+// the node, and the epilog and the planner's reconcile clean up (docs/reliability.md).
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "node_runtime.h"
 
 namespace {
+
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
-}  // namespace
 
-int main() {
+// Runs `work` in a child; its exit status, or -signal when a signal killed it.
+int in_child(const std::function<int()>& work) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return work();  // cannot supervise: do the work here rather than not at all
+  if (pid == 0) std::exit(work());
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 0;
+  if (WIFSIGNALED(status)) return -WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+}
+
+int prolog(vgpu::JobId job, const std::string& alloc) {
   try {
-    std::string alloc = env("VGPU_ALLOC");
-    if (alloc.empty()) return 0;  // no vgpu on this node for this job
-    std::string id_text = env("SLURM_JOB_ID");
-    vgpu::JobId job = 0;
-    auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), job);
-    if (ec != std::errc() || p != id_text.data() + id_text.size() || job == 0) {
-      std::fprintf(stderr, "vgpu: prolog: SLURM_JOB_ID '%s' is not a job id\n", id_text.c_str());
-      return 0;
-    }
     auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-prolog");
     if (!rt) {
       std::string why = fmt::format("vgpu: prolog: job {}: node not ready: {}", job, rt.error().message);
@@ -43,7 +59,60 @@ int main() {
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vgpu: prolog: unexpected: %s\n", e.what());
+    std::fprintf(stderr, "vgpu: prolog: job %u: unexpected: %s\n", job, e.what());
     return 0;
   }
+}
+
+// What the job holds on this node goes back exactly as at the job's end.
+int release(vgpu::JobId job) {
+  try {
+    auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-prolog");
+    if (!rt) {
+      std::fprintf(stderr, "vgpu: prolog: job %u: release: node not ready: %s\n", job, rt.error().message.c_str());
+      return 0;
+    }
+    auto result = vgpu::run_epilog((*rt)->context(), job, "prolog crashed");
+    if (!result) (*rt)->log(result.error().message);
+    (*rt)->poke_planner();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vgpu: prolog: job %u: release: unexpected: %s\n", job, e.what());
+    return 0;
+  }
+}
+
+}  // namespace
+
+int main() {
+  std::string alloc = env("VGPU_ALLOC");
+  if (alloc.empty()) return 0;  // no vgpu on this node for this job
+  std::string id_text = env("SLURM_JOB_ID");
+  vgpu::JobId job = 0;
+  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), job);
+  if (ec != std::errc() || p != id_text.data() + id_text.size() || job == 0) {
+    std::fprintf(stderr, "vgpu: prolog: SLURM_JOB_ID '%s' is not a job id\n", id_text.c_str());
+    return 0;
+  }
+  const std::string node = env("SLURMD_NODENAME");
+  int first = in_child([&] { return prolog(job, alloc); });
+  if (first >= 0) return 0;
+  std::fprintf(stderr, "vgpu: prolog: job %u: node %s: the prolog died by signal %d (%s); running it again\n", job,
+               node.c_str(), -first, strsignal(-first));
+  int second = in_child([&] { return prolog(job, alloc); });
+  if (second >= 0) return 0;
+  std::string why = fmt::format("vgpu: prolog: job {}: node {}: the prolog died twice (signal {}, then {}); "
+                                "instances released, job cancelled",
+                                job, node, -first, -second);
+  std::fprintf(stderr, "%s\n", why.c_str());
+  int released = in_child([&] { return release(job); });
+  if (released < 0)
+    std::fprintf(stderr, "vgpu: prolog: job %u: release died by signal %d; the epilog and the planner finish it\n",
+                 job, -released);
+  try {
+    if (auto slurm = vgpu::make_command_slurm_client()) (void)slurm->reject_job(job, why);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vgpu: prolog: job %u: cancel: unexpected: %s\n", job, e.what());
+  }
+  return 0;
 }

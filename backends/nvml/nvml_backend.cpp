@@ -1,6 +1,7 @@
 #include "nvml_backend.h"
 
 #include <fmt/format.h>
+#include "vgpu/crash_point.h"
 
 namespace vgpu::nvml {
 
@@ -60,6 +61,7 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
                               gpu, profile_id, placement.start, placement.size),
                   rc)
             .error());
+  vgpu::crash_point("nvml.after_gi_create");
   nvmlGpuInstanceInfo_t gi_info{};
   if (auto rc = R.api().gpu_instance_get_info(gi, &gi_info); rc != NVML_SUCCESS) {
     // Without its id the GI cannot be described; destroy it so nothing is left half made.
@@ -87,6 +89,7 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
   if (auto rc = api_.create_ci(gi, ci_prof.id, &ci); rc != NVML_SUCCESS)
     return undo(L.failure(fmt::format("nvmlGpuInstanceCreateComputeInstance(gpu {}, gi {}, profile {})",
                                       gpu, gi_info.id, ci_prof.id), rc).error());
+  vgpu::crash_point("nvml.after_ci_create");
   nvmlComputeInstanceInfo_t ci_info{};
   if (auto rc = R.api().compute_instance_get_info(ci, &ci_info); rc != NVML_SUCCESS) {
     api_.destroy_ci(ci);
@@ -125,6 +128,7 @@ Result<void> Backend::destroy_instance(int gpu, int gi_id) {
     if (auto rc = api_.destroy_ci(ci); rc != NVML_SUCCESS)
       return std::unexpected(
           L.failure(fmt::format("nvmlComputeInstanceDestroy(gpu {}, gi {}, ci {})", gpu, gi_id, ci_id), rc).error());
+  vgpu::crash_point("nvml.after_ci_destroy");
   if (auto rc = api_.destroy_gi(gi); rc != NVML_SUCCESS)
     return std::unexpected(L.failure(fmt::format("nvmlGpuInstanceDestroy(gpu {}, gi {})", gpu, gi_id), rc).error());
   return {};

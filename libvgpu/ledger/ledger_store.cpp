@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "file_ops.h"
+#include "vgpu/crash_point.h"
 #include "vgpu/ledger_json.h"
 
 namespace vgpu {
@@ -161,6 +162,7 @@ Result<void> LedgerStore::write_locked(const Ledger& ledger) {
     if (!file) return std::unexpected(file.error());
     if (auto r = file->write_all(text); !r) return r;
     if (auto r = file->fsync(); !r) return r;
+    crash_point("ledger.after_temp_write");
     if (auto r = file->close(); !r) return r;
     return file_ops::rename(*fs_, temp, ledger_path());
   }();
@@ -168,6 +170,7 @@ Result<void> LedgerStore::write_locked(const Ledger& ledger) {
     (void)fs_->unlink(temp);  // best effort; the next update removes it otherwise
     return std::unexpected(written.error().within("ledger not changed"));
   }
+  crash_point("ledger.after_rename");
   // Make the rename itself durable. If this fails the new ledger is already what readers see.
   auto synced = [&]() -> Result<void> {
     auto dir = file_ops::open(*fs_, dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "node_model.h"
+#include "vgpu/crash_point.h"
 
 namespace vgpu {
 namespace {
@@ -66,6 +67,7 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
     std::string what = fmt::format("GPU {} {}@{} {}", inst.gpu, inst.profile, inst.placement.start, inst.mig_uuid);
     if (inst.state == InstanceState::scrubbing) {
       ScrubOutcome s = ctx.scrubber->scrub(inst.mig_uuid);
+      crash_point("release.after_scrub");
       bool quarantine = s.status == ScrubStatus::failed || (s.status == ScrubStatus::unavailable && required);
       if (quarantine) {
         ctx.log(fmt::format("vgpu: epilog: {}: scrub {}: {}; QUARANTINED, never handed out again until an admin "
@@ -87,11 +89,13 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
       result.problems.push_back(fmt::format("{}: destroy: {}", what, destroyed.error().message));
       continue;
     }
+    crash_point("release.after_destroy");
     auto removed = ctx.ledger->update([&](Ledger& l) { return remove_instance(l, inst.gpu, inst.gpu_instance_id); });
     if (!removed) {
       result.problems.push_back(fmt::format("{}: ledger: {}", what, removed.error().message));
       continue;
     }
+    crash_point("release.after_ledger_remove");
     ++result.destroyed;
   }
   return result;
@@ -107,7 +111,9 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
     return {};
   });
   if (!retired) return std::unexpected(retired.error().within(where));
+  crash_point("epilog.after_retire");
   auto result = finish_released_instances(ctx);
+  crash_point("epilog.after_release");
   if (!result) return std::unexpected(result.error().within(where));
   std::string record = fmt::format("{}/jobs/{}.json", ctx.node_dir(), job);
   if (std::remove(record.c_str()) != 0 && errno != ENOENT)

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "node_model.h"
+#include "vgpu/crash_point.h"
 
 namespace vgpu {
 
@@ -134,6 +135,7 @@ Result<void> publish(NodeContext& ctx, const Ledger& l, PlannerRoundResult& resu
   result.advertised = counts;
   if (current && same_counts(*current, counts)) return {};
   if (auto ok = write_advertisement(ctx, l.plan.generation, counts); !ok) return ok;
+  crash_point("planner.before_notify_slurmd");
   result.advertisement_changed = true;
   ctx.notify_slurmd();
   return {};
@@ -193,6 +195,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
         });
         if (!claimed) {
           auto destroyed = ctx.backend->destroy_instance(d.gpu, *d.gpu_instance_id);
+          crash_point("planner.after_reconcile_destroy");
           ctx.log(fmt::format("{}: leaked instance GPU {} GI {} {}", where, d.gpu, *d.gpu_instance_id,
                               destroyed ? "destroyed" : "could not be destroyed: " + destroyed.error().message));
         }
@@ -257,6 +260,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     return {};
   });
   if (!committed) return std::unexpected(committed.error().within(where));
+  if (committed->plan.generation != ledger->plan.generation) crash_point("planner.after_plan_commit");
   if (dropped.empty()) {
     if (auto ok = publish(ctx, *committed, result); !ok) return std::unexpected(ok.error().within(where));
     return result;
@@ -276,6 +280,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     });
     if (auto ok = publish(ctx, shrunk, result); !ok) return std::unexpected(ok.error().within(where));
   }
+  crash_point("planner.after_shrink_published");
   bool caught_up = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
   while (!caught_up && std::chrono::steady_clock::now() < deadline) {
@@ -289,6 +294,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     return result;
   }
 
+  crash_point("planner.after_shrink_confirmed");
   // Phase 3: free the dropped slots nobody claimed and grow into the new plan.
   auto grown = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     auto to_drop = dropped;
@@ -307,6 +313,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     return {};
   });
   if (!grown) return std::unexpected(grown.error().within(where));
+  crash_point("planner.after_grow_commit");
   if (auto ok = publish(ctx, *grown, result); !ok) return std::unexpected(ok.error().within(where));
   return result;
 }

@@ -8,6 +8,7 @@
 
 #include "node_model.h"
 #include "vgpu/gres_request.h"
+#include "vgpu/crash_point.h"
 
 namespace vgpu {
 namespace {
@@ -108,6 +109,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       return reject(fmt::format("node {}: {}", ctx.node, claimed.error().message));
     return std::unexpected(claimed.error().within(where));
   }
+  crash_point("prolog.after_claim");
 
   for (const auto& slot : claimed->plan.slots) {
     if (slot.claimed_by_job != req.job) continue;
@@ -131,6 +133,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
                                   slot.placement.start, created.error().message));
       info = *created;
     }
+    crash_point("prolog.after_create");
     LedgerInstance inst;
     inst.gpu = slot.gpu;
     inst.profile = slot.profile;
@@ -144,6 +147,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     inst.created_at = ctx.now();
     auto recorded = ctx.ledger->update([&](Ledger& l) { return add_instance(l, inst); });
     if (!recorded) return std::unexpected(recorded.error().within(where));
+    crash_point("prolog.after_record_instance");
   }
 
   auto final_ledger = ctx.ledger->load();
@@ -151,6 +155,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   for (const auto* inst : instances_of_job(*final_ledger, req.job)) result.instances.push_back(*inst);
   if (auto ok = write_job_record(ctx, req.job, result.instances); !ok)
     return std::unexpected(ok.error().within(where));
+  crash_point("prolog.after_job_record");
   std::string uuids;
   for (const auto& i : result.instances) uuids += (uuids.empty() ? "" : ",") + i.profile + "=" + i.mig_uuid;
   ctx.log(fmt::format("{}: user {}: ready: {}", where, req.user, uuids));

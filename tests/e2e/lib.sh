@@ -103,6 +103,8 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
 ENV
   [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && echo "export VGPU_DEMAND_FILE=$VGPU_STATE_DIR/demand.txt" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  # Crash-point matrix (tests/e2e/scenarios/crash_matrix.sh): each node its own arming file.
+  [ "${VP_CRASH_POINTS:-0}" = 1 ] && echo "export VGPU_CRASH_POINT_FILE=$VC_RUN/crash/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   return 0
 }
 

@@ -10,6 +10,7 @@
 
 #include "domain_xml.h"
 #include "file_util.h"
+#include "vgpu/crash_point.h"
 
 namespace vgpu::viz {
 namespace {
@@ -158,12 +159,14 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   const std::string tmp = config_.state_dir + "/tmp";
   if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) return in_ctx(ok.error());
   rollback.add([this, job = req.job_id] { (void)remove_file(record_path(job)); });
+  crash_point("viz.after_record");
 
   // 2. The GPU device.
   auto attachment = make_attacher(pool.attach, sysfs_)->acquire(
       AttachRequest{req.job_id, pool.gpu_type, req.device, req.gpu_instance});
   if (!attachment) return in_ctx(attachment.error().within(fmt::format("pool {}", pool.name)));
   rollback.add([this, a = *attachment] { (void)release_attachment(a); });
+  crash_point("viz.after_acquire");
   record.attachment = *attachment;
   if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) return in_ctx(ok.error());
 
@@ -186,8 +189,10 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   if (!xml) return in_ctx(xml.error());
   if (auto ok = hv_.define(*xml); !ok) return in_ctx(ok.error());
   rollback.add([this, name] { (void)hv_.undefine(name); });
+  crash_point("viz.after_define");
   if (auto ok = hv_.start(name); !ok) return in_ctx(ok.error());
   rollback.add([this, name] { (void)hv_.destroy(name); });
+  crash_point("viz.after_start");
 
   // 4. Where the display listens (autoport picks it at start).
   auto live = hv_.domain_xml(name, false);
@@ -211,6 +216,7 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   // 5. The browser path: token, then the proxy.
   if (auto ok = write_token(req.job_id, *token, *port); !ok) return in_ctx(ok.error());
   rollback.add([this, job = req.job_id] { (void)remove_file(token_path(job)); });
+  crash_point("viz.after_token");
   if (auto ok = proxy_.ensure_running(); !ok) return in_ctx(ok.error());
 
   if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) return in_ctx(ok.error());
