@@ -159,7 +159,7 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
     return fail(ErrorCode::corrupt, fmt::format("{}: {}", where, e.what()));
   }
   if (auto ok = only_keys(j, {"version", "libvirt_uri", "listen_address", "proxy_port", "public_host", "ssh_host",
-                              "state_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "pools", "images"},
+                              "state_dir", "access_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "pools", "images"},
                           where);
       !ok) {
     return std::unexpected(ok.error());
@@ -175,7 +175,8 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   };
   for (const Field f : {Field{"libvirt_uri", &c.libvirt_uri, false}, Field{"listen_address", &c.listen_address, false},
                         Field{"public_host", &c.public_host, false}, Field{"ssh_host", &c.ssh_host, false},
-                        Field{"state_dir", &c.state_dir, true}, Field{"sysfs_root", &c.sysfs_root, true},
+                        Field{"state_dir", &c.state_dir, true}, Field{"access_dir", &c.access_dir, true},
+                        Field{"sysfs_root", &c.sysfs_root, true},
                         Field{"novnc_dir", &c.novnc_dir, true}, Field{"websockify", &c.websockify, true},
                         Field{"emulator", &c.emulator, true}}) {
     auto v = get_string(j, f.key, where, false, *f.target);

@@ -48,6 +48,9 @@ struct VizConfig {
   std::string public_host = "localhost";  // what the printed URL names (after ssh -L)
   std::string ssh_host;                    // node name for the ssh -L hint; empty = hostname
   std::string state_dir = "/run/slurm-vgpu/viz";
+  // Where Slurm sessions leave each job's "how to connect" file (<access_dir>/<job>, 0600, owned by
+  // the job's user): the user's step reads it without any libvirt rights. Root-owned, 0711.
+  std::string access_dir = "/run/slurm-vgpu/viz-access";
   std::string sysfs_root = "/";
   std::string novnc_dir = "/usr/share/novnc";
   std::string websockify = "/usr/bin/websockify";

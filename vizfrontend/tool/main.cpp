@@ -1,7 +1,9 @@
-// vgpu-viz: start, stop, list and reap visualization sessions on this node; run as a Slurm step
-// with no subcommand it starts the job's session, prints how to reach it, and tears it down when
-// the step ends (SIGTERM from Slurm, Ctrl-C, 'q' on stdin) or the guest powers off.
+// vgpu-viz: start, stop, list and reap visualization sessions on this node. With no subcommand it
+// is the user's Slurm step: it shows the session the job's prolog started (slurm_session.h), or,
+// given --pool, starts one itself and tears it down when the step ends.
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,7 +14,10 @@
 #include <set>
 #include <string>
 
+#include "context.h"
 #include "file_util.h"
+#include "slurm_session.h"
+#include "validate.h"
 #include "hypervisor.h"
 #include "proxy.h"
 #include "session_manager.h"
@@ -23,78 +28,38 @@ namespace {
 
 using namespace vgpu;
 using namespace vgpu::viz;
-
-struct Options {
-  std::string config_path;
-  std::string job;
-  std::string pool;
-  std::string image;
-  std::string geometry;
-  std::string user;
-  std::string job_name;
-  std::string cpuset;
-  std::string device;
-  std::string gpu_instance;
-  std::string access_file;
-  std::string live;
-  std::string out;
-};
+using namespace vgpu::viz::tool;
 
 std::string env_or(const char* name, std::string fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-int report(const Error& e) {
-  std::fprintf(stderr, "%s\n", e.message.c_str());
-  return e.code == ErrorCode::invalid_argument ? 2 : 1;
-}
-
-// Everything a command needs, opened once.
-struct Context {
-  VizConfig config;
-  std::unique_ptr<Hypervisor> hv;
-  std::unique_ptr<RootedSysfs> sysfs;
-  std::unique_ptr<WebsockifyProxy> proxy;
-  std::unique_ptr<SessionManager> sessions;
-};
-
-Result<Context> open_context(const Options& o) {
-  Context c;
-  auto config = load_viz_config(o.config_path);
-  if (!config) return std::unexpected(config.error().within("vgpu-viz"));
-  c.config = std::move(*config);
-  auto hv = open_libvirt(c.config.libvirt_uri);
-  if (!hv) return std::unexpected(hv.error().within("vgpu-viz"));
-  c.hv = std::move(*hv);
-  c.sysfs = std::make_unique<RootedSysfs>(c.config.sysfs_root);
-  return c;
-}
-
-// The manager keeps references into the context, so it is built after the context has its
-// final address.
-void attach_manager(Context& c) {
-  c.proxy = std::make_unique<WebsockifyProxy>(c.config, c.config.state_dir + "/tokens");
-  c.sessions = std::make_unique<SessionManager>(c.config, *c.hv, *c.sysfs, *c.proxy, system_random());
-}
-
 // The secret goes to stdout (the user's terminal or job output) or to a 0600 file; never stderr,
-// which slurmd and test harnesses tend to collect into shared logs.
-Result<void> announce(const StartedSession& s, const Options& o, bool rotated) {
-  const std::string text = fmt::format(
-      "vgpu-viz: job {}: {} (domain {}, pool {})\n"
-      "  1. on your machine:  {}\n"
-      "  2. open:             {}\n"
-      "  password:            {}\n",
-      s.record.job_id, rotated ? "display password changed" : "session is up", s.record.domain, s.record.pool,
-      s.access.ssh_line, s.access.url, s.password);
-  if (!o.access_file.empty()) {
-    const auto slash = o.access_file.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : o.access_file.substr(0, std::max<std::size_t>(slash, 1));
-    if (auto ok = write_file_atomic(o.access_file, dir, text, 0600); !ok) return ok;
-    std::printf("vgpu-viz: job %u: session is up; how to connect is in %s\n", s.record.job_id, o.access_file.c_str());
-  } else {
+// which slurmd and test harnesses tend to collect into shared logs. A Slurm session (--owner)
+// writes it to the job's access file, owned by the job's user, and prints only where it is.
+std::string describe(const Attachment& a) {
+  std::string out(to_string(a.kind));
+  if (!a.parent.empty()) out += ":" + a.parent;
+  return out;
+}
+
+Result<void> announce(const StartedSession& s, const Options& o, const VizConfig& config, bool rotated) {
+  const std::string text = access_text(s, rotated);
+  std::string file = o.access_file;
+  std::optional<Owner> owner;
+  if (!o.owner.empty()) {
+    auto found = resolve_owner(o.owner);
+    if (!found) return std::unexpected(found.error());
+    owner = *found;
+    if (file.empty()) file = access_path(config, s.record.job_id);
+  }
+  if (file.empty()) {
     std::fputs(text.c_str(), stdout);
+  } else {
+    if (auto ok = write_access_file(file, text, owner); !ok) return ok;
+    std::printf("vgpu-viz: job %u: session is up (domain %s, device %s); how to connect is in %s\n", s.record.job_id,
+                s.record.domain.c_str(), describe(s.record.attachment).c_str(), file.c_str());
   }
   std::fflush(stdout);
   return {};
@@ -125,12 +90,33 @@ int cmd_start(const Options& o) {
   if (!req) return report(req.error());
   auto c = open_context(o);
   if (!c) return report(c.error());
-  attach_manager(*c);
-  auto s = c->sessions->start(*req);
+  Context& ctx = **c;
+  if (!o.owner.empty()) {
+    // Slurm session: the access directory is root's and only traversable, so a user can open
+    // their own file by name but neither list nor plant anything there.
+    if (auto ok = make_dirs(ctx.config.access_dir, 0711); !ok) return report(ok.error());
+    ::chmod(ctx.config.access_dir.c_str(), 0711);
+  }
+  auto s = ctx.sessions->start(*req);
   if (!s) return report(s.error());
-  if (auto ok = announce(*s, o, false); !ok) {
-    (void)c->sessions->stop(req->job_id);
-    return report(ok.error());
+  auto undo = [&](const Error& e) {
+    (void)ctx.sessions->stop(req->job_id);
+    return report(e);
+  };
+  if (auto ok = announce(*s, o, ctx.config, false); !ok) return undo(ok.error());
+  if (!o.owner.empty()) {
+    // The user's step asks for another image/geometry through this file; the guard reads it.
+    auto owner = resolve_owner(o.owner);
+    const std::string request = request_path(access_path(ctx.config, req->job_id));
+    const int fd = ::open(request.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || !owner || fchown(fd, owner->uid, owner->gid) != 0) {
+      if (fd >= 0) ::close(fd);
+      return undo(Error{ErrorCode::io, fmt::format("vgpu-viz: job {}: {}: cannot prepare", req->job_id, request)});
+    }
+    ::close(fd);
+  }
+  if (o.guard) {
+    if (auto ok = spawn_guard(o, ctx.config, req->job_id); !ok) return undo(ok.error());
   }
   return 0;
 }
@@ -140,8 +126,10 @@ int cmd_stop(const Options& o) {
   if (!job) return report(job.error().within("vgpu-viz"));
   auto c = open_context(o);
   if (!c) return report(c.error());
-  attach_manager(*c);
-  if (auto ok = c->sessions->stop(*job); !ok) return report(ok.error());
+  if (auto ok = (*c)->sessions->stop(*job); !ok) return report(ok.error());
+  const std::string access = access_path((*c)->config, *job);
+  for (const auto& f : {access, request_path(access), access + ".error"})
+    if (auto ok = remove_file(f); !ok) return report(ok.error());
   std::printf("vgpu-viz: job %u: session stopped\n", *job);
   return 0;
 }
@@ -149,10 +137,9 @@ int cmd_stop(const Options& o) {
 int cmd_list(const Options& o) {
   auto c = open_context(o);
   if (!c) return report(c.error());
-  attach_manager(*c);
-  auto sessions = c->sessions->list();
+  auto sessions = (*c)->sessions->list();
   if (!sessions) return report(sessions.error());
-  auto domains = c->hv->list(kDomainPrefix);
+  auto domains = (*c)->hv->list(kDomainPrefix);
   std::set<std::string> active;
   if (domains) {
     for (const auto& d : *domains) {
@@ -180,10 +167,13 @@ int cmd_reap(const Options& o) {
   }
   auto c = open_context(o);
   if (!c) return report(c.error());
-  attach_manager(*c);
-  auto r = c->sessions->reap(live);
+  auto r = (*c)->sessions->reap(live);
   if (!r) return report(r.error());
-  for (const auto job : r->removed) std::printf("vgpu-viz: reap: job %u: removed\n", job);
+  for (const auto job : r->removed) {
+    const std::string access = access_path((*c)->config, job);
+    for (const auto& f : {access, request_path(access), access + ".error"}) (void)remove_file(f);
+    std::printf("vgpu-viz: reap: job %u: removed\n", job);
+  }
   for (const auto& p : r->problems) std::fprintf(stderr, "%s\n", p.c_str());
   return r->problems.empty() ? 0 : 1;
 }
@@ -193,10 +183,9 @@ int cmd_rotate(const Options& o) {
   if (!job) return report(job.error().within("vgpu-viz"));
   auto c = open_context(o);
   if (!c) return report(c.error());
-  attach_manager(*c);
-  auto s = c->sessions->rotate_password(*job);
+  auto s = (*c)->sessions->rotate_password(*job);
   if (!s) return report(s.error());
-  auto ok = announce(*s, o, true);
+  auto ok = announce(*s, o, (*c)->config, true);
   return ok ? 0 : report(ok.error());
 }
 
@@ -205,7 +194,7 @@ int cmd_screenshot(const Options& o) {
   if (!job) return report(job.error().within("vgpu-viz"));
   auto c = open_context(o);
   if (!c) return report(c.error());
-  if (auto ok = c->hv->screenshot(domain_name(*job), o.out); !ok) return report(ok.error());
+  if (auto ok = (*c)->hv->screenshot(domain_name(*job), o.out); !ok) return report(ok.error());
   std::printf("vgpu-viz: job %u: screenshot written to %s\n", *job, o.out.c_str());
   return 0;
 }
@@ -213,13 +202,23 @@ int cmd_screenshot(const Options& o) {
 volatile sig_atomic_t g_stop_signal = 0;
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// The Slurm-step mode: start, announce, wait, tear down. Teardown runs on every exit path
-// after a successful start, so the session never outlives the step.
+// The step mode. A job that asked for --gres=vgpu:<pool>:1 already has its session (the prolog
+// started it): show it and follow it, no privileges needed. Otherwise, with --pool, the step
+// starts a session itself (needs libvirt access) and tears it down on every exit path.
 int cmd_run(Options o) {
   if (o.job.empty()) o.job = env_or("SLURM_JOB_ID", "");
   if (o.pool.empty()) o.pool = env_or("VGPU_VIZ_POOL", "");
   if (o.job.empty()) return report(Error{ErrorCode::invalid_argument, "vgpu-viz: no --job and no SLURM_JOB_ID"});
-  if (o.pool.empty()) return report(Error{ErrorCode::invalid_argument, "vgpu-viz: no --pool and no VGPU_VIZ_POOL"});
+  auto job = parse_job_id(o.job);
+  if (!job) return report(job.error().within("vgpu-viz"));
+  if (o.pool.empty()) {
+    auto config = load_viz_config(o.config_path);
+    if (!config) return report(config.error().within("vgpu-viz"));
+    auto attached = attach_to_session(o, *config, *job);
+    if (attached) return *attached;
+    return report(Error{ErrorCode::invalid_argument,
+                        attached.error().message + "; ask for one with srun --gres=vgpu:<viz pool>:1 vgpu-viz"});
+  }
   auto req = start_request(o);
   if (!req) return report(req.error());
   struct sigaction sa{};
@@ -228,11 +227,10 @@ int cmd_run(Options o) {
   for (const int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
   auto c = open_context(o);
   if (!c) return report(c.error());
-  attach_manager(*c);
-  auto s = c->sessions->start(*req);
+  auto s = (*c)->sessions->start(*req);
   if (!s) return report(s.error());
   int rc = 0;
-  if (auto ok = announce(*s, o, false); !ok) {
+  if (auto ok = announce(*s, o, (*c)->config, false); !ok) {
     rc = report(ok.error());
   } else {
     std::printf("vgpu-viz: job %u: press q and Enter (or end the job) to stop the session\n", req->job_id);
@@ -241,22 +239,22 @@ int cmd_run(Options o) {
     // The printed password is good for one login: after the first client authenticates, the
     // session gets a fresh one (shown only here), so a URL copied into a log or history is dead.
     bool rotated = false;
-    if (auto watching = c->hv->watch_logins(s->record.domain); !watching) {
+    if (auto watching = (*c)->hv->watch_logins(s->record.domain); !watching) {
       std::fprintf(stderr, "%s (the password will not be rotated)\n", watching.error().message.c_str());
       rotated = true;
     }
     while (g_stop_signal == 0) {
-      auto logins = c->hv->wait_logins(1000);
+      auto logins = (*c)->hv->wait_logins(1000);
       if (!logins) {
         rc = report(logins.error());
         break;
       }
       if (*logins > 0 && !rotated) {
         rotated = true;
-        auto fresh = c->sessions->rotate_password(req->job_id);
+        auto fresh = (*c)->sessions->rotate_password(req->job_id);
         if (!fresh) {
           std::fprintf(stderr, "%s\n", fresh.error().message.c_str());
-        } else if (auto told = announce(*fresh, o, true); !told) {
+        } else if (auto told = announce(*fresh, o, (*c)->config, true); !told) {
           std::fprintf(stderr, "%s\n", told.error().message.c_str());
         }
       }
@@ -266,7 +264,7 @@ int cmd_run(Options o) {
         const ssize_t got = read(STDIN_FILENO, buf, sizeof buf);
         if (got <= 0 || buf[0] == 'q') break;
       }
-      auto domains = c->hv->list(s->record.domain);
+      auto domains = (*c)->hv->list(s->record.domain);
       bool running = false;
       if (domains) {
         for (const auto& d : *domains) running = running || (d.name == s->record.domain && d.active);
@@ -277,7 +275,7 @@ int cmd_run(Options o) {
       }
     }
   }
-  if (auto ok = c->sessions->stop(req->job_id); !ok) rc = report(ok.error());
+  if (auto ok = (*c)->sessions->stop(req->job_id); !ok) rc = report(ok.error());
   std::printf("vgpu-viz: job %u: session stopped\n", req->job_id);
   return rc;
 }
@@ -290,7 +288,9 @@ int main(int argc, char** argv) {
   o.config_path = env_or("VGPU_VIZ_CONFIG", "/etc/slurm-vgpu/viz.json");
   o.user = env_or("SLURM_JOB_USER", env_or("USER", ""));
   o.job_name = env_or("SLURM_JOB_NAME", "");
+  o.policy_path = env_or("VGPU_POLICY", "");
   app.add_option("--config", o.config_path, "viz config file (env VGPU_VIZ_CONFIG)");
+  app.add_option("--policy", o.policy_path, "slurm-vgpu policy file whose viz pools to offer (env VGPU_POLICY)");
   auto session_options = [&](CLI::App* sub) {
     sub->add_option("--pool", o.pool, "viz pool name");
     sub->add_option("--image", o.image, "named image offered by the node (default: the pool's)");
@@ -309,6 +309,8 @@ int main(int argc, char** argv) {
   auto* start = app.add_subcommand("start", "start a session for a job and print how to reach it");
   start->add_option("--job", o.job, "job id")->required();
   session_options(start);
+  start->add_option("--owner", o.owner, "Slurm session: the job's user; the access file goes to access_dir/<job>");
+  start->add_flag("--guard", o.guard, "leave a guard that rotates the password after the first login");
   start->callback([&] {});
   auto* stop = app.add_subcommand("stop", "destroy a job's session: domain, device, token");
   stop->add_option("--job", o.job, "job id")->required();
@@ -318,6 +320,9 @@ int main(int argc, char** argv) {
   auto* rotate = app.add_subcommand("rotate", "give a running session a new display password");
   rotate->add_option("--job", o.job, "job id")->required();
   rotate->add_option("--access-file", o.access_file, "write URL and password to this 0600 file, not stdout");
+  auto* guard = app.add_subcommand("guard", "watch a Slurm session (started by `start --guard`)");
+  guard->add_option("--job", o.job, "job id")->required();
+  guard->add_option("--owner", o.owner, "the job's user (owner of the access file)");
   auto* shot = app.add_subcommand("screenshot", "save the guest's screen as PNG");
   shot->add_option("--job", o.job, "job id")->required();
   shot->add_option("--out", o.out, "PNG file")->required();
@@ -338,5 +343,6 @@ int main(int argc, char** argv) {
   if (reap->parsed()) return cmd_reap(o);
   if (rotate->parsed()) return cmd_rotate(o);
   if (shot->parsed()) return cmd_screenshot(o);
+  if (guard->parsed()) return cmd_guard(o);
   return cmd_run(o);
 }

@@ -1,0 +1,112 @@
+#include "context.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "file_util.h"
+#include "policy_pools.h"
+#include "validate.h"
+
+namespace vgpu::viz::tool {
+
+Result<VizConfig> load_config(const Options& o) {
+  auto config = load_viz_config(o.config_path);
+  if (!config) return std::unexpected(config.error().within("vgpu-viz"));
+  if (!o.policy_path.empty()) {
+    auto policy = load_policy_file(o.policy_path);
+    if (!policy) return std::unexpected(policy.error().within("vgpu-viz"));
+    if (auto ok = add_policy_pools(*config, *policy); !ok) return std::unexpected(ok.error().within("vgpu-viz"));
+  }
+  return config;
+}
+
+Result<std::unique_ptr<Context>> open_context(const Options& o) {
+  auto c = std::make_unique<Context>();
+  auto config = load_config(o);
+  if (!config) return std::unexpected(config.error());
+  c->config = std::move(*config);
+  auto hv = open_libvirt(c->config.libvirt_uri);
+  if (!hv) return std::unexpected(hv.error().within("vgpu-viz"));
+  c->hv = std::move(*hv);
+  c->sysfs = std::make_unique<RootedSysfs>(c->config.sysfs_root);
+  c->proxy = std::make_unique<WebsockifyProxy>(c->config, c->config.state_dir + "/tokens");
+  c->sessions = std::make_unique<SessionManager>(c->config, *c->hv, *c->sysfs, *c->proxy, system_random());
+  return c;
+}
+
+Result<Owner> resolve_owner(const std::string& user) {
+  auto name = check_name("user", user);
+  if (!name) return std::unexpected(name.error().within("vgpu-viz: --owner"));
+  passwd pw{};
+  passwd* found = nullptr;
+  char buf[4096];
+  if (getpwnam_r(user.c_str(), &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
+    return Owner{found->pw_uid, found->pw_gid};
+  uid_t uid = 0;
+  auto [p, ec] = std::from_chars(user.data(), user.data() + user.size(), uid);
+  if (ec == std::errc() && p == user.data() + user.size() && getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 &&
+      found != nullptr)
+    return Owner{found->pw_uid, found->pw_gid};
+  return fail(ErrorCode::invalid_argument, fmt::format("vgpu-viz: --owner: no such user '{}'", user));
+}
+
+std::string access_path(const VizConfig& config, std::uint32_t job) {
+  return fmt::format("{}/{}", config.access_dir, job);
+}
+
+std::string access_text(const StartedSession& s, bool rotated) {
+  return fmt::format(
+      "vgpu-viz: job {}: {} (domain {}, pool {})\n"
+      "  1. on your machine:  {}\n"
+      "  2. open:             {}\n"
+      "  password:            {}\n",
+      s.record.job_id, rotated ? "display password changed" : "session is up", s.record.domain, s.record.pool,
+      s.access.ssh_line, s.access.url, s.password);
+}
+
+Result<void> write_access_file(const std::string& path, const std::string& text, std::optional<Owner> owner) {
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, std::max<std::size_t>(slash, 1));
+  if (!owner) return write_file_atomic(path, dir, text, 0600);
+  std::string tmpl = dir + "/.access-XXXXXX";
+  const int fd = mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd < 0) return fail(ErrorCode::io, fmt::format("{}: temp file: {}", path, std::strerror(errno)));
+  auto undo = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    return fail(ErrorCode::io, fmt::format("{}: {}: {}", path, what, std::strerror(err)));
+  };
+  // Owner and mode before the secret goes in, so it is never readable by anyone else.
+  if (fchmod(fd, 0600) != 0) return undo("chmod");
+  if (fchown(fd, owner->uid, owner->gid) != 0) return undo("chown");
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return undo("write");
+    done += static_cast<std::size_t>(n);
+  }
+  if (fsync(fd) != 0) return undo("fsync");
+  ::close(fd);
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    return fail(ErrorCode::io, fmt::format("{}: rename: {}", path, std::strerror(err)));
+  }
+  return {};
+}
+
+int report(const Error& e) {
+  std::fprintf(stderr, "%s\n", e.message.c_str());
+  return e.code == ErrorCode::invalid_argument ? 2 : 1;
+}
+
+}  // namespace vgpu::viz::tool
