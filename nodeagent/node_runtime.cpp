@@ -66,7 +66,8 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->ctx_.state_dir = env_or("VGPU_STATE_DIR", "/var/lib/slurm-vgpu");
   ::mkdir(rt->ctx_.state_dir.c_str(), 0755);
   ::mkdir(rt->ctx_.node_dir().c_str(), 0700);
-  auto policy = load_policy_file(env_or("VGPU_POLICY", "/etc/slurm-vgpu/policy.json"));
+  const std::string policy_path = env_or("VGPU_POLICY", "/etc/slurm-vgpu/policy.json");
+  auto policy = load_policy_file(policy_path);
   if (!policy) return std::unexpected(policy.error());
   rt->policy_ = std::move(*policy);
   rt->ledger_ = std::make_unique<LedgerStore>(rt->ctx_.node_dir());
@@ -75,6 +76,9 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->backend_ = std::move(backend);
   rt->slurm_ = make_command_slurm_client();
   rt->scrubber_ = make_command_scrubber();
+  // Only nodes that serve a partition with viz pools run VMs (and pay for the squeue of the reap).
+  for (const auto* part : node_partitions(rt->policy_, rt->ctx_.node))
+    if (!part->viz_pools.empty() && !rt->viz_) rt->viz_ = make_command_viz_launcher(policy_path);
   rt->slurmd_pidfile_ = env_or("VGPU_SLURMD_PIDFILE", "/run/slurmd.pid");
   if (auto pos = rt->slurmd_pidfile_.find("%n"); pos != std::string::npos)
     rt->slurmd_pidfile_.replace(pos, 2, rt->ctx_.node);
@@ -85,6 +89,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->ctx_.backend = rt->backend_.get();
   rt->ctx_.slurm = rt->slurm_.get();
   rt->ctx_.scrubber = rt->scrubber_.get();
+  rt->ctx_.viz = rt->viz_.get();
   rt->ctx_.now = [] { return static_cast<std::int64_t>(std::time(nullptr)); };
   rt->ctx_.log = [self](const std::string& s) { self->log(s); };
   rt->ctx_.notify_slurmd = [self] {

@@ -5,6 +5,7 @@
 //   VGPU_POLICY                       default /etc/slurm-vgpu/policy.json
 //   VGPU_SLURMD_PIDFILE               slurmd's pid file, "%n" = node name; default /run/slurmd.pid
 //   VGPU_NVML_LIBRARY                 libnvidia-ml.so.1 to load (tests: the fake)
+//   VGPU_VIZ, VGPU_VIZ_CONFIG         vgpu-viz and its node config, on nodes with viz pools
 #pragma once
 
 #include <memory>
@@ -31,6 +32,7 @@ class NodeRuntime {
   std::unique_ptr<GpuBackend> backend_;
   std::unique_ptr<SlurmClient> slurm_;
   std::unique_ptr<Scrubber> scrubber_;
+  std::unique_ptr<VizLauncher> viz_;
   std::string slurmd_pidfile_;
   NodeContext ctx_;
 };

@@ -190,7 +190,7 @@ VizVm read_vm(const json& j, const std::string& path) {
   VizVm vm;
   vm.job = read_job(j, "job", path);
   vm.domain = read_string(j, "domain", path);
-  vm.device = read_string(j, "device", path);
+  vm.device = read_string(j, "device", path, /*allow_empty=*/true);  // not known until the VM started
   std::string state = read_string(j, "state", path);
   auto parsed = parse_vm_state(state);
   if (!parsed)

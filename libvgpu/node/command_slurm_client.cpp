@@ -2,15 +2,19 @@
 // rejection reason is sanitized because it ends up in scontrol's key=value syntax.
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+
+#include <charconv>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "vgpu/node_agent.h"
 #include "vgpu/process.h"
+#include "vgpu/text_split.h"
 
 namespace vgpu {
 namespace {
@@ -46,14 +50,29 @@ class CommandSlurmClient final : public SlurmClient {
     // A large cluster publishes demand once (vgpu-planner --publish-demand) instead of every
     // node asking slurmctld; a stale file is an error, so the planner keeps its current plan.
     if (const char* file = std::getenv("VGPU_DEMAND_FILE"); file && *file) {
+      // Checked on the descriptor that is read, so the file cannot be swapped in between.
+      int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return fail(ErrorCode::unavailable, fmt::format("demand file {}: missing", file));
       struct stat st {};
-      if (::stat(file, &st) != 0) return fail(ErrorCode::unavailable, fmt::format("demand file {}: missing", file));
+      std::string text;
+      bool read_ok = ::fstat(fd, &st) == 0;
+      char buf[65536];
+      for (ssize_t n; read_ok && (n = ::read(fd, buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        read_ok = n > 0;
+        if (read_ok) text.append(buf, static_cast<std::size_t>(n));
+      }
+      ::close(fd);
+      if (!read_ok) return fail(ErrorCode::unavailable, fmt::format("demand file {}: cannot read", file));
+      // Whoever can write it steers every node's layout: only root or this daemon's user may.
+      if ((st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & 022))
+        return fail(ErrorCode::unavailable,
+                    fmt::format("demand file {}: refused: owner uid {}, mode {:04o} (want root or uid {}, "
+                                "not writable by group or others)",
+                                file, st.st_uid, st.st_mode & 07777, ::geteuid()));
       long age = static_cast<long>(std::time(nullptr) - st.st_mtime);
       if (age > 60) return fail(ErrorCode::unavailable, fmt::format("demand file {}: stale ({} s old)", file, age));
-      std::ifstream in(file);
-      std::stringstream text;
-      text << in.rdbuf();
-      return parse_pending_jobs(text.str());
+      return parse_pending_jobs(text);
     }
     auto out = squeue_pending_text();
     if (!out) return std::unexpected(out.error());
@@ -64,6 +83,22 @@ class CommandSlurmClient final : public SlurmClient {
     auto out = run_ok({tool("scontrol"), "-o", "-d", "show", "node", node});
     if (!out) return std::unexpected(out.error());
     return parse_scontrol_node(*out, "vgpu");
+  }
+
+  Result<std::set<JobId>> jobs_on_node(const std::string& node) override {
+    auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
+    if (!out) return std::unexpected(out.error());
+    std::set<JobId> jobs;
+    for (auto line : split_view(*out, '\n')) {
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+      if (line.empty()) continue;
+      JobId id = 0;
+      auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), id);
+      if (ec != std::errc() || p != line.data() + line.size())
+        return fail(ErrorCode::corrupt, fmt::format("squeue -w {}: not a job id: '{}'", node, line));
+      jobs.insert(id);
+    }
+    return jobs;
   }
 
   Result<void> reject_job(JobId job, const std::string& reason) override {

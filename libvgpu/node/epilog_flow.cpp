@@ -112,9 +112,12 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   });
   if (!retired) return std::unexpected(retired.error().within(where));
   crash_point("epilog.after_retire");
+  std::vector<std::string> viz_problems;
+  stop_viz_session(ctx, job, viz_problems);
   auto result = finish_released_instances(ctx);
   crash_point("epilog.after_release");
   if (!result) return std::unexpected(result.error().within(where));
+  for (auto& p : viz_problems) result->problems.push_back(std::move(p));
   std::string record = fmt::format("{}/jobs/{}.json", ctx.node_dir(), job);
   if (std::remove(record.c_str()) != 0 && errno != ENOENT)
     result->problems.push_back(fmt::format("remove {}: {}", record, std::strerror(errno)));

@@ -130,7 +130,7 @@ bool same_counts(std::map<std::string, int> a, std::map<std::string, int> b) {
 }
 
 Result<void> publish(NodeContext& ctx, const Ledger& l, PlannerRoundResult& result) {
-  auto counts = advertised_counts(l);
+  auto counts = node_advertisement(ctx, l);
   auto current = read_advertised_counts(ctx);
   result.advertised = counts;
   if (current && same_counts(*current, counts)) return {};
@@ -156,7 +156,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& drop
     still_dropped.erase(it);
     return true;
   });
-  auto want = advertised_counts(shrunk);
+  auto want = node_advertisement(ctx, shrunk);
   auto configured = node->configured;
   configured.erase("never");
   configured.erase("free");
@@ -220,6 +220,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   });
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
     result.notes.push_back("cleanup: " + cleaned.error().message);
+  reap_viz_sessions(ctx, result.notes);
 
   auto pending = ctx.slurm->pending_jobs();
   if (!pending) {

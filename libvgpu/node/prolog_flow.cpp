@@ -70,10 +70,17 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
 
   auto alloc = parse_vgpu_alloc(req.alloc);
   if (!alloc) return reject(alloc.error().message);
-  std::vector<GresRequest> mig;
-  for (const auto& r : *alloc)
-    if (!node::is_viz_pool(*ctx.policy, r.type)) mig.push_back(r);
-  if (mig.empty()) return result;  // not a MIG job: nothing to create here
+  std::vector<GresRequest> mig, viz;
+  for (const auto& r : *alloc) (node::is_viz_pool(*ctx.policy, r.type) ? viz : mig).push_back(r);
+  if (mig.empty()) {
+    // A viz-only job: its VM, and a job record with no instances so its steps see no GPU.
+    auto refused = start_viz_sessions(ctx, req, viz);
+    if (!refused) return std::unexpected(refused.error());
+    if (!refused->empty()) return reject(*refused);
+    if (!viz.empty())
+      if (auto ok = write_job_record(ctx, req.job, {}); !ok) return std::unexpected(ok.error().within(where));
+    return result;
+  }
 
   const PartitionPolicy* part = ctx.policy->partition(req.partition);
   if (!part) return reject(fmt::format("partition {}: no vgpu policy for it", req.partition));
@@ -156,6 +163,10 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   if (auto ok = write_job_record(ctx, req.job, result.instances); !ok)
     return std::unexpected(ok.error().within(where));
   crash_point("prolog.after_job_record");
+  // A MIG-backed viz VM needs the job's instances first.
+  auto refused = start_viz_sessions(ctx, req, viz);
+  if (!refused) return std::unexpected(refused.error().within(where));
+  if (!refused->empty()) return reject(*refused);
   std::string uuids;
   for (const auto& i : result.instances) uuids += (uuids.empty() ? "" : ",") + i.profile + "=" + i.mig_uuid;
   ctx.log(fmt::format("{}: user {}: ready: {}", where, req.user, uuids));

@@ -21,7 +21,7 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
     problems.push_back(fmt::format("ledger vs hardware: {} on GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
 
   auto advertised = read_advertised_counts(ctx);
-  auto expected = advertised_counts(*ledger);
+  auto expected = node_advertisement(ctx, *ledger);
   std::erase_if(expected, [](const auto& kv) { return kv.second == 0; });
   if (!advertised) {
     problems.push_back("advertisement: " + advertised.error().message);
@@ -43,6 +43,16 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
     if (owned[job] != uuids) problems.push_back(fmt::format("job {}: record and ledger name different instances", job));
   for (const auto& [job, uuids] : owned)
     if (!recorded.contains(job)) problems.push_back(fmt::format("job {}: owns {} instance(s) but has no job record", job, uuids.size()));
+  // Viz VMs: the ledger's records and the sessions vgpu-viz knows name the same jobs.
+  if (ctx.viz != nullptr) {
+    auto sessions = ctx.viz->sessions();
+    std::set<JobId> recorded_vms;
+    for (const auto& vm : ledger->vms) recorded_vms.insert(vm.job);
+    if (!sessions) problems.push_back("viz: " + sessions.error().message);
+    else if (*sessions != recorded_vms)
+      problems.push_back(fmt::format("viz: ledger records VMs of {} job(s), vgpu-viz has {} session(s)",
+                                     recorded_vms.size(), sessions->size()));
+  }
   return problems;
 }
 

@@ -23,7 +23,11 @@ VP_GPUS=${VP_GPUS:-2}
 VP_PERIOD=${VP_PERIOD:-1}
 VP_STARVATION=${VP_STARVATION:-15}
 VP_SCRUB=${VP_SCRUB:-optional}
-VC_TOTAL=$((7 * VP_GPUS))
+# VP_VIZ=1: node n1 also serves partition "viz" (pool viz-small: VMs without a GPU, 2 sessions)
+# through the real libvirtd + QEMU TCG; the vgpu total per node grows by those 2 sessions.
+VP_VIZ=${VP_VIZ:-0}
+VP_VIZ_SESSIONS=$([ "$VP_VIZ" = 1 ] && echo 2 || echo 0)
+VC_TOTAL=$((7 * VP_GPUS + VP_VIZ_SESSIONS))
 export VC_TOTAL
 . "$VP_SRC/tests/cluster/lib.sh"
 
@@ -57,9 +61,41 @@ _vp_policy_write() {
   }
 }
 JSON
+  [ "$VP_VIZ" = 1 ] && _vp_policy_add_viz
   "$VP_BIN/vgpuctl/vgpuctl" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
     vc_fail "generated policy does not check"
 }
+
+# The viz partition (node n1 only) and its image: the guest tests/viz builds.
+_vp_policy_add_viz() {
+  python3 - "$VC_RUN/etc/vgpu-policy.json" "$VP_VIZ_GUEST" "$VP_VIZ_SESSIONS" <<'PY' || vc_fail "could not add viz to the policy"
+import json, sys
+path, guest, sessions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = json.load(open(path))
+p["images"] = {"tinyguest": {"kernel": f"{guest}/vmlinuz", "initrd": f"{guest}/initrd.gz",
+                             "cmdline": "console=ttyS0,115200 console=tty0 vga=0x318 quiet"}}
+p["partitions"]["viz"] = {"profiles": ["1g.10gb"], "nodes": ["n1"], "scrub": "optional",
+  "viz_pools": [{"name": "viz-small", "attach": "none", "image": "tinyguest", "memory_mib": 256,
+                 "vcpus": 1, "max_sessions": sessions, "display": "vnc", "max_geometry": "1024x768"}]}
+json.dump(p, open(path, "w"), indent=2)
+PY
+}
+
+# vgpu-viz's node config for n1 (pools come from the policy) and the daemons it needs.
+_vp_viz_setup() {
+  VP_VIZ_PORT=$(_vc_free_port)
+  mkdir -p "$VC_RUN/viz"
+  cat > "$VC_RUN/etc/viz.json" <<JSON
+{"version": 1, "libvirt_uri": "qemu:///system", "listen_address": "127.0.0.1", "proxy_port": $VP_VIZ_PORT,
+ "public_host": "127.0.0.1", "ssh_host": "n1", "state_dir": "$VC_RUN/viz/state",
+ "access_dir": "$VC_RUN/viz/access", "pools": []}
+JSON
+  "$VP_SRC/tests/viz/libvirt-up.sh" "$VC_RUN/libvirt" >> "$VC_RUN/log/libvirt-up.log" 2>&1 ||
+    vc_fail "libvirtd did not start: $(tail -3 "$VC_RUN/log/libvirt-up.log")"
+  "$VP_SRC/vizfrontend/guest/build-guest.sh" "$VP_VIZ_GUEST" >> "$VC_RUN/log/guest.log" 2>&1 ||
+    vc_fail "guest build failed: $(tail -3 "$VC_RUN/log/guest.log")"
+}
+VP_VIZ_GUEST=${VGPU_VIZ_GUEST_DIR:-/var/cache/slurm-vgpu/guest}
 
 # The job_submit filter's table of valid profiles per partition, from the policy.
 _vp_submit_table_write() {
@@ -68,6 +104,7 @@ _vp_submit_table_write() {
 return { default = "infer", partitions = {
   infer = {"1g.10gb","1g.20gb","2g.20gb"},
   train = {"3g.40gb","4g.40gb","7g.80gb"},
+  viz = {"1g.10gb","viz-small"},
 } }
 LUA
 }
@@ -98,6 +135,8 @@ export VGPU_FAKE_NVML_FIXTURE=$fixture
 export VGPU_FAKE_NVML_STATE=$VGPU_STATE_DIR/$n.fake-nvml-state.json
 export VGPU_SLURMD_PIDFILE=$VC_RUN/run/slurmd.%n.pid
 export VGPU_SCRUB=/nonexistent/vgpu-scrub
+export VGPU_VIZ=$VP_BIN/vizfrontend/vgpu-viz
+export VGPU_VIZ_CONFIG=$VC_RUN/etc/viz.json
 export SLURM_CONF=$SLURM_CONF
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
@@ -155,7 +194,9 @@ vp_start() {
   _vc_munge_start || vc_fail "munged did not start"
   vc_conf_write "PrologFlags=Alloc
 PartitionName=infer Nodes=$(_vp_nodelist),future MaxTime=INFINITE State=UP
-PartitionName=train Nodes=$(_vp_nodelist),future MaxTime=INFINITE State=UP"
+PartitionName=train Nodes=$(_vp_nodelist),future MaxTime=INFINITE State=UP
+$([ "$VP_VIZ" = 1 ] && echo "PartitionName=viz Nodes=n1 MaxTime=INFINITE State=UP")"
+  [ "$VP_VIZ" = 1 ] && _vp_viz_setup
   _vp_submit_table_write
   vc_ctld_start -c -i || vc_fail "slurmctld did not start"
   for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n did not start"; done
@@ -170,6 +211,10 @@ vp_stop() {
   for n in $VC_NODES; do vp_planner_stop "$n"; done
   _vc_stop_pidfile "$VC_RUN/run/publisher.pid"
   vc_stop
+  if [ "$VP_VIZ" = 1 ] && [ -f "$VC_RUN/etc/viz.json" ]; then
+    ( . "$VC_RUN/etc/vgpu-env/n1.sh"; "$VGPU_VIZ" --policy "$VGPU_POLICY" reap --live "" ) >/dev/null 2>&1
+    "$VP_SRC/tests/viz/libvirt-down.sh" "$VC_RUN/libvirt" >/dev/null 2>&1
+  fi
 }
 
 # Until every node's advertisement equals Slurm's view of it (planners and slurmctld agree).

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vgpu/backend.h"
+#include "vgpu/gres_request.h"
 #include "vgpu/ledger_store.h"
 #include "vgpu/policy.h"
 #include "vgpu/slurm_text.h"
@@ -32,6 +33,10 @@ class SlurmClient {
   virtual Result<NodeGres> node_gres(const std::string& node) = 0;
   // Cancels a job that must not run, leaving `reason` in its Comment for squeue/scontrol.
   virtual Result<void> reject_job(JobId job, const std::string& reason) = 0;
+  // Jobs Slurm has running (or configuring, completing) on `node`: who may keep a viz VM.
+  virtual Result<std::set<JobId>> jobs_on_node(const std::string& /*node*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot list a node's jobs");
+  }
 };
 // squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN), run without a shell. With
 // $VGPU_DEMAND_FILE set, pending jobs are read from that file (written once per period for the
@@ -53,6 +58,32 @@ class Scrubber {
 // Runs vgpu-scrub ($VGPU_SCRUB or the installed path) with CUDA_VISIBLE_DEVICES=<mig uuid>.
 std::unique_ptr<Scrubber> make_command_scrubber();
 
+// The host side of viz sessions (a VM with a (v)GPU per job, shown through noVNC): runs
+// vgpu-viz, which owns libvirt, sysfs and websockify. See docs/viz.md.
+struct VizStartRequest {
+  JobId job = 0;
+  std::string pool;
+  std::string user;  // the job's user: owns the session's access file
+};
+struct VizStarted {
+  std::string domain;
+  std::string device;  // "none", "mdev:<parent>", ...
+};
+class VizLauncher {
+ public:
+  virtual ~VizLauncher() = default;
+  virtual Result<VizStarted> start(const VizStartRequest& request) = 0;
+  // Destroys the job's VM, device, token and access file; success when nothing is left.
+  virtual Result<void> stop(JobId job) = 0;
+  // Jobs that have a session record on this node.
+  virtual Result<std::set<JobId>> sessions() = 0;
+  // Removes every session, domain and device whose job is not in `live`; the jobs removed.
+  virtual Result<std::set<JobId>> reap(const std::set<JobId>& live) = 0;
+};
+// Runs $VGPU_VIZ (default: vgpu-viz from PATH; its config from $VGPU_VIZ_CONFIG) with the
+// node's policy file, where the viz pools are declared.
+std::unique_ptr<VizLauncher> make_command_viz_launcher(std::string policy_path);
+
 struct NodeContext {
   std::string node;
   std::string state_dir;  // $VGPU_STATE_DIR; this node's files live in <state_dir>/<node>/
@@ -61,6 +92,7 @@ struct NodeContext {
   GpuBackend* backend = nullptr;
   SlurmClient* slurm = nullptr;
   Scrubber* scrubber = nullptr;
+  VizLauncher* viz = nullptr;  // null: this node offers no viz pools
   std::function<void()> notify_slurmd;  // SIGHUP: slurmd re-registers and reads the advertisement
   std::function<std::int64_t()> now;     // Unix seconds
   std::function<void(const std::string&)> log;
@@ -126,6 +158,18 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx);
 
 // What Slurm should see for this node: instances owned by jobs plus every plan slot, by profile.
 std::map<std::string, int> advertised_counts(const Ledger& ledger);
+// The same plus the node's viz pools, each at its max_sessions (Slurm counts the sessions).
+std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger);
+
+// Viz sessions of a job (prolog side): every viz pool the job was given must belong to its
+// partition and be asked for once; the VM is recorded in the ledger before it is started. An
+// empty string: started (or none asked); otherwise why the job must be cancelled.
+Result<std::string> start_viz_sessions(NodeContext& ctx, const PrologRequest& request,
+                                       const std::vector<GresRequest>& viz);
+// Epilog side: stops the job's VM (if any) and drops its ledger record; problems are reported.
+void stop_viz_session(NodeContext& ctx, JobId job, std::vector<std::string>& problems);
+// Planner side: VMs (or session leftovers) of jobs Slurm no longer runs here are removed.
+void reap_viz_sessions(NodeContext& ctx, std::vector<std::string>& notes);
 Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
                                  const std::map<std::string, int>& counts);
 Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx);

@@ -93,6 +93,12 @@ class FakeSlurm final : public SlurmClient {
     rejected.emplace_back(job, reason);
     return {};
   }
+  Result<std::set<JobId>> jobs_on_node(const std::string&) override {
+    ++node_job_queries;
+    return running;
+  }
+  std::set<JobId> running;  // what jobs_on_node reports
+  int node_job_queries = 0;
   std::string squeue;
   std::map<std::string, int> configured, used;
   int polls_until_adopt = 0, polls = 0;
