@@ -156,6 +156,9 @@ PolicyCheck check_policy(std::string_view text, std::string_view file_label) {
     // The scanner accepts exactly RFC 8259 JSON, so this means the two disagree: still say where.
     std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
     return syntax(position_at_offset(text, offset), fmt::format("invalid JSON: {}", e.what()));
+  } catch (const Json::exception& e) {
+    // Grammatical but out of nlohmann's range (a number like 1e400): no byte offset is known.
+    return syntax(SourcePos{}, fmt::format("invalid JSON: {}", e.what()));
   }
 
   Diagnostics d(*map, file);

@@ -41,7 +41,7 @@ Result<SessionRecord> parse_session_record(std::string_view text, std::string_vi
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for "1e400"
     return bad(e.what());
   }
   if (!j.is_object()) return bad("expected an object");

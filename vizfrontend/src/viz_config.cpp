@@ -155,7 +155,7 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for "1e400"
     return fail(ErrorCode::corrupt, fmt::format("{}: {}", where, e.what()));
   }
   if (auto ok = only_keys(j, {"version", "libvirt_uri", "listen_address", "proxy_port", "public_host", "ssh_host",
