@@ -104,7 +104,7 @@ GiProfile gi_profile_at(const json& j, const std::string& where) {
       auto w = where + ".placements[" + std::to_string(i) + "]";
       only_keys(pls[i], w, {"start", "size"});
       nvmlGpuInstancePlacement_t pl{u32_at(pls[i], w, "start"), u32_at(pls[i], w, "size")};
-      if (pl.size == 0 || pl.start + pl.size > 32) bad(w, "placement out of range");
+      if (pl.size == 0 || pl.start >= 32 || pl.size > 32 - pl.start) bad(w, "placement out of range");
       p.placements.push_back(pl);
     }
   }
