@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <climits>
 
 #include "vgpu/text_split.h"
 #include <ctime>
@@ -16,25 +18,28 @@ bool to_number(std::string_view s, T& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-// "42_[1-5,9]" -> 6 tasks; "42_[1-100%4]" -> 100. Unparseable brackets count as one.
+// "42_[1-5,9]" -> 6 tasks; "42_[1-100%4]" -> 100. Unparseable brackets count as one; the count
+// saturates at INT_MAX (ids are 32-bit, so 64-bit sums of ranges cannot overflow).
 int count_array_tasks(std::string_view id) {
   auto open = id.find("_[");
   if (open == std::string_view::npos || id.back() != ']') return 1;
   std::string_view body = id.substr(open + 2, id.size() - open - 3);
   if (auto pct = body.find('%'); pct != std::string_view::npos) body = body.substr(0, pct);
-  int total = 0;
+  std::int64_t total = 0;
   for (std::string_view range : split_view(body, ',')) {
     auto dash = range.find('-');
-    int a = 0, b = 0;
+    std::int64_t a = 0, b = 0;
     if (dash == std::string_view::npos) {
       if (!to_number(range, a)) return 1;
       ++total;
     } else {
-      if (!to_number(range.substr(0, dash), a) || !to_number(range.substr(dash + 1), b) || b < a) return 1;
+      if (!to_number(range.substr(0, dash), a) || !to_number(range.substr(dash + 1), b) || b < a ||
+          a < 0 || b > UINT_MAX)
+        return 1;
       total += b - a + 1;
     }
   }
-  return total > 0 ? total : 1;
+  return total > 0 ? static_cast<int>(std::min<std::int64_t>(total, INT_MAX)) : 1;
 }
 
 }  // namespace
