@@ -2,6 +2,7 @@
 // when an epilog pokes it with SIGUSR1, it runs one planning round for its node. SIGTERM stops it.
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,8 @@ int publish_demand(const std::string& path, int period, const sigset_t& signals)
     } else {
       std::string tmp = path + ".tmp";
       { std::ofstream(tmp) << *text; }
+      // Planners refuse a demand file others can write (whatever the umask made it).
+      (void)::chmod(tmp.c_str(), 0644);
       if (std::rename(tmp.c_str(), path.c_str()) != 0)
         std::fprintf(stderr, "vgpu-planner: publish-demand: rename %s: failed\n", tmp.c_str());
     }
