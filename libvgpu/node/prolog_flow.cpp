@@ -123,15 +123,26 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     auto gpu_model = node::model_of(*claimed, slot.gpu);
     if (!gpu_model) return std::unexpected(gpu_model.error().within(where));
     const Profile* profile = (*gpu_model)->find_profile(slot.profile);
-    // Adopt an instance a crashed earlier run created at this placement but never recorded.
+    // Adopt an instance a crashed earlier run created at this placement but never recorded. A GPU
+    // instance it left without a compute instance (killed between the two creates) is destroyed and
+    // made again: the placement is claimed by this job, so nothing else can own it.
     std::optional<InstanceInfo> info;
     if (auto listed = ctx.backend->list_instances(slot.gpu); listed)
       for (const auto& hw : *listed) {
         bool known = std::ranges::any_of(claimed->instances, [&](const LedgerInstance& li) {
           return li.gpu == slot.gpu && li.gpu_instance_id == hw.gi_id;
         });
-        if (!known && hw.placement == slot.placement && hw.profile_id == profile->nvml_profile_id && hw.ci_id)
+        if (known || hw.placement != slot.placement || hw.profile_id != profile->nvml_profile_id) continue;
+        if (hw.ci_id) {
           info = hw;
+        } else if (auto gone = ctx.backend->destroy_instance(slot.gpu, hw.gi_id); !gone) {
+          return reject(fmt::format("node {}: GPU {}: GPU instance {} at slice {} has no compute instance and "
+                                    "could not be destroyed: {}",
+                                    ctx.node, slot.gpu, hw.gi_id, slot.placement.start, gone.error().message));
+        } else {
+          ctx.log(fmt::format("{}: GPU {}: destroyed GPU instance {} at slice {}: it had no compute instance",
+                              where, slot.gpu, hw.gi_id, slot.placement.start));
+        }
       }
     if (!info) {
       auto created = ctx.backend->create_instance(slot.gpu, profile->nvml_profile_id, slot.placement);

@@ -49,6 +49,14 @@ class MemoryBackend final : public GpuBackend {
     instances_.push_back(info);
     return info;
   }
+  // What a process killed between the GPU-instance and compute-instance creates leaves behind.
+  Result<InstanceInfo> create_gpu_instance_only(int gpu, int profile_id, Placement placement) {
+    auto made = create_instance(gpu, profile_id, placement);
+    if (!made) return made;
+    instances_.back().ci_id.reset();
+    instances_.back().mig_uuid.clear();
+    return instances_.back();
+  }
   Result<void> destroy_instance(int gpu, int gi_id) override {
     ++destroys;
     auto it = std::ranges::find_if(instances_, [&](const InstanceInfo& i) { return i.gpu == gpu && i.gi_id == gi_id; });

@@ -275,6 +275,33 @@ TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
   EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
 }
 
+TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeInstance) {
+  // The first prolog claimed a slot and died inside the create (nvml.after_gi_create): a GPU
+  // instance at the claimed placement, no compute instance, nothing in the ledger.
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(store->update([](Ledger& l) { return claim_slots(l, 42, "2g.20gb", 1); }));
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  auto slot = std::ranges::find_if(l->plan.slots, [](const PlanSlot& s) { return s.claimed_by_job == 42u; });
+  ASSERT_NE(slot, l->plan.slots.end());
+  const Profile* p = Catalog::builtin().find_model("H100-80GB")->find_profile("2g.20gb");
+  auto half = backend.create_gpu_instance_only(slot->gpu, p->nvml_profile_id, slot->placement);
+  ASSERT_TRUE(half) << half.error().message;
+
+  auto r = run_prolog(ctx, {42, "alice", "gpu", "2g.20gb:1"});
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_FALSE(r->rejected) << r->reason;
+  EXPECT_TRUE(slurm->rejected.empty());
+  ASSERT_EQ(r->instances.size(), 1u);
+  EXPECT_EQ(r->instances[0].placement, slot->placement);
+  EXPECT_EQ(backend.destroys, 1);
+  ASSERT_EQ(backend.instances().size(), 1u);
+  EXPECT_TRUE(backend.instances()[0].ci_id);
+  EXPECT_NE(backend.instances()[0].gi_id, half->gi_id);
+  EXPECT_EQ(backend.instances()[0].mig_uuid, r->instances[0].mig_uuid);
+  EXPECT_NE(all_logs().find("had no compute instance"), std::string::npos) << all_logs();
+}
+
 TEST_F(NodeFlows, LeakedUnclaimedInstanceIsDestroyedByTheNextRound) {
   ASSERT_TRUE(run_planner_round(ctx));
   ASSERT_TRUE(backend.create_instance(0, 19, {6, 1}));
