@@ -93,7 +93,7 @@ poll() {
 sample_nodes() {
   local bad
   node_samples=$((node_samples + 1))
-  bad=$(sinfo -h -N -n "$(_vp_nodelist)" -o '%n %t' 2>/dev/null | sort -u | grep -E ' (drain|drng|down|fail|inval)') || return 0
+  bad=$(sinfo -h -N -n "$(_vp_nodelist)" -o '%N %t' 2>/dev/null | sort -u | grep -E ' (drain|drng|down|fail|inval)') || return 0
   vc_fail "node(s) drained/down during the soak: $bad; $(scontrol show node "$(_vp_nodelist)" | grep -o 'Reason=.*' | sort -u | tr '\n' ' ')"
 }
 

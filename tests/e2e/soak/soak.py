@@ -204,7 +204,15 @@ def check(run, plan_path, table_path):
         else:
             expected = {"COMPLETED"}
         if st not in expected:
-            why = "; ".join(sorted(reasons.get(jid, []))) or "no vgpu log line about it"
+            why = "; ".join(sorted(reasons.get(jid, [])))
+            if not why and spec["tasks"] > 1:
+                # The prolog cancels a rejected array task with `scancel <its job id>`; for the task
+                # that carries the array's id that cancels every task of the array.
+                sib = [j for j, r in rows.items() if r["idx"] == row["idx"] and j != jid and reasons.get(j)]
+                if sib:
+                    why = (f"array sibling of job {sib[0]}, cancelled by its prolog's scancel: "
+                           + "; ".join(sorted(reasons[sib[0]])))
+            why = why or "no vgpu log line about it"
             msg = f"{label}: ended {st}, expected {'/'.join(sorted(expected))} ({why})"
             if st == "CANCELLED" and "instance(s) fit in the free space" in why:
                 overalloc.append(msg)
