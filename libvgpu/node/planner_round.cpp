@@ -220,7 +220,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   });
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
     result.notes.push_back("cleanup: " + cleaned.error().message);
-  reap_viz_sessions(ctx, result.notes);
+  release_ended_jobs(ctx, result.notes);
 
   auto pending = ctx.slurm->pending_jobs();
   if (!pending) {

@@ -1,6 +1,6 @@
 // Viz sessions tied to Slurm jobs: the prolog starts the job's VM, the epilog stops it, and the
-// planner's round removes any VM whose job Slurm no longer runs here (a crashed epilog, a node
-// restart), the same reconcile path that cleans up leaked MIG instances.
+// planner's round removes any VM whose job Slurm no longer runs here (ended_jobs.cpp), the same
+// path that releases MIG instances an epilog left behind.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -96,37 +96,6 @@ void stop_viz_session(NodeContext& ctx, JobId job, std::vector<std::string>& pro
   }
   if (auto ok = drop_vms(ctx, {job}); !ok) problems.push_back(ok.error().message);
   ctx.log(fmt::format("vgpu: epilog: job {}: viz VM stopped", job));
-}
-
-void reap_viz_sessions(NodeContext& ctx, std::vector<std::string>& notes) {
-  if (ctx.viz == nullptr) return;
-  auto ledger = ctx.ledger->load();
-  if (!ledger) return;
-  auto sessions = ctx.viz->sessions();
-  if (!sessions) {
-    notes.push_back("viz: " + sessions.error().message);
-    return;
-  }
-  std::set<JobId> known = *sessions;
-  for (const auto& vm : ledger->vms) known.insert(vm.job);
-  if (known.empty()) return;  // nothing to check: no squeue call
-  auto live = ctx.slurm->jobs_on_node(ctx.node);
-  if (!live) {
-    notes.push_back("viz: reap skipped: " + live.error().message);
-    return;
-  }
-  std::set<JobId> stale;
-  for (JobId j : known)
-    if (!live->contains(j)) stale.insert(j);
-  if (stale.empty()) return;
-  auto removed = ctx.viz->reap(*live);
-  if (!removed) {
-    notes.push_back("viz: reap: " + removed.error().message);
-    return;
-  }
-  // A ledger record whose job is gone and whose VM reap found nothing left also goes.
-  if (auto ok = drop_vms(ctx, stale); !ok) notes.push_back("viz: " + ok.error().message);
-  for (JobId j : stale) ctx.log(fmt::format("vgpu: planner: node {}: viz VM of ended job {} removed", ctx.node, j));
 }
 
 }  // namespace vgpu

@@ -98,6 +98,13 @@ struct NodeContext {
   std::function<void(const std::string&)> log;
   int confirm_timeout_ms = 8000;  // how long a shrink waits for slurmctld to take the new split
   int confirm_poll_ms = 250;
+  // Instances (and claims) of jobs Slurm no longer runs here -- an epilog that never ran or died
+  // before releasing -- are released by the planner: a job must be missing from two queries in
+  // a row (no release on one odd answer), queried at most every `ended_job_check_s` (viz VMs:
+  // every round while any exist). The planner daemon keeps this state across rounds.
+  int ended_job_check_s = 60;
+  std::int64_t last_ended_job_check = 0;
+  std::set<JobId> missing_once;
 
   [[nodiscard]] std::string node_dir() const { return state_dir + "/" + node; }
 };
@@ -168,8 +175,9 @@ Result<std::string> start_viz_sessions(NodeContext& ctx, const PrologRequest& re
                                        const std::vector<GresRequest>& viz);
 // Epilog side: stops the job's VM (if any) and drops its ledger record; problems are reported.
 void stop_viz_session(NodeContext& ctx, JobId job, std::vector<std::string>& problems);
-// Planner side: VMs (or session leftovers) of jobs Slurm no longer runs here are removed.
-void reap_viz_sessions(NodeContext& ctx, std::vector<std::string>& notes);
+// Planner side: jobs that own instances, claims or VMs here but that Slurm no longer runs here
+// get the epilog's treatment (release, scrub, destroy, stop the VM). See NodeContext.
+void release_ended_jobs(NodeContext& ctx, std::vector<std::string>& notes);
 Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
                                  const std::map<std::string, int>& counts);
 Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx);

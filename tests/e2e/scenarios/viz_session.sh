@@ -74,6 +74,20 @@ WRONG_TOKEN=$(echo "$URL2" | sed -E 's/token%3D[0-9a-f]{32}/token%3D000000000000
 timeout 120 python3 "$CDP" "$WRONG_TOKEN" --expect refused --timeout 60 || vc_fail "wrong token accepted"
 timeout 180 python3 "$CDP" "$URL2" --expect banner --timeout 120 || vc_fail "the rotated password does not work"
 
+echo "--- a second step asks for another display size: the node restarts the VM with it"
+out2=$VC_RUN/out/viz-step2.out
+as_user srun --jobid="$job" --overlap "$VIZ" --geometry 800x600 > "$out2" 2>&1 < /dev/null &
+STEP2=$!
+for _ in $(seq 600); do grep -q '^  password:' "$out2" && break; kill -0 $STEP2 2>/dev/null || break; sleep 0.2; done
+grep -q 'restarting your session with geometry=800x600' "$out2" || vc_fail "second step: $(cat "$out2")"
+SECRET3=$(field password "$out2")
+[ -n "$SECRET3" ] && [ "$SECRET3" != "$SECRET2" ] || vc_fail "no fresh access after the restart: $(cat "$out2")"
+virsh -c qemu:///system dumpxml "vgpu-viz-$job" | grep -q 'vgpu_viz.geometry=800x600' ||
+  vc_fail "the restarted domain does not carry the asked geometry"
+[ "$(stat -c '%U %a' "$access")" = "$USER_NAME 600" ] || vc_fail "access file after restart: $(stat -c '%U %a' "$access")"
+grep -q 'session is up' "$out" || vc_fail "the first step did not follow the restart"
+kill $STEP2 2>/dev/null; wait $STEP2 2>/dev/null
+
 echo "--- scancel: VM, token, access file and ledger record are gone"
 scancel "$job"
 wait $STEP
@@ -85,7 +99,7 @@ for _ in $(seq 100); do [ "$(domains "$job")" = 0 ] && break; sleep 0.2; done
 [ -z "$(ledger_vms)" ] || vc_fail "ledger still records VMs: $(ledger_vms)"
 
 echo "--- no secret in any log"
-for s in "$SECRET" "$SECRET2"; do
+for s in "$SECRET" "$SECRET2" "$SECRET3"; do
   if grep -rlF -- "$s" "$VC_RUN/log" "$VC_RUN/viz/state" "$VGPU_STATE_DIR" /var/log/libvirt/qemu/vgpu-viz-"$job".log 2>/dev/null; then
     vc_fail "a session password is in the logs above"
   fi
@@ -104,6 +118,8 @@ grep -q "unknown profile 'viz-small'" "$VC_RUN/out/refused.txt" || vc_fail "refu
 echo "--- an epilog that cannot stop the VM: the planner's reconcile removes it"
 keep=$(vp_sbatch -p viz --gres=vgpu:viz-small:1 --wrap 'sleep 300')
 vp_wait_running "$keep" 120 || vc_fail "job $keep did not start"
+# RUNNING already while the prolog works (PrologFlags=Alloc): wait for the VM, then its record.
+for _ in $(seq 450); do [ "$(domains "$keep")" = 1 ] && [ "$(ledger_vms)" = "$keep" ] && break; sleep 0.2; done
 [ "$(domains "$keep")" = 1 ] || vc_fail "job $keep has no VM"
 cp "$VC_RUN/etc/vgpu-env/n1.sh" "$VC_RUN/etc/n1.env.saved"
 echo "export VGPU_VIZ=/nonexistent/vgpu-viz" >> "$VC_RUN/etc/vgpu-env/n1.sh"   # hooks only; the planner keeps its env
@@ -114,7 +130,7 @@ grep -q "viz VM of job $keep" "$VC_RUN/log/epilog.n1.log" || vc_fail "the epilog
 for _ in $(seq 150); do [ "$(domains "$keep")" = 0 ] && [ -z "$(ledger_vms)" ] && break; sleep 0.2; done
 [ "$(domains "$keep")" = 0 ] || vc_fail "the planner did not reap vgpu-viz-$keep"
 [ -z "$(ledger_vms)" ] || vc_fail "ledger VM record of $keep not removed"
-grep -q "viz VM of ended job $keep removed" "$VC_RUN/log/planner.n1.log" || vc_fail "planner log has no reap line"
+grep -q "job $keep is no longer running here" "$VC_RUN/log/planner.n1.log" || vc_fail "planner log has no release line"
 
 vp_check || vc_fail "final state inconsistent"
 if ls "$VGPU_STATE_DIR"/*/ledger.json.corrupt-* 2>/dev/null; then vc_fail "a ledger was set aside as corrupt"; fi
