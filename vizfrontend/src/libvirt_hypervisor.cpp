@@ -120,7 +120,9 @@ class LibvirtHypervisor final : public Hypervisor {
     auto d = lookup(name);
     if (!d) return d.error().code == ErrorCode::not_found ? Result<void>{} : std::unexpected(d.error());
     if (virDomainIsActive(d->get()) != 1) return {};
-    if (virDomainDestroy(d->get()) < 0 && last_error_code() != VIR_ERR_OPERATION_INVALID) {
+    // Gone in between (a concurrent stop: the epilog and the planner's reap) is what we wanted.
+    if (virDomainDestroy(d->get()) < 0 && last_error_code() != VIR_ERR_OPERATION_INVALID &&
+        last_error_code() != VIR_ERR_NO_DOMAIN) {
       return failure(name, "destroy");
     }
     return {};
@@ -129,7 +131,7 @@ class LibvirtHypervisor final : public Hypervisor {
   Result<void> undefine(std::string_view name) override {
     auto d = lookup(name);
     if (!d) return d.error().code == ErrorCode::not_found ? Result<void>{} : std::unexpected(d.error());
-    if (virDomainUndefine(d->get()) < 0) return failure(name, "undefine");
+    if (virDomainUndefine(d->get()) < 0 && last_error_code() != VIR_ERR_NO_DOMAIN) return failure(name, "undefine");
     return {};
   }
 
