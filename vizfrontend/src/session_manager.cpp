@@ -241,10 +241,11 @@ Result<void> SessionManager::stop(std::uint32_t job) {
     }
   }
   Attachment attachment;
-  if (record) {
+  if (record && record->attachment.kind != AttachKind::none) {
     attachment = record->attachment;
   } else if (sysfs_.exists(fmt::format("sys/bus/mdev/devices/{}", mdev_uuid_for_job(job)))) {
-    // No record, but the job's mdev exists: its UUID says whose it is.
+    // No record, or one written before the device was acquired (viz.after_acquire), but the
+    // job's mdev exists: its UUID says whose it is.
     attachment = Attachment{AttachKind::mdev, MdevHostdev{mdev_uuid_for_job(job)}, {}, {}, {}};
   }
   if (auto ok = release_attachment(attachment); !ok) problems.push_back(ok.error().message);

@@ -312,6 +312,26 @@ TEST_F(Sessions, ReapFindsAnOrphanMdevByItsUuid) {
   EXPECT_EQ(sysfs.mdev_count(), 0U);
 }
 
+TEST_F(Sessions, OneReapReleasesAnMdevTheRecordDoesNotNameYet) {
+  // Killed at viz.after_acquire: the record is written, the job's mdev made, the record does not
+  // name it yet. One reap must release the mdev along with the record.
+  auto m = manager();
+  ASSERT_TRUE(make_attacher(AttachKind::mdev, sysfs)->acquire({42, "nvidia-700", "", ""}));
+  SessionRecord rec;
+  rec.job_id = 42;
+  rec.domain = "vgpu-viz-42";
+  rec.pool = "vgpu";
+  rec.user = "alice";
+  fs::create_directories(fs::path(m.record_path(42)).parent_path());
+  std::ofstream(m.record_path(42)) << to_json(rec);
+  ASSERT_EQ(sysfs.mdev_count(), 1U);
+  auto report = m.reap({});
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->removed, std::vector<std::uint32_t>{42});
+  EXPECT_EQ(sysfs.mdev_count(), 0U);
+  EXPECT_TRUE(nothing_left());
+}
+
 TEST_F(Sessions, RotateSetsANewPasswordOnTheSamePort) {
   auto m = manager();
   auto s = m.start(request());
