@@ -2,6 +2,9 @@
 # gres_vgpu.so. Included from gres_plugin/CMakeLists.txt (they need the plugin target); include
 # it from anywhere else too, the guard keeps the tests single.
 include_guard(GLOBAL)
+if(NOT TARGET gres_vgpu)  # built without the plugin (VGPU_BUILD_SLURM_PLUGIN=OFF): nothing to test
+  return()
+endif()
 
 set(vgpu_cluster_dir ${CMAKE_CURRENT_LIST_DIR})
 file(GLOB vgpu_cluster_scenarios CONFIGURE_DEPENDS ${vgpu_cluster_dir}/scenarios/*.sh)
