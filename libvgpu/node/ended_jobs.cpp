@@ -16,6 +16,9 @@ void release_ended_jobs(NodeContext& ctx, std::vector<std::string>& notes) {
     if (i.job) holders.insert(*i.job);
   for (const auto& s : ledger->plan.slots)
     if (s.claimed_by_job) holders.insert(*s.claimed_by_job);
+  // A record whose epilog died after retiring the instances (epilog.after_retire) holds nothing
+  // in the ledger but would stay forever.
+  for (const auto& [j, uuids] : read_job_records(ctx)) holders.insert(j);
   std::set<JobId> vm_jobs;
   for (const auto& vm : ledger->vms) vm_jobs.insert(vm.job);
   std::set<JobId> sessions;

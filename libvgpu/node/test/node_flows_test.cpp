@@ -302,6 +302,28 @@ TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeI
   EXPECT_NE(all_logs().find("had no compute instance"), std::string::npos) << all_logs();
 }
 
+TEST_F(NodeFlows, JobRecordOfAnEpilogKilledAfterRetiringIsDroppedOnceTheJobIsGone) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1"});
+  ASSERT_TRUE(pro && !pro->rejected);
+  // Every epilog attempt died right after retiring the instances: ownerless in the ledger, the
+  // job record still there.
+  ASSERT_TRUE(store->update([&](Ledger& l) -> Result<void> {
+    retire_job(l, 42, clock, "completed");
+    return {};
+  }));
+  ASSERT_TRUE(fs::exists(dir / "n1" / "jobs" / "42.json"));
+  slurm->running = {};  // Slurm no longer runs it here
+  ASSERT_TRUE(run_planner_round(ctx));
+  clock += ctx.ended_job_check_s;
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_FALSE(fs::exists(dir / "n1" / "jobs" / "42.json"));
+  EXPECT_TRUE(backend.instances().empty());
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
 TEST_F(NodeFlows, LeakedUnclaimedInstanceIsDestroyedByTheNextRound) {
   ASSERT_TRUE(run_planner_round(ctx));
   ASSERT_TRUE(backend.create_instance(0, 19, {6, 1}));
