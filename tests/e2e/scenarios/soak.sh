@@ -6,7 +6,7 @@
 # instance any prolog created was released in the node's history.jsonl, every GPU is back to the
 # policy's idle layout with nothing left on the (fake) hardware, and vp_check agrees.
 #
-#   VP_SOAK_JOBS=80      submissions (array jobs count once)
+#   VP_SOAK_JOBS=60      submissions (array jobs count once)
 #   VP_SOAK_SEED=20261122 replay a run: the plan (jobs, cancels, restart points) depends only on it
 #   VP_SOAK_MAXDUR=4     longest job, seconds (a quarter of the jobs last 0 s)
 #   VP_SOAK_QUEUE=10     submit while fewer of our jobs than this are in the queue
@@ -20,7 +20,7 @@ set -u
 {
 . "$(dirname "$0")/../lib.sh"
 SOAK_PY=$VP_SRC/tests/e2e/soak/soak.py
-JOBS=${VP_SOAK_JOBS:-80}
+JOBS=${VP_SOAK_JOBS:-60}
 SEED=${VP_SOAK_SEED:-20261122}
 MAXDUR=${VP_SOAK_MAXDUR:-4}
 QUEUE=${VP_SOAK_QUEUE:-10}
