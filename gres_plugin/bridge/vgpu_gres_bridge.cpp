@@ -110,26 +110,24 @@ extern "C" int vgpu_gres_job_env(const char* job_id_text, vgpu_setenv_fn set, vo
                                  size_t message_len) {
   copy_out("", message, message_len);
   try {
-    auto job_id = parse_job_id(job_id_text);
-    if (!job_id) {
-      copy_out(std::string("SLURM_JOB_ID '") + (job_id_text ? job_id_text : "(unset)") + "' is not a job id", message,
-               message_len);
-      return 0;
-    }
-    auto node = this_node();
-    if (!node) {
-      copy_out(node.error().message, message, message_len);
-      return 0;
-    }
-    const std::string path = job_record_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node, *job_id);
-    auto text = read_small_file(path);
-    if (!text && text.error().code == vgpu::ErrorCode::not_found) return 0;
-    auto record = text ? parse_job_record(*text, *job_id) : std::unexpected(text.error());
-    if (!record) {
-      copy_out(record.error().within(path).message, message, message_len);
+    // Called only for a job that holds vgpu on this node: whatever goes wrong, it must not be
+    // left with an unset CUDA_VISIBLE_DEVICES, which means "every GPU" to CUDA.
+    auto hide = [&](const std::string& why) {
+      copy_out(why, message, message_len);
       for (const auto& var : hidden_environment()) set(ctx, var.name.c_str(), var.value.c_str());
       return -1;
-    }
+    };
+    auto job_id = parse_job_id(job_id_text);
+    if (!job_id)
+      return hide(std::string("SLURM_JOB_ID '") + (job_id_text ? job_id_text : "(unset)") + "' is not a job id");
+    auto node = this_node();
+    if (!node) return hide(node.error().message);
+    const std::string path = job_record_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node, *job_id);
+    auto text = read_small_file(path);
+    if (!text && text.error().code == vgpu::ErrorCode::not_found)
+      return hide(path + ": no job record (the prolog did not give this job its instances)");
+    auto record = text ? parse_job_record(*text, *job_id) : std::unexpected(text.error());
+    if (!record) return hide(record.error().within(path).message);
     for (const auto& var : job_environment(*record)) set(ctx, var.name.c_str(), var.value.c_str());
     return 1;
   } catch (const std::exception& e) {

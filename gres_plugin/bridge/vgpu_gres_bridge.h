@@ -34,10 +34,10 @@ void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_reported_t *out);
 
 typedef void (*vgpu_setenv_fn)(void *ctx, const char *name, const char *value);
 
-/* Sets the job's CUDA_VISIBLE_DEVICES / VGPU_PROFILES / VGPU_INSTANCES from its job record.
- * job_id_text: SLURM_JOB_ID from the job environment.
- * Returns 0 when there is no record (nothing set), 1 when set, -1 when the record exists but is
- * unusable (GPUs hidden; message says why). */
+/* Sets the job's CUDA_VISIBLE_DEVICES / VGPU_PROFILES / VGPU_INSTANCES from its job record; call
+ * it only for a job that holds vgpu on this node. job_id_text: SLURM_JOB_ID from the job env.
+ * Returns 1 when set, -1 when there is no usable record (GPUs hidden: CUDA_VISIBLE_DEVICES set
+ * empty; message says why). */
 int vgpu_gres_job_env(const char *job_id_text, vgpu_setenv_fn set, void *ctx, char *message,
 		      size_t message_len);
 

@@ -102,13 +102,18 @@ TEST_F(BridgeTest, JobEnvironmentComesFromTheJobRecord) {
   EXPECT_EQ(env["VGPU_INSTANCES"], "1");
 }
 
-TEST_F(BridgeTest, AbsentJobRecordSetsNothing) {
+// A vgpu job without its record (its prolog was cancelled or never finished) must not run with
+// CUDA_VISIBLE_DEVICES unset, which CUDA reads as "every GPU on the node".
+TEST_F(BridgeTest, AbsentJobRecordHidesGpus) {
   std::map<std::string, std::string> env;
   char msg[256];
-  EXPECT_EQ(vgpu_gres_job_env("43", &BridgeTest::collect, &env, msg, sizeof msg), 0);
-  EXPECT_TRUE(env.empty());
-  EXPECT_EQ(vgpu_gres_job_env(nullptr, &BridgeTest::collect, &env, msg, sizeof msg), 0);
-  EXPECT_TRUE(env.empty());
+  EXPECT_EQ(vgpu_gres_job_env("43", &BridgeTest::collect, &env, msg, sizeof msg), -1);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env["VGPU_INSTANCES"], "0");
+  EXPECT_NE(std::string(msg).find("no job record"), std::string::npos) << msg;
+  std::map<std::string, std::string> env2;
+  EXPECT_EQ(vgpu_gres_job_env(nullptr, &BridgeTest::collect, &env2, msg, sizeof msg), -1);
+  EXPECT_EQ(env2["CUDA_VISIBLE_DEVICES"], "");
 }
 
 TEST_F(BridgeTest, CorruptJobRecordHidesGpusAndSaysWhy) {
