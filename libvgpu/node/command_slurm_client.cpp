@@ -106,6 +106,15 @@ class CommandSlurmClient final : public SlurmClient {
     for (char c : reason) clean += (c == '\n' || c == '\r' || c == '\'' || c == '"') ? ' ' : c;
     if (clean.size() > 900) clean.resize(900);
     std::string id = std::to_string(job);
+    // An array task: by its own number Slurm may not find it, and the array's number names every
+    // task. The prolog's environment says which task this is.
+    const char* env_job = std::getenv("SLURM_JOB_ID");
+    const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
+    const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+    auto numeric = [](const char* s) {
+      return s && *s && std::string_view(s).find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    if (env_job && id == env_job && numeric(array) && numeric(task)) id = fmt::format("{}_{}", array, task);
     auto commented = run_ok({tool("scontrol"), "update", "JobId=" + id, "Comment=" + clean});
     auto cancelled = run_ok({tool("scancel"), id});
     if (!cancelled) return std::unexpected(cancelled.error());
