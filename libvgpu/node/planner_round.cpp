@@ -171,6 +171,37 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& drop
   return true;
 }
 
+// Capacity that ended jobs gave back (their instances destroyed) leaves the advertisement.
+// Slurm must be seen to take that shrink before the space is offered as other profiles, or it
+// may still start a pending job on the old profile where the prolog then finds no room.
+Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerRoundResult& result) {
+  auto l = ctx.ledger->load();
+  if (!l) return std::unexpected(l.error());
+  auto published = read_advertised_counts(ctx);
+  const auto now_counts = node_advertisement(ctx, *l);
+  bool shrinks = ctx.shrink_unconfirmed;
+  if (published)
+    for (const auto& [type, n] : *published) {
+      auto it = now_counts.find(type);
+      if (n > (it == now_counts.end() ? 0 : it->second)) shrinks = true;
+    }
+  if (!shrinks) return true;
+  if (auto ok = publish(ctx, *l, result); !ok) return std::unexpected(ok.error());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto c = slurm_caught_up(ctx, {});
+    if (c && *c) {
+      ctx.shrink_unconfirmed = false;
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
+  }
+  ctx.shrink_unconfirmed = true;
+  result.shrink_confirmed = false;
+  result.notes.push_back("released capacity not yet confirmed by slurmctld; the plan does not grow");
+  return false;
+}
+
 }  // namespace
 
 Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
@@ -233,6 +264,9 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   for (const auto& e : pending->errors) result.notes.push_back(e);
   const auto parts = node_partitions(*ctx.policy, ctx.node);
   const auto demand = node_demand(ctx, *pending, parts);
+  auto confirmed = released_capacity_confirmed(ctx, result);
+  if (!confirmed) return std::unexpected(confirmed.error().within(where));
+  if (!*confirmed) return result;
 
   // Phase 1: compute the desired plan. If it only adds slots, commit it directly.
   std::vector<PlanSlot> dropped;
@@ -246,7 +280,9 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     auto sticky = desired_slots(l, parts, demand, current);
     if (!sticky) return std::unexpected(sticky.error());
     std::vector<PlanSlot> desired;
-    if (!scratch->reserves && sticky->served >= scratch->served) {
+    // With nothing pending, the idle layout (what the plan from scratch gives) is where the node
+    // goes back to; shrink-confirm-grow below makes that move safe.
+    if (!scratch->reserves && sticky->served >= scratch->served && !demand.empty()) {
       desired = current;
       desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
     } else {

@@ -102,6 +102,9 @@ struct NodeContext {
   // before releasing -- are released by the planner: a job must be missing from two queries in
   // a row (no release on one odd answer), queried at most every `ended_job_check_s` (viz VMs:
   // every round while any exist). The planner daemon keeps this state across rounds.
+  // A shrink of the advertisement (capacity ended jobs gave back) that slurmctld has not yet been
+  // seen to take; growth waits for it.
+  bool shrink_unconfirmed = false;
   int ended_job_check_s = 60;
   std::int64_t last_ended_job_check = 0;
   std::set<JobId> missing_once;

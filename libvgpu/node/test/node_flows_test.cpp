@@ -193,14 +193,26 @@ TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
 }
 
 // Once demand is served the plan stays put: no round changes the advertisement again (a plan
-// that re-placed kept slots every round made Slurm's view chase the file forever).
+// that re-placed kept slots every round made Slurm's view chase the file forever). With nothing
+// pending any more, the node goes back to its idle layout once, then stays there.
 TEST_F(NodeFlows, PlanIsStableOnceDemandIsServed) {
   ASSERT_TRUE(run_planner_round(ctx));
-  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n";
+  const auto idle = advertised();
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n"
+                  "99|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:1g.10gb:1\n";
   ASSERT_TRUE(run_planner_round(ctx));
   ASSERT_EQ(advertised()["7g.80gb"], 1);
-  slurm->squeue = "";
   int before = sighups;
+  for (int i = 0; i < 4; ++i) {
+    auto r = run_planner_round(ctx);
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->advertisement_changed) << "round " << i << " with the same demand";
+  }
+  EXPECT_EQ(sighups, before);
+  slurm->squeue = "";  // the jobs went away without taking their slots
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_EQ(advertised(), idle);
+  before = sighups;
   for (int i = 0; i < 4; ++i) {
     auto r = run_planner_round(ctx);
     ASSERT_TRUE(r);
@@ -331,6 +343,36 @@ TEST_F(NodeFlows, LeakedUnclaimedInstanceIsDestroyedByTheNextRound) {
   ASSERT_TRUE(r);
   EXPECT_TRUE(backend.instances().empty());
   EXPECT_NE(all_logs().find("leaked instance"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+// Capacity an ended job gave back leaves the advertisement first; only once slurmctld has taken
+// that shrink may the space be offered as other profiles (else Slurm may start a job on the old
+// profile where the prolog finds no room, and cancel it).
+TEST_F(NodeFlows, ReleasedCapacityIsOfferedAgainOnlyAfterSlurmTookTheShrink) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1"});
+  ASSERT_TRUE(pro && !pro->rejected);
+  ASSERT_TRUE(run_planner_round(ctx));
+  slurm->used.clear();
+  ASSERT_TRUE(run_epilog(ctx, 7, "completed"));
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:4g.40gb:1\n";
+  slurm->polls_until_adopt = 1'000'000;  // slurmctld does not take the new split
+  ctx.confirm_timeout_ms = 50;
+  auto r = run_planner_round(ctx);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->shrink_confirmed);
+  EXPECT_EQ(advertised()["4g.40gb"], 0) << "grew before Slurm took the shrink";
+  slurm->polls_until_adopt = 0;
+  r = run_planner_round(ctx);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->shrink_confirmed);
+  EXPECT_EQ(advertised()["4g.40gb"], 1);
 }
 
 }  // namespace
