@@ -270,6 +270,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
 
   // Phase 1: compute the desired plan. If it only adds slots, commit it directly.
   std::vector<PlanSlot> dropped;
+  std::vector<PlanSlot> chosen;  // the plan phase 1 settled on; phase 3 grows into it
   auto committed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     // Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so
     // drop slots) only when that serves more demand or must reserve a GPU for starving demand;
@@ -288,6 +289,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     } else {
       desired = scratch->slots;
     }
+    chosen = desired;
     dropped = minus(current, desired);
     if (!dropped.empty()) return {};
     if (minus(desired, current).empty()) return {};
@@ -342,10 +344,28 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
       to_drop.erase(it);
       return true;
     });
+    // Grow into the plan phase 1 chose. Planning again around the kept slots could put a
+    // dropped slot right back, and the next round would drop it again, forever.
     auto kept = unclaimed(l);
-    auto extra = desired_slots(l, parts, demand, kept);
-    if (!extra) return std::unexpected(extra.error());
-    for (auto& s : extra->slots) l.plan.slots.push_back(s);
+    auto wanted = minus(chosen, kept);
+    bool fits = true;
+    if (auto layouts = node::layouts_of(l, [](const PlanSlot&) { return true; }); layouts) {
+      for (const auto& w : wanted)
+        for (std::size_t g = 0; g < l.gpus.size(); ++g)
+          if (l.gpus[g].index == w.gpu) {
+            const Profile* p = (*layouts)[g].model().find_profile(w.profile);
+            fits = fits && p != nullptr && (*layouts)[g].place(*p, w.placement).has_value();
+          }
+    } else {
+      fits = false;
+    }
+    if (fits) {
+      for (auto& w : wanted) l.plan.slots.push_back(w);
+    } else {  // claims changed the picture while we waited: plan around what is there now
+      auto extra = desired_slots(l, parts, demand, kept);
+      if (!extra) return std::unexpected(extra.error());
+      for (auto& x : extra->slots) l.plan.slots.push_back(x);
+    }
     ++l.plan.generation;
     return {};
   });

@@ -377,3 +377,30 @@ TEST_F(NodeFlows, ReleasedCapacityIsOfferedAgainOnlyAfterSlurmTookTheShrink) {
 
 }  // namespace
 }  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+// Back to idle from a layout the idle one only partly overlaps: the handover must land on the
+// idle layout and stay (growing by re-planning around the kept slots put a dropped slot back,
+// and every round dropped it again).
+TEST_F(NodeFlows, ReturnToTheIdleLayoutSettlesInsteadOfChurning) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  const auto idle = advertised();
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:2g.20gb:6\n";
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_GE(advertised()["2g.20gb"], 6);
+  slurm->squeue = "";
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_EQ(advertised(), idle);
+  const auto generation = store->load()->plan.generation;
+  for (int i = 0; i < 4; ++i) {
+    auto r = run_planner_round(ctx);
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->advertisement_changed) << "round " << i;
+  }
+  EXPECT_EQ(store->load()->plan.generation, generation);
+}
+
+}  // namespace
+}  // namespace vgpu
