@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
     if (period == 0) period = ctx.policy->planner.period_s;
     if (!once) std::ofstream((*rt)->planner_pidfile()) << ::getpid() << "\n";
     (*rt)->log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
+    // A planner killed between writing the advertisement and signalling slurmd left a file that
+    // slurmd never read; one signal at start makes Slurm's split and the file agree again.
+    if (!once) ctx.notify_slurmd();
     while (true) {
       auto round = vgpu::run_planner_round(ctx);
       if (!round) {
