@@ -216,14 +216,9 @@ run_case "epilog.after_retire +release.after_destroy" "epilog.after_retire;relea
 run_case ledger.after_rename@planner        "ledger.after_rename@vgpu-planner"   job
 # The plan is sticky: each of these re-plans only because the previous case left the other shape
 # (idle layout -> a whole GPU for 7g.80gb -> seven 1g.10gb -> 7g.80gb ...).
-# KNOWN GAP (docs/reliability.md): the restarted planner finds the file already advertising the
-# new split and never signals slurmd, so Slurm keeps the old split and the job waits forever.
-if [ "${VP_CRASH_GAPS:-0}" = 1 ]; then
-  run_case planner.before_notify_slurmd     "planner.before_notify_slurmd"       train
-elif [ "${VP_CRASH_ALL:-0}" = 1 ]; then
-  rows+=("$(printf '%-34s|%-18s|%-26s|%6s|%s' planner.before_notify_slurmd - - - \
-    "KNOWN GAP (docs/reliability.md): restarted planner never SIGHUPs slurmd; not run (VP_CRASH_GAPS=1 runs it)")")
-fi
+# The restarted planner signals slurmd once at start, so a split written but never signalled is
+# read (this was a known gap until the planner did that).
+run_case planner.before_notify_slurmd     "planner.before_notify_slurmd"       train
 run_case planner.after_shrink_published     "planner.after_shrink_published"     infer7
 run_case planner.after_shrink_confirmed     "planner.after_shrink_confirmed"     train
 run_case planner.after_grow_commit          "planner.after_grow_commit"          infer7
