@@ -258,7 +258,16 @@ vp_verify_node() { # ledger == hardware == advertisement == job records
 }
 
 vp_check() {
-  local n rc=0
+  local n rc=0 waited=0
+  # A node may be in the middle of a handover (a shrink published, slurmctld not yet caught up,
+  # e.g. on its way back to the idle layout): ledger and advertisement legitimately differ until
+  # it completes. Wait (quietly, up to VP_CHECK_WAIT s) until every node verifies, then report.
+  while [ "$waited" -lt "${VP_CHECK_WAIT:-60}" ]; do
+    local quiet=0
+    for n in $VC_NODES; do vp_verify_node "$n" >/dev/null 2>&1 || { quiet=1; break; }; done
+    [ $quiet = 0 ] && break
+    sleep 2; waited=$((waited + 2))
+  done
   vp_wait_settled 30 || { vc_log "advertisements and Slurm's view did not converge"; rc=1; }
   for n in $VC_NODES; do
     vp_verify_node "$n" >&2 || rc=1
