@@ -10,16 +10,11 @@
 // with a reason. A SIGKILL of this supervisor itself cannot be handled here: slurmd then drains
 // the node, and the epilog and the planner's reconcile clean up (docs/reliability.md).
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 
+#include "hook_support.h"
 #include "node_runtime.h"
 
 namespace {
@@ -27,19 +22,6 @@ namespace {
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
-}
-
-// Runs `work` in a child; its exit status, or -signal when a signal killed it.
-int in_child(const std::function<int()>& work) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return work();  // cannot supervise: do the work here rather than not at all
-  if (pid == 0) std::exit(work());
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return 0;
-  if (WIFSIGNALED(status)) return -WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 }
 
 int prolog(vgpu::JobId job, const std::string& alloc) {
@@ -64,48 +46,26 @@ int prolog(vgpu::JobId job, const std::string& alloc) {
   }
 }
 
-// What the job holds on this node goes back exactly as at the job's end.
-int release(vgpu::JobId job) {
-  try {
-    auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-prolog");
-    if (!rt) {
-      std::fprintf(stderr, "vgpu: prolog: job %u: release: node not ready: %s\n", job, rt.error().message.c_str());
-      return 0;
-    }
-    auto result = vgpu::run_epilog((*rt)->context(), job, "prolog crashed");
-    if (!result) (*rt)->log(result.error().message);
-    (*rt)->poke_planner();
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vgpu: prolog: job %u: release: unexpected: %s\n", job, e.what());
-    return 0;
-  }
-}
-
 }  // namespace
 
 int main() {
   std::string alloc = env("VGPU_ALLOC");
   if (alloc.empty()) return 0;  // no vgpu on this node for this job
-  std::string id_text = env("SLURM_JOB_ID");
-  vgpu::JobId job = 0;
-  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), job);
-  if (ec != std::errc() || p != id_text.data() + id_text.size() || job == 0) {
-    std::fprintf(stderr, "vgpu: prolog: SLURM_JOB_ID '%s' is not a job id\n", id_text.c_str());
-    return 0;
-  }
+  const auto id = vgpu::agent::job_id_from_env("prolog");
+  if (!id) return 0;
+  const vgpu::JobId job = *id;
   const std::string node = env("SLURMD_NODENAME");
-  int first = in_child([&] { return prolog(job, alloc); });
+  int first = vgpu::agent::run_in_child([&] { return prolog(job, alloc); });
   if (first >= 0) return 0;
   std::fprintf(stderr, "vgpu: prolog: job %u: node %s: the prolog died by signal %d (%s); running it again\n", job,
                node.c_str(), -first, strsignal(-first));
-  int second = in_child([&] { return prolog(job, alloc); });
+  int second = vgpu::agent::run_in_child([&] { return prolog(job, alloc); });
   if (second >= 0) return 0;
   std::string why = fmt::format("vgpu: prolog: job {}: node {}: the prolog died twice (signal {}, then {}); "
                                 "instances released, job cancelled",
                                 job, node, -first, -second);
   std::fprintf(stderr, "%s\n", why.c_str());
-  int released = in_child([&] { return release(job); });
+  int released = vgpu::agent::run_in_child([&] { return vgpu::agent::release_job("prolog", job, "prolog crashed"); });
   if (released < 0)
     std::fprintf(stderr, "vgpu: prolog: job %u: release died by signal %d; the epilog and the planner finish it\n",
                  job, -released);

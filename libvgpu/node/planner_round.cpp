@@ -171,6 +171,16 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& drop
   return true;
 }
 
+// Polls slurm_caught_up until it holds or ctx.confirm_timeout_ms has passed.
+bool wait_until_slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& dropped) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto c = slurm_caught_up(ctx, dropped); c && *c) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
+  }
+  return false;
+}
+
 // Capacity that ended jobs gave back (their instances destroyed) leaves the advertisement.
 // Slurm must be seen to take that shrink before the space is offered as other profiles, or it
 // may still start a pending job on the old profile where the prolog then finds no room.
@@ -187,14 +197,9 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerRoundResult& r
     }
   if (!shrinks) return true;
   if (auto ok = publish(ctx, *l, result); !ok) return std::unexpected(ok.error());
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto c = slurm_caught_up(ctx, {});
-    if (c && *c) {
-      ctx.shrink_unconfirmed = false;
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
+  if (wait_until_slurm_caught_up(ctx, {})) {
+    ctx.shrink_unconfirmed = false;
+    return true;
   }
   ctx.shrink_unconfirmed = true;
   result.shrink_confirmed = false;
@@ -320,14 +325,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     if (auto ok = publish(ctx, shrunk, result); !ok) return std::unexpected(ok.error().within(where));
   }
   crash_point("planner.after_shrink_published");
-  bool caught_up = false;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
-  while (!caught_up && std::chrono::steady_clock::now() < deadline) {
-    auto c = slurm_caught_up(ctx, dropped);
-    if (c && *c) caught_up = true;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
-  }
-  if (!caught_up) {
+  if (!wait_until_slurm_caught_up(ctx, dropped)) {
     result.shrink_confirmed = false;
     result.notes.push_back("shrink not yet confirmed by slurmctld; dropped slots stay claimable");
     return result;

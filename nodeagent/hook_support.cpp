@@ -1,0 +1,59 @@
+#include "hook_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "node_runtime.h"
+
+namespace vgpu::agent {
+
+std::optional<JobId> job_id_from_env(std::string_view program) {
+  const char* id = std::getenv("SLURM_JOB_ID");
+  const std::string text = id ? id : "";
+  JobId job = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), job);
+  if (ec != std::errc() || p != text.data() + text.size() || job == 0) {
+    std::fprintf(stderr, "vgpu: %.*s: SLURM_JOB_ID '%s' is not a job id\n", static_cast<int>(program.size()),
+                 program.data(), text.c_str());
+    return std::nullopt;
+  }
+  return job;
+}
+
+int run_in_child(const std::function<int()>& work) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return work();
+  if (pid == 0) std::exit(work());
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 0;
+  if (WIFSIGNALED(status)) return -WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+}
+
+int release_job(std::string_view program, JobId job, std::string_view reason) {
+  const std::string who = "vgpu-" + std::string(program);
+  try {
+    auto rt = NodeRuntime::from_environment(who);
+    if (!rt) {
+      std::fprintf(stderr, "vgpu: %s: job %u: node not ready: %s\n", std::string(program).c_str(), job,
+                   rt.error().message.c_str());
+      return 0;
+    }
+    auto result = run_epilog((*rt)->context(), job, std::string(reason));
+    if (!result) (*rt)->log(result.error().message);
+    (*rt)->poke_planner();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vgpu: %s: job %u: unexpected: %s\n", std::string(program).c_str(), job, e.what());
+  }
+  return 0;
+}
+
+}  // namespace vgpu::agent

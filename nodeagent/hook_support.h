@@ -1,0 +1,25 @@
+// What vgpu-prolog and vgpu-epilog share as slurmd hooks: the job id from the environment, the
+// supervisor that runs their work in a child (so a killed worker never drains the node), and
+// releasing what a job holds on the node the way the epilog does.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "vgpu/ledger.h"
+
+namespace vgpu::agent {
+
+// SLURM_JOB_ID as a job id; nullopt (and a line on stderr naming `program`) when it is not one.
+std::optional<JobId> job_id_from_env(std::string_view program);
+
+// Runs `work` in a child process: its exit status, or -signal when a signal killed it. When no
+// child can be made, the work runs here rather than not at all.
+int run_in_child(const std::function<int()>& work);
+
+// The epilog's flow for `job` (release, scrub, destroy, stop its VM), then pokes the planner.
+// Always 0: problems are logged, the planner's rounds finish what is left.
+int release_job(std::string_view program, JobId job, std::string_view reason);
+
+}  // namespace vgpu::agent
