@@ -215,6 +215,16 @@ Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
   return {};
 }
 
+Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_id, std::int64_t now) {
+  auto it = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
+    return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id;
+  });
+  if (it != ledger.instances.end() && it->job)
+    ledger.new_history.push_back(HistoryRecord{*it->job, it->user, it->gpu, it->profile, it->placement,
+                                               it->mig_uuid, it->created_at, now, "vanished"});
+  return remove_instance(ledger, gpu, gpu_instance_id);
+}
+
 int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_view end_reason) {
   int owned = 0;
   for (auto& inst : ledger.instances) {

@@ -1,40 +1,18 @@
 // Epilog: end the job's tenancy, then scrub and destroy every released instance. Instances in
 // `scrubbing`/`destroying` are a work queue that any epilog or planner round finishes, serialized
 // by a node-wide cleanup lock, so work left by a crashed epilog is never lost.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "node_lock.h"
 #include "node_model.h"
 #include "vgpu/crash_point.h"
 
 namespace vgpu {
 namespace {
-
-class CleanupLock {
- public:
-  explicit CleanupLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~CleanupLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  CleanupLock(const CleanupLock&) = delete;
-  CleanupLock& operator=(const CleanupLock&) = delete;
-  [[nodiscard]] bool held() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
 
 bool scrub_required(const NodeContext& ctx) {
   for (const auto* p : node_partitions(*ctx.policy, ctx.node))
@@ -57,8 +35,8 @@ Result<void> set_state(NodeContext& ctx, int gpu, int gi, InstanceState state) {
 // Scrubs and destroys every ownerless instance waiting in scrubbing/destroying.
 Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   EpilogResult result;
-  CleanupLock lock(ctx.node_dir() + "/cleanup.lock");
-  if (!lock.held()) return fail(ErrorCode::io, fmt::format("node {}: cannot take cleanup.lock", ctx.node));
+  NodeLock lock(cleanup_lock_path(ctx));
+  if (!lock.held()) return fail(ErrorCode::io, fmt::format("node {}: cannot take {}", ctx.node, cleanup_lock_path(ctx)));
   auto ledger = ctx.ledger->load();
   if (!ledger) return std::unexpected(ledger.error());
   const bool required = scrub_required(ctx);
@@ -83,6 +61,11 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
         result.problems.push_back(ok.error().message);
         continue;
       }
+    }
+    NodeLock hardware(hardware_lock_path(ctx));
+    if (!hardware.held()) {
+      result.problems.push_back(fmt::format("{}: cannot take {}", what, hardware_lock_path(ctx)));
+      continue;
     }
     auto destroyed = ctx.backend->destroy_instance(inst.gpu, inst.gpu_instance_id);
     if (!destroyed && destroyed.error().code != ErrorCode::not_found) {

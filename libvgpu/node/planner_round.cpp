@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "node_lock.h"
 #include "node_model.h"
 #include "vgpu/crash_point.h"
 
@@ -207,6 +208,48 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerRoundResult& r
   return false;
 }
 
+// Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
+// releases out between the snapshot, the ledger read and the repair: otherwise an instance a
+// prolog has created but not yet recorded looks leaked and is destroyed under its job.
+Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where, PlannerRoundResult& result) {
+  NodeLock hardware(hardware_lock_path(ctx));
+  if (!hardware.held())
+    return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+  auto snap = take_snapshot(*ctx.backend);
+  if (!snap) {
+    result.notes.push_back("reconcile skipped: " + snap.error().message);
+    return {};
+  }
+  auto ledger = ctx.ledger->load();
+  if (!ledger) return std::unexpected(ledger.error().within(where));
+  auto view = hardware_view_from_snapshot(*snap, Catalog::builtin());
+  for (const auto& d : reconcile(*ledger, view)) {
+    result.notes.push_back(fmt::format("reconcile: {} GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
+    if (d.kind == DifferenceKind::leaked_instance && d.gpu_instance_id) {
+      // An instance no ledger entry owns. A prolog between create and record always holds a
+      // claimed slot at that placement, so only unclaimed space is cleaned up.
+      auto hw = std::ranges::find_if(view.instances, [&](const HardwareInstance& i) {
+        return i.gpu == d.gpu && i.gpu_instance_id == *d.gpu_instance_id;
+      });
+      bool claimed = hw != view.instances.end() && std::ranges::any_of(ledger->plan.slots, [&](const PlanSlot& s) {
+        return s.claimed_by_job && s.gpu == hw->gpu && (s.placement.mask() & hw->placement.mask());
+      });
+      if (!claimed) {
+        auto destroyed = ctx.backend->destroy_instance(d.gpu, *d.gpu_instance_id);
+        crash_point("planner.after_reconcile_destroy");
+        ctx.log(fmt::format("{}: leaked instance GPU {} GI {} {}", where, d.gpu, *d.gpu_instance_id,
+                            destroyed ? "destroyed" : "could not be destroyed: " + destroyed.error().message));
+      }
+    } else if (d.kind == DifferenceKind::missing_instance && d.gpu_instance_id) {
+      auto gi = *d.gpu_instance_id;
+      auto ok = ctx.ledger->update([&](Ledger& l) { return forget_vanished_instance(l, d.gpu, gi, ctx.now()); });
+      ctx.log(fmt::format("{}: instance GPU {} GI {} vanished from the hardware; {}", where, d.gpu, gi,
+                          ok ? "removed from the ledger" : ok.error().message));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
@@ -216,35 +259,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   if (!ledger) return std::unexpected(ledger.error().within(where));
 
   // Reconcile with the hardware first: the plan must be made against what really exists.
-  if (auto snap = take_snapshot(*ctx.backend); snap) {
-    auto view = hardware_view_from_snapshot(*snap, Catalog::builtin());
-    for (const auto& d : reconcile(*ledger, view)) {
-      result.notes.push_back(fmt::format("reconcile: {} GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
-      if (d.kind == DifferenceKind::leaked_instance && d.gpu_instance_id) {
-        // An instance no ledger entry owns. A prolog between create and record always holds a
-        // claimed slot at that placement, so only unclaimed space is cleaned up.
-        auto hw = std::ranges::find_if(view.instances, [&](const HardwareInstance& i) {
-          return i.gpu == d.gpu && i.gpu_instance_id == *d.gpu_instance_id;
-        });
-        bool claimed = hw != view.instances.end() && std::ranges::any_of(ledger->plan.slots, [&](const PlanSlot& s) {
-          return s.claimed_by_job && s.gpu == hw->gpu && (s.placement.mask() & hw->placement.mask());
-        });
-        if (!claimed) {
-          auto destroyed = ctx.backend->destroy_instance(d.gpu, *d.gpu_instance_id);
-          crash_point("planner.after_reconcile_destroy");
-          ctx.log(fmt::format("{}: leaked instance GPU {} GI {} {}", where, d.gpu, *d.gpu_instance_id,
-                              destroyed ? "destroyed" : "could not be destroyed: " + destroyed.error().message));
-        }
-      } else if (d.kind == DifferenceKind::missing_instance && d.gpu_instance_id) {
-        auto gi = *d.gpu_instance_id;
-        auto ok = ctx.ledger->update([&](Ledger& l) { return remove_instance(l, d.gpu, gi); });
-        ctx.log(fmt::format("{}: instance GPU {} GI {} vanished from the hardware; {}", where, d.gpu, gi,
-                            ok ? "removed from the ledger" : ok.error().message));
-      }
-    }
-  } else {
-    result.notes.push_back("reconcile skipped: " + snap.error().message);
-  }
+  if (auto r = reconcile_with_hardware(ctx, where, result); !r) return std::unexpected(r.error());
   // Instances a rebuild found with no owner may hold a former tenant's data: scrub, then destroy.
   (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
     for (auto& i : l.instances)

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
+#include "node_lock.h"
 #include "node_model.h"
 #include "vgpu/gres_request.h"
 #include "vgpu/crash_point.h"
@@ -118,6 +120,10 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   }
   crash_point("prolog.after_claim");
 
+  // Create and record as one step for the planner's reconcile (node_lock.h).
+  std::optional<NodeLock> hardware(std::in_place, hardware_lock_path(ctx));
+  if (!hardware->held())
+    return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
   for (const auto& slot : claimed->plan.slots) {
     if (slot.claimed_by_job != req.job) continue;
     auto gpu_model = node::model_of(*claimed, slot.gpu);
@@ -167,6 +173,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     if (!recorded) return std::unexpected(recorded.error().within(where));
     crash_point("prolog.after_record_instance");
   }
+  hardware.reset();
 
   auto final_ledger = ctx.ledger->load();
   if (!final_ledger) return std::unexpected(final_ledger.error().within(where));

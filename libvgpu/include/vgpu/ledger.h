@@ -121,6 +121,9 @@ Result<void> add_instance(Ledger& ledger, LedgerInstance instance,
                           const Catalog& catalog = Catalog::builtin());
 // Forgets an instance once it is destroyed on the hardware.
 Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id);
+// Forgets an instance that vanished from the hardware without us; a job that still owned it
+// gets its history record (end reason "vanished"), so the history accounts for every instance.
+Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_id, std::int64_t now);
 
 // Ends a job's tenancy: one history record per instance it owned, the instances lose their owner
 // and go to `scrubbing` (they still exist until the epilog destroys them), and its claims are

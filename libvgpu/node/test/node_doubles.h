@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -33,6 +34,7 @@ class MemoryBackend final : public GpuBackend {
     std::vector<InstanceInfo> out;
     for (const auto& i : instances_)
       if (i.gpu == gpu) out.push_back(i);
+    if (after_list) after_list(gpu);
     return out;
   }
   Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) override {
@@ -68,6 +70,9 @@ class MemoryBackend final : public GpuBackend {
   const std::vector<InstanceInfo>& instances() const { return instances_; }
   int creates = 0, destroys = 0;
   bool fail_next_create = false;
+  // Runs after a GPU's instances were listed, before the list is returned: what happens here is
+  // what another process did just after the caller looked.
+  std::function<void(int gpu)> after_list;
 
  private:
   const GpuModel* model_;

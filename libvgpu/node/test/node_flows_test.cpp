@@ -2,7 +2,11 @@
 // shrink-confirm-grow handover, crash recovery by rebuild, and policy rejections.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include "node_doubles.h"
 
@@ -343,6 +347,73 @@ TEST_F(NodeFlows, LeakedUnclaimedInstanceIsDestroyedByTheNextRound) {
   ASSERT_TRUE(r);
   EXPECT_TRUE(backend.instances().empty());
   EXPECT_NE(all_logs().find("leaked instance"), std::string::npos);
+}
+
+// A prolog that creates and records its instance while the planner reconciles (after the
+// planner's snapshot of the GPUs, before its ledger read) must not have that instance taken for
+// vanished or leaked. The soak once lost a job's instance this way. The reconcile holds the
+// hardware lock, so the prolog waits for it.
+TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  slurm->running = {42};
+  NodeContext prolog_ctx = ctx;
+  std::mutex log_mutex;
+  std::vector<std::string> prolog_logs;
+  prolog_ctx.log = [&](const std::string& s) {
+    std::lock_guard g(log_mutex);
+    prolog_logs.push_back(s);
+  };
+  std::atomic<bool> started{false}, done{false};
+  std::thread prolog;
+  Result<PrologResult> pro = fail(ErrorCode::io, "prolog did not run");
+  backend.after_list = [&](int gpu) {
+    if (gpu != 1 || started.exchange(true)) return;
+    prolog = std::thread([&] {
+      pro = run_prolog(prolog_ctx, {42, "alice", "gpu", "1g.10gb:1"});
+      done = true;
+    });
+    // Give the prolog every chance to finish inside the planner's reconcile.
+    for (int i = 0; i < 100 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  auto round = run_planner_round(ctx);
+  prolog.join();
+  backend.after_list = nullptr;
+  ASSERT_TRUE(round) << round.error().message;
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  ASSERT_EQ(pro->instances.size(), 1u);
+
+  EXPECT_EQ(backend.instances().size(), 1u);
+  auto ledger = store->load();
+  ASSERT_TRUE(ledger);
+  ASSERT_EQ(ledger->instances.size(), 1u);
+  EXPECT_EQ(ledger->instances[0].job, JobId{42});
+  EXPECT_EQ(ledger->instances[0].mig_uuid, pro->instances[0].mig_uuid);
+  EXPECT_EQ(all_logs().find("vanished"), std::string::npos) << all_logs();
+  EXPECT_EQ(all_logs().find("leaked"), std::string::npos) << all_logs();
+  // And the next round, with nobody racing, finds the node consistent.
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+// An instance that vanished from the hardware under a job still ends in the history, so the
+// history accounts for every instance a prolog made.
+TEST_F(NodeFlows, InstanceVanishedUnderAJobIsForgottenWithAHistoryRecord) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  slurm->running = {42};
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1"});
+  ASSERT_TRUE(pro && !pro->rejected);
+  ASSERT_TRUE(backend.destroy_instance(pro->instances[0].gpu, pro->instances[0].gpu_instance_id));
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_TRUE(store->load()->instances.empty());
+  auto history = store->history();
+  ASSERT_TRUE(history);
+  ASSERT_EQ(history->size(), 1u);
+  EXPECT_EQ((*history)[0].job, JobId{42});
+  EXPECT_EQ((*history)[0].mig_uuid, pro->instances[0].mig_uuid);
+  EXPECT_EQ((*history)[0].end_reason, "vanished");
 }
 
 }  // namespace
