@@ -253,6 +253,16 @@ vp_wait_done() { # $1 job [$2 seconds]: until the job has left the queue
 
 vp_wait_running() { vc_wait_job "$1" RUNNING "${2:-60}"; }
 
+# RUNNING comes while the prolog still works (PrologFlags=Alloc); the batch script's first line
+# of output comes after it. For jobs from vp_job_script or the like (they print first thing).
+vp_wait_started() { # $1 job [$2 seconds]
+  local t=0 lim=$(( ${2:-60} * 5 ))
+  until [ -s "$VC_RUN/out/$1.out" ]; do
+    t=$((t + 1)); [ $t -ge $lim ] && { vc_log "job $1 printed nothing: $(squeue -h -j "$1" -o '%T %r')"; return 1; }
+    sleep 0.2
+  done
+}
+
 vp_verify_node() { # ledger == hardware == advertisement == job records
   ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_BIN/nodeagent/vgpu-planner" --verify )
 }

@@ -54,7 +54,7 @@ hw_uuids() { ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_BIN/fakenvml/fake-nvml-smi" 
 
 echo "--- witness: a long job on $node whose instance must survive every crash and recovery"
 witness=$(vp_sbatch -p infer -w "$node" --gres=vgpu:2g.20gb:1 "$job" 100000)
-vp_wait_running "$witness" 60 || vc_fail "witness $witness did not start"
+vp_wait_started "$witness" 60 || vc_fail "witness $witness did not start"
 witness_uuid=$(vp_ledger_uuids "$node" "$witness")
 [ -n "$witness_uuid" ] || vc_fail "witness $witness has no instance in the ledger"
 hw_uuids "$node" | grep -qx "$witness_uuid" || vc_fail "witness instance $witness_uuid not on the hardware"
