@@ -88,17 +88,7 @@ class CommandSlurmClient final : public SlurmClient {
   Result<std::set<JobId>> jobs_on_node(const std::string& node) override {
     auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
     if (!out) return std::unexpected(out.error());
-    std::set<JobId> jobs;
-    for (auto line : split_view(*out, '\n')) {
-      while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
-      if (line.empty()) continue;
-      JobId id = 0;
-      auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), id);
-      if (ec != std::errc() || p != line.data() + line.size())
-        return fail(ErrorCode::corrupt, fmt::format("squeue -w {}: not a job id: '{}'", node, line));
-      jobs.insert(id);
-    }
-    return jobs;
+    return parse_job_id_lines(*out, fmt::format("squeue -w {}", node));
   }
 
   Result<void> reject_job(JobId job, const std::string& reason) override {
@@ -106,15 +96,20 @@ class CommandSlurmClient final : public SlurmClient {
     for (char c : reason) clean += (c == '\n' || c == '\r' || c == '\'' || c == '"') ? ' ' : c;
     if (clean.size() > 900) clean.resize(900);
     std::string id = std::to_string(job);
-    // An array task: by its own number Slurm may not find it, and the array's number names every
-    // task. The prolog's environment says which task this is.
+    // An array task: slurmctld refuses its own number, and the array's number names every task.
+    // The prolog's environment says which task this is when Slurm puts it there (not for every
+    // launch path), else slurmctld does.
     const char* env_job = std::getenv("SLURM_JOB_ID");
     const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
     const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
     auto numeric = [](const char* s) {
       return s && *s && std::string_view(s).find_first_not_of("0123456789") == std::string_view::npos;
     };
-    if (env_job && id == env_job && numeric(array) && numeric(task)) id = fmt::format("{}_{}", array, task);
+    if (env_job && id == env_job && numeric(array) && numeric(task)) {
+      id = fmt::format("{}_{}", array, task);
+    } else if (auto shown = run_ok({tool("scontrol"), "-o", "show", "job", id}); shown) {
+      id = job_name_for_signals(job, *shown);
+    }
     auto commented = run_ok({tool("scontrol"), "update", "JobId=" + id, "Comment=" + clean});
     auto cancelled = run_ok({tool("scancel"), id});
     if (!cancelled) return std::unexpected(cancelled.error());

@@ -147,4 +147,36 @@ Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gre
   return node;
 }
 
+std::string job_name_for_signals(std::uint32_t job, std::string_view line) {
+  // scontrol prints "JobId=56 ArrayJobId=53 ArrayTaskId=2 ... JobName=<anything, spaces too>":
+  // only the fields before the user's job name are trusted, and only for the job asked about.
+  std::string_view array, task;
+  bool first = true;
+  for (std::string_view token : split_view(line, ' ')) {
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.remove_suffix(1);
+    if (first && token != fmt::format("JobId={}", job)) return std::to_string(job);
+    first = false;
+    if (token.starts_with("JobName=")) break;
+    if (token.starts_with("ArrayJobId=")) array = token.substr(11);
+    if (token.starts_with("ArrayTaskId=")) task = token.substr(12);
+  }
+  std::uint32_t a = 0, t = 0;
+  if (!array.empty() && !task.empty() && to_number(array, a) && to_number(task, t))
+    return fmt::format("{}_{}", a, t);
+  return std::to_string(job);
+}
+
+Result<std::set<std::uint32_t>> parse_job_id_lines(std::string_view output, std::string_view what) {
+  std::set<std::uint32_t> jobs;
+  for (auto line : split_view(output, '\n')) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.empty()) continue;
+    std::uint32_t id = 0;
+    if (!to_number(line, id) || id == 0)
+      return fail(ErrorCode::corrupt, fmt::format("{}: not a job id: '{}'", what, line));
+    jobs.insert(id);
+  }
+  return jobs;
+}
+
 }  // namespace vgpu

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,14 @@ struct NodeGres {
 };
 // One line of `scontrol show node -o -d <node>`.
 Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name);
+
+// The name scancel and `scontrol update` need for job `job`, from `scontrol -o show job <job>`:
+// "<ArrayJobId>_<ArrayTaskId>" for an array task (slurmctld refuses a task's own id as
+// "invalid", job_mgr.c job_str_signal), else the id itself.
+std::string job_name_for_signals(std::uint32_t job, std::string_view scontrol_show_job_line);
+
+// One job id per line (`squeue -h -o %A`); `what` names the command in errors.
+Result<std::set<std::uint32_t>> parse_job_id_lines(std::string_view output, std::string_view what);
 
 // "2026-11-22T20:50:01" as UTC Unix seconds.
 Result<std::int64_t> parse_slurm_time(std::string_view text);

@@ -52,5 +52,34 @@ TEST(SlurmText, ScontrolNodeGresAndUsed) {
   EXPECT_FALSE(parse_scontrol_node("NodeName=n1 Gres=vgpu:a:b", "vgpu"));
 }
 
+// Array task 53_2 runs as job 56; `scancel 56` is "Invalid job id" (soak, seed 20261122).
+TEST(SlurmText, ArrayTaskIsSignalledByArrayAndTaskNotByItsOwnId) {
+  EXPECT_EQ(job_name_for_signals(56, "JobId=56 ArrayJobId=53 ArrayTaskId=2 JobName=job.sh UserId=root(0)\n"), "53_2");
+  // The task that carries the array's own id: `scancel 53` would end every task of the array.
+  EXPECT_EQ(job_name_for_signals(53, "JobId=53 ArrayJobId=53 ArrayTaskId=0 JobName=x"), "53_0");
+  EXPECT_EQ(job_name_for_signals(42, "JobId=42 JobName=train UserId=alice(1000) ArrayJobId=x"), "42");
+  EXPECT_EQ(job_name_for_signals(42, ""), "42");
+  // A pending array's meta record has a range, not a task: the plain id.
+  EXPECT_EQ(job_name_for_signals(60, "JobId=60 ArrayJobId=60 ArrayTaskId=1-5 JobName=x"), "60");
+  // Only the exact keys count: a job name that looks like one changes nothing.
+  EXPECT_EQ(job_name_for_signals(42, "JobId=42 JobName=ArrayJobId=7 Comment=ArrayTaskId=1"), "42");
+  // A hostile job name cannot point the root prolog's scancel at someone else's array task.
+  EXPECT_EQ(job_name_for_signals(42, "JobId=42 JobName=x ArrayJobId=7 ArrayTaskId=1 UserId=eve(1001)"), "42");
+  // Output about another job (a reused id, a confused scontrol) is not believed.
+  EXPECT_EQ(job_name_for_signals(42, "JobId=420 ArrayJobId=7 ArrayTaskId=1 JobName=x"), "42");
+}
+
+TEST(SlurmText, JobIdLinesAreStrict) {
+  auto ok = parse_job_id_lines("12\n7 \n\n12\n", "squeue -w n1");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(*ok, (std::set<std::uint32_t>{7, 12}));
+  EXPECT_TRUE(parse_job_id_lines("", "squeue -w n1")->empty());
+  auto bad = parse_job_id_lines("12\n53_2\n", "squeue -w n1");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("squeue -w n1: not a job id: '53_2'"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(parse_job_id_lines("0\n", "squeue"));
+  EXPECT_FALSE(parse_job_id_lines("99999999999\n", "squeue"));
+}
+
 }  // namespace
 }  // namespace vgpu
