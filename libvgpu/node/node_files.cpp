@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -59,6 +60,31 @@ std::map<std::string, int> advertised_counts(const Ledger& ledger) {
     if (inst.job) ++counts[inst.profile];
   for (const auto& slot : ledger.plan.slots) ++counts[slot.profile];
   return counts;
+}
+
+std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger) {
+  auto counts = advertised_counts(ledger);
+  for (const auto& [profile, n] : ctx.slurm_uncounted)
+    if (auto it = counts.find(profile); it != counts.end()) it->second = std::max(0, it->second - n);
+  if (ctx.policy == nullptr || ctx.viz == nullptr) return counts;
+  for (const auto* part : node_partitions(*ctx.policy, ctx.node))
+    for (const auto& pool : part->viz_pools) counts[pool.name] = pool.max_sessions;
+  return counts;
+}
+
+std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGres& slurm) {
+  std::map<std::string, int> held;
+  for (const auto& inst : ledger.instances)
+    if (inst.job) ++held[inst.profile];
+  for (const auto& slot : ledger.plan.slots)
+    if (slot.claimed_by_job) ++held[slot.profile];
+  std::map<std::string, int> uncounted;
+  for (const auto& [profile, n] : held) {
+    auto used = slurm.used.find(profile);
+    int counted = used == slurm.used.end() ? 0 : used->second;
+    if (n > counted) uncounted[profile] = n - counted;
+  }
+  return uncounted;
 }
 
 Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,

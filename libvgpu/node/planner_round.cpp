@@ -208,6 +208,31 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerRoundResult& r
   return false;
 }
 
+// See NodeContext::slurm_uncounted. Without an answer from Slurm the last value stays.
+void refresh_slurm_uncounted(NodeContext& ctx, const std::string& where, PlannerRoundResult& result) {
+  auto ledger = ctx.ledger->load();
+  if (!ledger) return;
+  auto node = ctx.slurm->node_gres(ctx.node);
+  if (!node) return;
+  auto seen = uncounted_by_slurm(*ledger, *node);
+  std::map<std::string, int> both;
+  for (const auto& [profile, n] : seen)
+    if (auto before = ctx.slurm_uncounted_last_seen.find(profile); before != ctx.slurm_uncounted_last_seen.end())
+      both[profile] = std::min(n, before->second);
+  ctx.slurm_uncounted_last_seen = std::move(seen);
+  if (both == ctx.slurm_uncounted) return;
+  std::string shown;
+  for (const auto& [profile, n] : both) shown += fmt::format("{}{}:{}", shown.empty() ? "" : " ", profile, n);
+  if (shown.empty())
+    ctx.log(fmt::format("{}: slurmctld counts every instance jobs here hold again", where));
+  else
+    ctx.log(fmt::format("{}: slurmctld does not count instances jobs here hold ({}; a restarted slurmctld "
+                        "forgets running jobs' typed allocations): they leave the advertisement until the "
+                        "jobs end", where, shown));
+  result.notes.push_back("uncounted by slurmctld: " + (shown.empty() ? std::string("none") : shown));
+  ctx.slurm_uncounted = std::move(both);
+}
+
 // Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
 // releases out between the snapshot, the ledger read and the repair: otherwise an instance a
 // prolog has created but not yet recorded looks leaked and is destroyed under its job.
@@ -272,6 +297,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
     result.notes.push_back("cleanup: " + cleaned.error().message);
   release_ended_jobs(ctx, result.notes);
+  refresh_slurm_uncounted(ctx, where, result);
 
   auto pending = ctx.slurm->pending_jobs();
   if (!pending) {

@@ -32,13 +32,6 @@ Result<void> drop_vms(NodeContext& ctx, const std::set<JobId>& jobs) {
 
 }  // namespace
 
-std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger) {
-  auto counts = advertised_counts(ledger);
-  if (ctx.policy == nullptr || ctx.viz == nullptr) return counts;
-  for (const auto* part : node_partitions(*ctx.policy, ctx.node))
-    for (const auto& pool : part->viz_pools) counts[pool.name] = pool.max_sessions;
-  return counts;
-}
 
 Result<std::string> start_viz_sessions(NodeContext& ctx, const PrologRequest& req,
                                        const std::vector<GresRequest>& viz) {

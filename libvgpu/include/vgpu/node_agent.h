@@ -108,6 +108,13 @@ struct NodeContext {
   int ended_job_check_s = 60;
   std::int64_t last_ended_job_check = 0;
   std::set<JobId> missing_once;
+  // Instances, by profile, that jobs here hold but slurmctld does not count as used: a restarted
+  // slurmctld recovers running jobs' typed allocations before the node re-registers its split,
+  // and never counts them again. They leave the advertisement (node_advertisement) until the jobs
+  // end, so Slurm cannot hand them out a second time. Refreshed every planner round; only what
+  // two rounds in a row saw counts (a job that just ended in Slurm is released a moment later).
+  std::map<std::string, int> slurm_uncounted;
+  std::map<std::string, int> slurm_uncounted_last_seen;
 
   [[nodiscard]] std::string node_dir() const { return state_dir + "/" + node; }
 };
@@ -168,8 +175,11 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx);
 
 // What Slurm should see for this node: instances owned by jobs plus every plan slot, by profile.
 std::map<std::string, int> advertised_counts(const Ledger& ledger);
-// The same plus the node's viz pools, each at its max_sessions (Slurm counts the sessions).
+// The same plus the node's viz pools, each at its max_sessions (Slurm counts the sessions),
+// less what slurmctld holds as free but jobs here own (ctx.slurm_uncounted).
 std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger);
+// Per profile: how many instances and claims of jobs here exceed what Slurm reports as used.
+std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGres& slurm);
 
 // Viz sessions of a job (prolog side): every viz pool the job was given must belong to its
 // partition and be asked for once; the VM is recorded in the ledger before it is started. An

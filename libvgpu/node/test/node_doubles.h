@@ -100,7 +100,17 @@ class FakeSlurm final : public SlurmClient {
       if (!j.is_discarded())
         for (const auto& [k, v] : j["counts"].items()) configured[k] = v.get<int>();
     }
-    return NodeGres{configured, used, "MIXED"};
+    auto counted = used;
+    if (ledger != nullptr)
+      if (auto l = ledger->load(); l) {
+        std::map<std::string, int> held;
+        for (const auto& i : l->instances)
+          if (i.job) ++held[i.profile];
+        for (const auto& s : l->plan.slots)
+          if (s.claimed_by_job) ++held[s.profile];
+        for (const auto& [profile, n] : held) counted[profile] = std::max(counted[profile], n);
+      }
+    return NodeGres{configured, counted, "MIXED"};
   }
   Result<void> reject_job(JobId job, const std::string& reason) override {
     rejected.emplace_back(job, reason);
@@ -110,6 +120,10 @@ class FakeSlurm final : public SlurmClient {
     ++node_job_queries;
     return running;
   }
+  // When set, what jobs hold in this ledger counts as used (at least), as a slurmctld that never
+  // restarted counts it; `used` adds allocations whose prolog has not run. Null models a
+  // restarted slurmctld that forgot running jobs' allocations.
+  const LedgerStore* ledger = nullptr;
   std::set<JobId> running;  // what jobs_on_node reports
   int node_job_queries = 0;
   std::string squeue;

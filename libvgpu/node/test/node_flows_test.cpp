@@ -41,6 +41,7 @@ class NodeFlows : public ::testing::Test {
     policy = std::move(*p);
     store = std::make_unique<LedgerStore>((dir / "n1").string());
     slurm = std::make_unique<testing::FakeSlurm>((dir / "n1" / "advertisement.json").string());
+    slurm->ledger = store.get();
     ctx.node = "n1";
     ctx.state_dir = dir.string();
     ctx.policy = &policy;
@@ -394,6 +395,43 @@ TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
   // And the next round, with nobody racing, finds the node consistent.
   ASSERT_TRUE(run_planner_round(ctx));
   auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+// A restarted slurmctld forgets running jobs' typed allocations (docs/reliability-soak.md,
+// finding 1) and would start a second job on instances a job here holds, which that job's
+// prolog must then cancel. The planner keeps such instances out of the advertisement until their
+// job ends; one odd answer from Slurm changes nothing.
+TEST_F(NodeFlows, InstancesARestartedSlurmctldForgotLeaveTheAdvertisementUntilTheirJobEnds) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  auto pro = run_prolog(ctx, {7, "alice", "gpu", "2g.20gb:2"});
+  ASSERT_TRUE(pro && !pro->rejected);
+  ASSERT_TRUE(run_planner_round(ctx));
+  const int offered = advertised()["2g.20gb"];  // job 7's two and any planned slots
+  ASSERT_GE(offered, 2);
+
+  slurm->ledger = nullptr;  // slurmctld restarted: GresUsed no longer counts job 7
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_EQ(advertised()["2g.20gb"], offered) << "changed on one observation";
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_EQ(advertised()["2g.20gb"], offered - 2) << "Slurm could hand job 7's instances out again";
+  EXPECT_NE(all_logs().find("slurmctld does not count instances jobs here hold (2g.20gb:2;"), std::string::npos)
+      << all_logs();
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+  // The instances stay with their job; nothing on the hardware changes.
+  EXPECT_EQ(backend.instances().size(), 2u);
+
+  // Once the job is gone, its capacity comes back.
+  ASSERT_TRUE(run_epilog(ctx, 7, "completed"));
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_GE(advertised()["2g.20gb"], 2);
+  EXPECT_TRUE(ctx.slurm_uncounted.empty());
+  EXPECT_NE(all_logs().find("slurmctld counts every instance jobs here hold again"), std::string::npos);
+  problems = verify_node(ctx);
   ASSERT_TRUE(problems);
   EXPECT_TRUE(problems->empty()) << problems->front();
 }

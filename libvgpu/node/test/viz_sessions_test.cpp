@@ -63,6 +63,7 @@ class VizSessions : public ::testing::Test {
     policy = std::move(*p);
     store = std::make_unique<LedgerStore>((dir / "n1").string());
     slurm = std::make_unique<testing::FakeSlurm>((dir / "n1" / "advertisement.json").string());
+    slurm->ledger = store.get();
     ctx.node = "n1";
     ctx.state_dir = dir.string();
     ctx.policy = &policy;
