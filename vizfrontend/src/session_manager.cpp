@@ -180,6 +180,15 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   dr.geometry = req.geometry.value_or(Geometry{std::min(1024U, pool.max_geometry.width),
                                                std::min(768U, pool.max_geometry.height)});
   dr.cpuset = req.cpuset;
+  if (dr.cpuset.empty() && cpu_locator_ && !attachment->parent.empty()) {
+    // Near the GPU itself: for a VF (or an mdev on one) that is its physical function.
+    std::string gpu = attachment->parent;
+    if (auto pf = sysfs_.link_name(fmt::format("sys/bus/pci/devices/{}/physfn", gpu)); pf) gpu = *pf;
+    auto cpus = cpu_locator_(gpu);
+    if (!cpus) return in_ctx(cpus.error().within(fmt::format("pinning vCPUs near GPU {}", gpu)));
+    if (auto ok = check_cpuset(*cpus); !ok) return in_ctx(ok.error());
+    dr.cpuset = *cpus;
+  }
   dr.listen_address = config_.listen_address;
   dr.display_password = *password;
   dr.serial_log = serial_log_path(req.job_id);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu_attach.h"
+#include "gpu_locality.h"
 #include "hypervisor.h"
 #include "novnc_url.h"
 #include "proxy.h"
@@ -57,6 +58,9 @@ class SessionManager {
   Result<StartedSession> rotate_password(std::uint32_t job_id);
 
   std::string record_path(std::uint32_t job_id) const;
+  // Pins each session's vCPUs near its GPU unless the request names a cpuset (VizConfig::topology).
+  void set_cpu_locator(CpuLocator locator) { cpu_locator_ = std::move(locator); }
+
   std::string token_path(std::uint32_t job_id) const;
   std::string token_dir() const;
   std::string serial_log_path(std::uint32_t job_id) const;
@@ -75,6 +79,7 @@ class SessionManager {
   Sysfs& sysfs_;
   Proxy& proxy_;
   RandomSource random_;
+  CpuLocator cpu_locator_;
 };
 
 }  // namespace vgpu::viz

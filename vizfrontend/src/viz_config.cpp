@@ -159,7 +159,8 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
     return fail(ErrorCode::corrupt, fmt::format("{}: {}", where, e.what()));
   }
   if (auto ok = only_keys(j, {"version", "libvirt_uri", "listen_address", "proxy_port", "public_host", "ssh_host",
-                              "state_dir", "access_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "pools", "images"},
+                              "state_dir", "access_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "topology",
+                              "pools", "images"},
                           where);
       !ok) {
     return std::unexpected(ok.error());
@@ -190,6 +191,14 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
     }
     *f.target = *v;
   }
+  auto topology = get_string(j, "topology", where, false, c.topology);
+  if (!topology) return std::unexpected(topology.error());
+  if (!topology->empty() && *topology != "live") {
+    auto p = absolute_path(*topology, fmt::format("{}.topology", where), false);
+    if (!p)
+      return fail(ErrorCode::corrupt, fmt::format("{} (expected \"\", \"live\" or an lstopo XML file)", p.error().message));
+  }
+  c.topology = *topology;
   auto port = get_uint(j, "proxy_port", where, 1, 65535, c.proxy_port);
   if (!port) return std::unexpected(port.error());
   c.proxy_port = static_cast<std::uint16_t>(*port);

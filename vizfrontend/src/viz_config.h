@@ -55,6 +55,10 @@ struct VizConfig {
   std::string novnc_dir = "/usr/share/novnc";
   std::string websockify = "/usr/bin/websockify";
   std::string emulator = "/usr/bin/qemu-system-x86_64";
+  // Where the GPU's CPU locality comes from, to pin a session's vCPUs next to its GPU: "" (no
+  // pinning), "live" (hwloc on this machine) or an absolute path to an `lstopo --of xml` export.
+  // A session started with an explicit --cpuset keeps that.
+  std::string topology;
   std::map<std::string, VizPoolSpec> pools;
   std::map<std::string, ImageSpec> images;  // named images a user may pick with --image
 };

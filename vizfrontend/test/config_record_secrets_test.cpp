@@ -69,6 +69,23 @@ TEST(VizConfig, StrictAboutKeysVersionAndValues) {
   }
 }
 
+TEST(VizConfig, TopologyIsOffLiveOrAnAbsoluteXmlPath) {
+  EXPECT_EQ(parse_viz_config(kConfig, "viz.json")->topology, "");
+  for (const std::string ok : {"live", "/etc/slurm-vgpu/topology.xml"}) {
+    auto c = parse_viz_config(with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"topology\": \"" + ok + "\""),
+                              "viz.json");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->topology, ok);
+  }
+  for (const std::string bad : {"topology.xml", "/etc/../x.xml", "Live"}) {
+    auto c = parse_viz_config(with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"topology\": \"" + bad + "\""),
+                              "viz.json");
+    ASSERT_FALSE(c) << bad;
+    EXPECT_NE(c.error().message.find("viz.json.topology: '" + bad + "'"), std::string::npos) << c.error().message;
+    EXPECT_NE(c.error().message.find("expected \"\", \"live\" or an lstopo XML file"), std::string::npos);
+  }
+}
+
 TEST(VizConfig, VgpuPoolsNeedAGpuType) {
   auto c = parse_viz_config(with(kConfig, "\"gpu_type\": \"nvidia-700\",", ""), "viz.json");
   ASSERT_FALSE(c);

@@ -344,6 +344,60 @@ TEST_F(Sessions, RotateSetsANewPasswordOnTheSamePort) {
   EXPECT_EQ(r->access.url.substr(0, r->access.url.find('#')), s->access.url.substr(0, s->access.url.find('#')));
 }
 
+// vCPU pinning from the GPU's hwloc locality (two-socket-eight-gpu.xml: GPU 0000:99:00.0 is in
+// Group L#2, PUs 8-11,24-27; GPU 0000:17:00.0 in Group L#0, PUs 0-3,16-19).
+constexpr const char* kTopology = VGPU_LOCALITY_FIXTURES "/two-socket-eight-gpu.xml";
+
+TEST_F(Sessions, VcpusArePinnedNearTheMdevsGpu) {
+  sysfs.add_mdev_parent("0000:99:00.0", {{"nvidia-700", 1}});
+  auto m = manager();
+  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto r = request("vgpu");
+  r.device = "0000:99:00.0";
+  auto s = m.start(r);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_NE(hv.last_xml.find("<vcpupin vcpu='0' cpuset='8-11,24-27'/>"), std::string::npos) << hv.last_xml;
+  EXPECT_NE(hv.last_xml.find("<emulatorpin cpuset='8-11,24-27'/>"), std::string::npos) << hv.last_xml;
+}
+
+TEST_F(Sessions, AVfIsPinnedNearItsPhysicalFunction) {
+  config.pools["vf"] = config.pools["vgpu"];
+  config.pools["vf"].name = "vf";
+  config.pools["vf"].attach = AttachKind::sriov_vf;
+  config.pools["vf"].gpu_type = "NVIDIA H100-4C";
+  sysfs.add_vgpu_vf("0000:17:00.4", "0000:17:00.0", {{"557", "NVIDIA H100-4C"}});
+  auto m = manager();
+  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto s = m.start(request("vf"));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_NE(hv.last_xml.find("cpuset='0-3,16-19'"), std::string::npos) << hv.last_xml;
+}
+
+TEST_F(Sessions, AnExplicitCpusetWinsAndNoGpuMeansNoPinning) {
+  sysfs.add_mdev_parent("0000:99:00.0", {{"nvidia-700", 1}});
+  auto m = manager();
+  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto r = request("vgpu");
+  r.device = "0000:99:00.0";
+  r.cpuset = "5";
+  ASSERT_TRUE(m.start(r));
+  EXPECT_NE(hv.last_xml.find("<vcpupin vcpu='0' cpuset='5'/>"), std::string::npos) << hv.last_xml;
+  ASSERT_TRUE(m.stop(42));
+  ASSERT_TRUE(m.start(request("viz")));  // attach none: nothing to be near
+  EXPECT_EQ(hv.last_xml.find("vcpupin"), std::string::npos) << hv.last_xml;
+}
+
+TEST_F(Sessions, AGpuTheTopologyDoesNotKnowFailsTheStartAndLeavesNothing) {
+  auto m = manager();
+  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto s = m.start(request("vgpu"));  // 0000:3b:00.0 is not in that machine's topology
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("job 42"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("pinning vCPUs near GPU 0000:3b:00.0"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("not found"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(nothing_left());
+}
+
 TEST_F(Sessions, RotateWithoutASessionIsNotFound) {
   EXPECT_EQ(manager().rotate_password(42).error().code, ErrorCode::not_found);
 }

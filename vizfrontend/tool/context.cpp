@@ -39,6 +39,7 @@ Result<std::unique_ptr<Context>> open_context(const Options& o) {
   c->sysfs = std::make_unique<RootedSysfs>(c->config.sysfs_root);
   c->proxy = std::make_unique<WebsockifyProxy>(c->config, c->config.state_dir + "/tokens");
   c->sessions = std::make_unique<SessionManager>(c->config, *c->hv, *c->sysfs, *c->proxy, system_random());
+  c->sessions->set_cpu_locator(make_cpu_locator(c->config.topology));
   return c;
 }
 
