@@ -13,6 +13,7 @@ VIZ=${1:?usage: crash_matrix.sh VGPU_VIZ_BINARY WORK_DIR}
 WORK=${2:?usage: crash_matrix.sh VGPU_VIZ_BINARY WORK_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
 WITNESS=910001
 PORT=6094
 GUEST=${VGPU_VIZ_GUEST_DIR:-/var/cache/slurm-vgpu/guest}
@@ -35,22 +36,7 @@ trap cleanup EXIT
 "$HERE/libvirt-up.sh" "$WORK/run" || { echo "viz crash matrix: FAIL: libvirt-up"; exit 1; }
 "$SRC/vizfrontend/guest/build-guest.sh" "$GUEST" >/dev/null || { echo "viz crash matrix: FAIL: build-guest"; exit 1; }
 
-cat > "$WORK/viz.json" <<JSON
-{
-  "version": 1,
-  "libvirt_uri": "qemu:///system",
-  "listen_address": "127.0.0.1",
-  "proxy_port": $PORT,
-  "public_host": "127.0.0.1",
-  "state_dir": "$STATE",
-  "pools": [
-    {"name": "viz-test", "attach": "none", "memory_mib": 256, "vcpus": 1, "display": "vnc",
-     "max_geometry": "1024x768",
-     "image": {"kernel": "$GUEST/vmlinuz", "initrd": "$GUEST/initrd.gz",
-               "cmdline": "console=ttyS0,115200 console=tty0 vga=0x318 quiet"}}
-  ]
-}
-JSON
+viz_test_config "$WORK/viz.json" "$STATE" "$PORT" "$GUEST"
 
 start() { viz start --job "$1" --pool viz-test --user crash --access-file "$WORK/access-$1.txt" >"$WORK/start-$1.out" 2>&1; }
 

@@ -11,6 +11,7 @@ VIZ=${1:?usage: e2e.sh VGPU_VIZ_BINARY WORK_DIR}
 WORK=${2:?usage: e2e.sh VGPU_VIZ_BINARY WORK_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
 JOB=900042
 PORT=6093
 GUEST=${VGPU_VIZ_GUEST_DIR:-/var/cache/slurm-vgpu/guest}
@@ -38,23 +39,7 @@ T_ALL=$(now)
 virsh -q -c qemu:///system destroy "vgpu-viz-$JOB" >/dev/null 2>&1
 virsh -q -c qemu:///system undefine "vgpu-viz-$JOB" >/dev/null 2>&1
 
-cat > "$WORK/viz.json" <<JSON
-{
-  "version": 1,
-  "libvirt_uri": "qemu:///system",
-  "listen_address": "127.0.0.1",
-  "proxy_port": $PORT,
-  "public_host": "127.0.0.1",
-  "ssh_host": "testnode",
-  "state_dir": "$STATE",
-  "pools": [
-    {"name": "viz-test", "attach": "none", "memory_mib": 256, "vcpus": 1, "display": "vnc",
-     "max_geometry": "1024x768",
-     "image": {"kernel": "$GUEST/vmlinuz", "initrd": "$GUEST/initrd.gz",
-               "cmdline": "console=ttyS0,115200 console=tty0 vga=0x318 quiet"}}
-  ]
-}
-JSON
+viz_test_config "$WORK/viz.json" "$STATE" "$PORT" "$GUEST"
 
 # --- start
 T0=$(now)

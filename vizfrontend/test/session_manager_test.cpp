@@ -348,10 +348,14 @@ TEST_F(Sessions, RotateSetsANewPasswordOnTheSamePort) {
 // Group L#2, PUs 8-11,24-27; GPU 0000:17:00.0 in Group L#0, PUs 0-3,16-19).
 constexpr const char* kTopology = VGPU_LOCALITY_FIXTURES "/two-socket-eight-gpu.xml";
 
+SessionManager pinned(SessionManager m) {
+  m.set_cpu_locator(make_cpu_locator(kTopology));
+  return m;
+}
+
 TEST_F(Sessions, VcpusArePinnedNearTheMdevsGpu) {
   sysfs.add_mdev_parent("0000:99:00.0", {{"nvidia-700", 1}});
-  auto m = manager();
-  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto m = pinned(manager());
   auto r = request("vgpu");
   r.device = "0000:99:00.0";
   auto s = m.start(r);
@@ -366,8 +370,7 @@ TEST_F(Sessions, AVfIsPinnedNearItsPhysicalFunction) {
   config.pools["vf"].attach = AttachKind::sriov_vf;
   config.pools["vf"].gpu_type = "NVIDIA H100-4C";
   sysfs.add_vgpu_vf("0000:17:00.4", "0000:17:00.0", {{"557", "NVIDIA H100-4C"}});
-  auto m = manager();
-  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto m = pinned(manager());
   auto s = m.start(request("vf"));
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_NE(hv.last_xml.find("cpuset='0-3,16-19'"), std::string::npos) << hv.last_xml;
@@ -375,8 +378,7 @@ TEST_F(Sessions, AVfIsPinnedNearItsPhysicalFunction) {
 
 TEST_F(Sessions, AnExplicitCpusetWinsAndNoGpuMeansNoPinning) {
   sysfs.add_mdev_parent("0000:99:00.0", {{"nvidia-700", 1}});
-  auto m = manager();
-  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto m = pinned(manager());
   auto r = request("vgpu");
   r.device = "0000:99:00.0";
   r.cpuset = "5";
@@ -388,8 +390,7 @@ TEST_F(Sessions, AnExplicitCpusetWinsAndNoGpuMeansNoPinning) {
 }
 
 TEST_F(Sessions, AGpuTheTopologyDoesNotKnowFailsTheStartAndLeavesNothing) {
-  auto m = manager();
-  m.set_cpu_locator(make_cpu_locator(kTopology));
+  auto m = pinned(manager());
   auto s = m.start(request("vgpu"));  // 0000:3b:00.0 is not in that machine's topology
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("job 42"), std::string::npos) << s.error().message;
