@@ -20,7 +20,9 @@ used_2g() { # "used/configured" 2g.20gb on n1, as slurmctld sees it
 # n1 starts with the idle layout: 2g.20gb x4 over its two GPUs. j1 holds two of them.
 j1=$(vp_sbatch -p infer -w n1 --gres=vgpu:2g.20gb:2 --wrap 'sleep 120')
 vp_wait_running "$j1" 60 || vc_fail "job $j1 did not start"
-sleep 2
+# RUNNING comes while the prolog still works: wait until the ledger gives the job its two.
+for _ in $(seq 150); do [ "$(vp_ledger_uuids n1 "$j1" | tr ',' '\n' | grep -c MIG-)" = 2 ] && break; sleep 0.2; done
+sleep 1
 before=$(used_2g)
 vc_ctld_stop
 vc_ctld_start || vc_fail "slurmctld did not restart"
