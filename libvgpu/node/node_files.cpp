@@ -72,14 +72,18 @@ std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledg
   return counts;
 }
 
-std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGres& slurm) {
+std::map<std::string, int> held_by_jobs(const Ledger& ledger) {
   std::map<std::string, int> held;
   for (const auto& inst : ledger.instances)
     if (inst.job) ++held[inst.profile];
   for (const auto& slot : ledger.plan.slots)
     if (slot.claimed_by_job) ++held[slot.profile];
+  return held;
+}
+
+std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGres& slurm) {
   std::map<std::string, int> uncounted;
-  for (const auto& [profile, n] : held) {
+  for (const auto& [profile, n] : held_by_jobs(ledger)) {
     auto used = slurm.used.find(profile);
     int counted = used == slurm.used.end() ? 0 : used->second;
     if (n > counted) uncounted[profile] = n - counted;

@@ -162,11 +162,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& drop
   configured.erase("never");
   configured.erase("free");
   if (!same_counts(configured, want)) return false;
-  std::map<std::string, int> held;
-  for (const auto& i : l->instances)
-    if (i.job) ++held[i.profile];
-  for (const auto& s : l->plan.slots)
-    if (s.claimed_by_job) ++held[s.profile];
+  auto held = held_by_jobs(*l);
   for (const auto& [type, used] : node->used)
     if (type != "never" && type != "free" && used > held[type]) return false;
   return true;

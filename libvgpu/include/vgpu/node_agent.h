@@ -178,6 +178,8 @@ std::map<std::string, int> advertised_counts(const Ledger& ledger);
 // The same plus the node's viz pools, each at its max_sessions (Slurm counts the sessions),
 // less what slurmctld holds as free but jobs here own (ctx.slurm_uncounted).
 std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger);
+// Per profile: the instances and claimed slots jobs hold here (what Slurm should count as used).
+std::map<std::string, int> held_by_jobs(const Ledger& ledger);
 // Per profile: how many instances and claims of jobs here exceed what Slurm reports as used.
 std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGres& slurm);
 
