@@ -23,12 +23,16 @@ big=()
 submitted=$(date +%s.%N)
 for g in 7g.80gb:1 7g.80gb:1 7g.80gb:1 4g.40gb:1 4g.40gb:1; do big+=("$(vp_sbatch -p train --gres=vgpu:$g "$job" 5)"); done
 waits=()
+after_7g=0
 for j in "${big[@]}"; do
   vp_wait_running "$j" 60 || vc_fail "big job $j did not start: $(scontrol show job "$j" | grep -o 'Reason=[^ ]*')"
   waits+=("$(echo "$(date +%s.%N) - $submitted" | bc)")
+  # Sample as each one starts: on a fast machine the first 5-s jobs may be gone before the last starts.
+  vp_status > "$VC_RUN/out/layout-now.txt"
+  n=$(grep -o '\[~*7g.80gb ' "$VC_RUN/out/layout-now.txt" | wc -l)
+  [ "$n" -gt "$after_7g" ] && { after_7g=$n; cp "$VC_RUN/out/layout-now.txt" "$VC_RUN/out/layout-big.txt"; }
 done
-vp_status | tee "$VC_RUN/out/layout-big.txt"
-after_7g=$(grep -o '\[~*7g.80gb ' "$VC_RUN/out/layout-big.txt" | wc -l)
+cat "$VC_RUN/out/layout-big.txt" 2>/dev/null || vp_status
 [ "$after_7g" -gt "$before_7g" ] || vc_fail "layout did not change toward 7g ($before_7g -> $after_7g)"
 vc_log "big jobs running after (s): ${waits[*]} (planning period ${VP_PERIOD}s)"
 for w in "${waits[@]}"; do
