@@ -7,7 +7,7 @@
 # instead of building), SEEDS (10), REPLAY_GPUS (cluster size for the queueing replay, 48).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-traces=$(cd "$repo/../shared/traces" && pwd)
+traces=$repo/data/openb
 out="$repo/benchmarks/results"
 build=${BUILD_DIR:-$repo/build-bench/release}
 seeds=${SEEDS:-10}

@@ -6,7 +6,7 @@ function(vgpu_add_gtest name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main GTest::gmock)
   target_compile_definitions(${name} PRIVATE
     VGPU_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    VGPU_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
+    VGPU_DATA_DIR="${PROJECT_SOURCE_DIR}/data"
     VGPU_BINARY_DIR="${PROJECT_BINARY_DIR}")
   vgpu_set_warnings(${name})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES LABELS unit)

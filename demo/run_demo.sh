@@ -7,7 +7,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../tests/e2e/lib.sh"
 trap 'vp_finish $?' EXIT
-trace=${1:-$here/../../shared/traces/openb_pod_list_gpushare40.csv}
+trace=${1:-$here/../data/openb/openb_pod_list_gpushare40.csv}
 [ -f "$trace" ] || vc_fail "no trace at $trace (pass one: any openb pod-list CSV)"
 VP_STARVATION=${VP_STARVATION:-20}
 VC_NODES=${VC_NODES:-"n1 n2 n3"}

@@ -124,7 +124,7 @@ struct TraceFixture {
   static const TraceFixture& get() {
     static const TraceFixture f = [] {
       TraceFixture x;
-      auto t = load_trace(VGPU_SHARED_DIR "/traces/openb_pod_list_default.csv");
+      auto t = load_trace(VGPU_DATA_DIR "/openb/openb_pod_list_default.csv");
       if (!t) throw std::runtime_error(t.error().message);
       x.trace = *t;
       x.tasks = map_tasks(x.trace, h100(), 8);

@@ -14,7 +14,7 @@ const GpuModel& h100() { return **Catalog::builtin().require_model("H100-80GB");
 
 const Trace& sample_trace() {
   static const Trace t = [] {
-    auto r = load_trace(VGPU_SHARED_DIR "/traces/openb_pod_list_default.csv");
+    auto r = load_trace(VGPU_DATA_DIR "/openb/openb_pod_list_default.csv");
     if (!r) throw std::runtime_error(r.error().message);
     Trace s = *r;
     s.tasks.resize(500);

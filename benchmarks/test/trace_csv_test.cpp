@@ -78,11 +78,11 @@ TEST(TraceCsv, RejectsAnUnknownHeaderAndListsBothSchemas) {
 }
 
 TEST(TraceCsv, LoadsEveryOpenbTrace) {
-  auto d = load_trace(VGPU_SHARED_DIR "/traces/openb_pod_list_default.csv");
+  auto d = load_trace(VGPU_DATA_DIR "/openb/openb_pod_list_default.csv");
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_EQ(d->tasks.size(), 8152u);
   EXPECT_TRUE(d->has_times);
-  auto m = load_trace(VGPU_SHARED_DIR "/traces/openb_pod_list_multigpu20.csv");
+  auto m = load_trace(VGPU_DATA_DIR "/openb/openb_pod_list_multigpu20.csv");
   ASSERT_TRUE(m) << m.error().message;
   EXPECT_EQ(m->tasks.size(), 8324u);
   EXPECT_FALSE(m->has_times);

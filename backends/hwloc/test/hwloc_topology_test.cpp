@@ -16,7 +16,7 @@ namespace vgpu {
 namespace {
 
 const std::string kFixtures = VGPU_LOCALITY_FIXTURES;
-const std::string kH100 = std::string(VGPU_SHARED_DIR) + "/fixtures/h100/h100-node-topology.xml";
+const std::string kH100 = std::string(VGPU_DATA_DIR) + "/h100/h100-node-topology.xml";
 
 Topology load(const std::string& path) {
   auto t = load_topology(path);

@@ -153,7 +153,7 @@ TEST_F(ProbeTest, WithoutALibraryReportsWhyAndNoGpus) {
 }
 
 TEST_F(ProbeTest, CaptureFixtureAgreesWithTheNvidiaSmiCapture) {
-  std::string xml = read_file(std::string(VGPU_SHARED_DIR) + "/fixtures/h100/h100-nvidia-smi-q.xml");
+  std::string xml = read_file(std::string(VGPU_DATA_DIR) + "/h100/h100-nvidia-smi-q.xml");
   ASSERT_FALSE(xml.empty());
   auto tag = [&](const std::string& name) {
     auto b = xml.find("<" + name + ">");
