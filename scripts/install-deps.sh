@@ -12,6 +12,9 @@ packages=(
   clang-19 libclang-rt-19-dev  # libFuzzer with std::expected (scripts/fuzz.sh)
   # Slurm 22.05 (daemons, clients, and the tools that fetch its matching source)
   slurm-wlm slurmctld slurmd slurm-client munge dpkg-dev
+  # newer Slurm releases built from source (scripts/build-slurm.sh): munge, lua (job_submit/lua),
+  # MariaDB client (accounting_storage/mysql)
+  libmunge-dev liblua5.3-dev libmariadb-dev
   # visualization sessions
   libvirt-dev libvirt-daemon libvirt-clients qemu-system-x86 qemu-utils
   websockify novnc chromium busybox-static cpio

@@ -1,21 +1,48 @@
-/* gres/vgpu: the Slurm 22.05 plugin ABI, and nothing else. Every decision lives in the C++
- * contract code behind vgpu_gres_bridge.h; this file only moves data between Slurm's structures
- * and that interface, and logs through Slurm's logger. It never touches NVML or the GPU and reads
- * at most one small file per call, so it cannot stall slurmd.
+/* gres/vgpu: Slurm's GRES plugin ABI, and nothing else. Every decision lives in the C++ contract
+ * code behind vgpu_gres_bridge.h; this file only moves data between Slurm's structures and that
+ * interface, and logs through Slurm's logger. It never touches NVML or the GPU and reads at most one
+ * small file per call, so it cannot stall slurmd.
  *
- * All 13 gres_p_* symbols must exist: plugin_load_and_link() makes the daemon fatal() otherwise. */
+ * One source for every supported release. The differences are compile-time ranges on the version
+ * of the Slurm tree it is built against (SLURM_VERSION_NUMBER from that tree's slurm_version.h), so
+ * a release between two tested ones builds unchanged. Tested: 22.05.8 (Debian 12), 24.11.5 (Debian
+ * 13, compile only), 25.11.7 (compile only), 26.05.3. Boundaries read from the sources of 22.05.8,
+ * 23.11.4, 24.11.5, 25.11.7 and 26.05.3; the 23.02 and 24.05 edges follow Slurm's CHANGELOG and are
+ * untested (docs/slurm.md, "Slurm releases"):
+ *   >= 23.02  gres.h lives in src/interfaces/; gres_p_epilog_* became gres_p_prep_* (gres_prep_t)
+ *   >= 23.11  list_t (List is gone by 24.11)
+ *   <  24.11  gres_p_get_job_info/get_step_info are required symbols (dropped by 24.11; exporting
+ *             them where they are not looked up is harmless, omitting them where they are makes
+ *             slurmd fatal(), so the range errs on exporting)
+ * Slurm loads the plugin only when plugin_version equals the daemon's major.minor.micro. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <string.h>
 
+#include "slurm/slurm_version.h"
+
 #include "src/common/slurm_xlator.h"
 #include "src/common/bitstring.h"
 #include "src/common/env.h"
-#include "src/common/gres.h"
 #include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+#include "src/interfaces/gres.h"
+typedef gres_prep_t vgpu_prep_t;
+#else
+#include "src/common/gres.h"
+typedef gres_epilog_info_t vgpu_prep_t;
+#endif
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+typedef list_t *vgpu_list_t;
+#else
+typedef List vgpu_list_t;
+#endif
 
 #include "../bridge/vgpu_gres_bridge.h"
 
@@ -45,6 +72,7 @@ extern int init(void)
 	return SLURM_SUCCESS;
 }
 
+/* int, as Slurm declared it until 25.05; the loader calls it as void (*)(void) in every release. */
 extern int fini(void)
 {
 	return SLURM_SUCCESS;
@@ -99,7 +127,7 @@ static gres_slurmd_conf_t *_clone_record(gres_slurmd_conf_t *tmpl, const char *t
 	return rec;
 }
 
-static void _set_type_count(List list, gres_slurmd_conf_t *tmpl, const char *type, uint64_t count)
+static void _set_type_count(vgpu_list_t list, gres_slurmd_conf_t *tmpl, const char *type, uint64_t count)
 {
 	gres_slurmd_conf_t *rec = list_find_first(list, _find_type, (void *) type);
 	if (rec)
@@ -114,7 +142,7 @@ static int _first_vgpu(void *x, void *key)
 	return _is_vgpu(x);
 }
 
-extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *node_conf)
+extern int gres_p_node_config_load(vgpu_list_t gres_conf_list, node_config_load_t *node_conf)
 {
 	uint64_t total = 0;
 	vgpu_reported_t *rep;
@@ -219,8 +247,10 @@ extern void gres_p_recv_stepd(buf_t *buffer)
 	(void) buffer;
 }
 
-extern int gres_p_get_job_info(gres_job_state_t *gres_js, uint32_t node_inx,
-			       enum gres_job_data_type data_type, void *data)
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(24, 11, 0)
+/* Required until 24.05 or 24.11; declared with plain types because their enum arguments went away
+ * with them. Nothing to report: the job's instances are in jobs/<id>.json, not in Slurm. */
+extern int gres_p_get_job_info(void *gres_js, uint32_t node_inx, int data_type, void *data)
 {
 	(void) gres_js;
 	(void) node_inx;
@@ -229,8 +259,7 @@ extern int gres_p_get_job_info(gres_job_state_t *gres_js, uint32_t node_inx,
 	return EINVAL;
 }
 
-extern int gres_p_get_step_info(gres_step_state_t *gres_ss, uint32_t node_inx,
-				enum gres_step_data_type data_type, void *data)
+extern int gres_p_get_step_info(void *gres_ss, uint32_t node_inx, int data_type, void *data)
 {
 	(void) gres_ss;
 	(void) node_inx;
@@ -238,9 +267,10 @@ extern int gres_p_get_step_info(gres_step_state_t *gres_ss, uint32_t node_inx,
 	(void) data;
 	return EINVAL;
 }
+#endif
 
 /* Count-only GRES: no device files for Slurm to constrain (the prolog owns the MIG devices). */
-extern List gres_p_get_devices(void)
+extern vgpu_list_t gres_p_get_devices(void)
 {
 	return NULL;
 }
@@ -258,9 +288,9 @@ extern void gres_p_step_hardware_fini(void)
 /* ---- Prolog/Epilog: VGPU_ALLOC=<type>:<n>[,...] ----
  * slurmctld packs only per-node counts and bitmaps for epilog info, so the type name is spelled
  * into each node's bitmap (see contract/alloc_codec.h). */
-extern gres_epilog_info_t *gres_p_epilog_build_env(gres_job_state_t *gres_js)
+static vgpu_prep_t *_prep_build_env(gres_job_state_t *gres_js)
 {
-	gres_epilog_info_t *ei;
+	vgpu_prep_t *ei;
 	unsigned char bits[8 * VGPU_GRES_TYPE_MAX];
 	size_t nbits = 0;
 
@@ -287,7 +317,7 @@ extern gres_epilog_info_t *gres_p_epilog_build_env(gres_job_state_t *gres_js)
 	return ei;
 }
 
-extern void gres_p_epilog_set_env(char ***epilog_env_ptr, gres_epilog_info_t *gres_ei, int node_inx)
+static void _prep_set_env(char ***epilog_env_ptr, vgpu_prep_t *gres_ei, int node_inx)
 {
 	unsigned char bits[8 * VGPU_GRES_TYPE_MAX];
 	size_t nbits = 0;
@@ -316,3 +346,26 @@ extern void gres_p_epilog_set_env(char ***epilog_env_ptr, gres_epilog_info_t *gr
 	}
 	env_array_overwrite(epilog_env_ptr, "VGPU_ALLOC", value);
 }
+
+/* The same two entry points under each release's name. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+extern vgpu_prep_t *gres_p_prep_build_env(gres_job_state_t *gres_js)
+{
+	return _prep_build_env(gres_js);
+}
+
+extern void gres_p_prep_set_env(char ***prep_env_ptr, vgpu_prep_t *gres_prep, int node_inx)
+{
+	_prep_set_env(prep_env_ptr, gres_prep, node_inx);
+}
+#else
+extern vgpu_prep_t *gres_p_epilog_build_env(gres_job_state_t *gres_js)
+{
+	return _prep_build_env(gres_js);
+}
+
+extern void gres_p_epilog_set_env(char ***epilog_env_ptr, vgpu_prep_t *gres_ei, int node_inx)
+{
+	_prep_set_env(epilog_env_ptr, gres_ei, node_inx);
+}
+#endif

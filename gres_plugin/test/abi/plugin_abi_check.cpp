@@ -1,6 +1,9 @@
-// Loads the built gres_vgpu.so the way Slurm's plugin loader does and checks what the loader checks:
-// the exact plugin_version of the installed slurmd (a mismatch is silently ignored by Slurm), the
-// plugin_type, and every gres_p_* symbol (a missing one is fatal to slurmd).
+// Loads a built gres_vgpu.so the way Slurm's plugin loader does and checks what the loader checks:
+// plugin_version equal to the release's slurmd (a mismatch is silently ignored by Slurm), the
+// plugin_type, and every gres_p_* symbol that release requires (a missing one is fatal to slurmd).
+// One binary serves every release built in the tree: the environment names the plugin
+// (VGPU_GRES_PLUGIN), the release it was built for (VGPU_SLURM_VERSION) and that release's slurmd
+// (VGPU_SLURMD), see gres_plugin/CMakeLists.txt.
 #include <dlfcn.h>
 
 #include <gtest/gtest.h>
@@ -8,17 +11,24 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace {
 
-std::string installed_slurmd_version() {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen("slurmd -V 2>/dev/null", "r"), ::pclose);
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string slurmd_version(const std::string& slurmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen((slurmd + " -V 2>/dev/null").c_str(), "r"), ::pclose);
   if (!pipe) return {};
   std::array<char, 128> line{};
   if (std::fgets(line.data(), line.size(), pipe.get()) == nullptr) return {};
-  std::string text(line.data());  // "slurm-wlm 22.05.8\n"
+  std::string text(line.data());  // "slurm-wlm 22.05.8\n" or "slurm 26.05.3\n"
   auto space = text.find(' ');
   if (space == std::string::npos) return {};
   text = text.substr(space + 1);
@@ -32,8 +42,29 @@ std::uint32_t version_number(const std::string& dotted) {
   return (major << 16) | (minor << 8) | micro;
 }
 
+// The symbols _load_plugin() in that release's gres.c looks up (read from 22.05.8, 23.11.4,
+// 24.11.5, 25.11.7 and 26.05.3).
+std::vector<std::string> required_symbols(std::uint32_t version) {
+  std::vector<std::string> syms = {"init", "fini", "gres_p_node_config_load", "gres_p_job_set_env",
+                                   "gres_p_step_set_env", "gres_p_task_set_env", "gres_p_send_stepd",
+                                   "gres_p_recv_stepd", "gres_p_get_devices", "gres_p_step_hardware_init",
+                                   "gres_p_step_hardware_fini"};
+  if (version < version_number("24.11.0")) {
+    syms.emplace_back("gres_p_get_job_info");
+    syms.emplace_back("gres_p_get_step_info");
+  }
+  if (version < version_number("23.2.0")) {
+    syms.emplace_back("gres_p_epilog_build_env");
+    syms.emplace_back("gres_p_epilog_set_env");
+  } else {
+    syms.emplace_back("gres_p_prep_build_env");
+    syms.emplace_back("gres_p_prep_set_env");
+  }
+  return syms;
+}
+
 struct Plugin {
-  void* handle = ::dlopen(VGPU_GRES_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  void* handle = ::dlopen(env("VGPU_GRES_PLUGIN").c_str(), RTLD_NOW | RTLD_LOCAL);
   ~Plugin() {
     if (handle) ::dlclose(handle);
   }
@@ -41,16 +72,19 @@ struct Plugin {
 
 }  // namespace
 
-TEST(GresVgpuPlugin, VersionEqualsTheInstalledSlurmd) {
+TEST(GresVgpuPlugin, VersionEqualsTheReleasesSlurmd) {
   Plugin plugin;
   ASSERT_NE(plugin.handle, nullptr) << ::dlerror();
   const auto* version = static_cast<const std::uint32_t*>(::dlsym(plugin.handle, "plugin_version"));
   ASSERT_NE(version, nullptr);
-  const std::string installed = installed_slurmd_version();
-  ASSERT_FALSE(installed.empty()) << "slurmd -V gave nothing";
-  EXPECT_EQ(*version, version_number(installed))
-      << "gres_vgpu.so was built for 0x" << std::hex << *version << " but slurmd is " << installed
-      << ": rebuild against the matching source (scripts/fetch-slurm-source.sh)";
+  EXPECT_EQ(*version, version_number(env("VGPU_SLURM_VERSION")))
+      << "gres_vgpu.so was built for 0x" << std::hex << *version << " but the tree says "
+      << env("VGPU_SLURM_VERSION");
+  const std::string running = slurmd_version(env("VGPU_SLURMD"));
+  ASSERT_FALSE(running.empty()) << env("VGPU_SLURMD") << " -V gave nothing";
+  EXPECT_EQ(*version, version_number(running))
+      << "gres_vgpu.so was built for 0x" << std::hex << *version << " but " << env("VGPU_SLURMD") << " is "
+      << running << ": rebuild against the matching source";
 }
 
 TEST(GresVgpuPlugin, DeclaresItselfAsGresVgpu) {
@@ -61,15 +95,12 @@ TEST(GresVgpuPlugin, DeclaresItselfAsGresVgpu) {
   EXPECT_STREQ(type, "gres/vgpu");
 }
 
-TEST(GresVgpuPlugin, ExportsEverySymbolSlurmRequires) {
+TEST(GresVgpuPlugin, ExportsEverySymbolItsReleaseRequires) {
   Plugin plugin;
   ASSERT_NE(plugin.handle, nullptr) << ::dlerror();
-  for (const char* sym : {"init", "fini", "gres_p_node_config_load", "gres_p_job_set_env", "gres_p_step_set_env",
-                          "gres_p_task_set_env", "gres_p_send_stepd", "gres_p_recv_stepd", "gres_p_get_job_info",
-                          "gres_p_get_step_info", "gres_p_get_devices", "gres_p_step_hardware_init",
-                          "gres_p_step_hardware_fini", "gres_p_epilog_build_env", "gres_p_epilog_set_env"}) {
-    EXPECT_NE(::dlsym(plugin.handle, sym), nullptr) << sym;
-  }
+  const auto* version = static_cast<const std::uint32_t*>(::dlsym(plugin.handle, "plugin_version"));
+  ASSERT_NE(version, nullptr);
+  for (const auto& sym : required_symbols(*version)) EXPECT_NE(::dlsym(plugin.handle, sym.c_str()), nullptr) << sym;
 }
 
 TEST(GresVgpuPlugin, HidesItsCxxInternals) {
