@@ -92,10 +92,12 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->ctx_.viz = rt->viz_.get();
   rt->ctx_.now = [] { return static_cast<std::int64_t>(std::time(nullptr)); };
   rt->ctx_.log = [self](const std::string& s) { self->log(s); };
-  rt->ctx_.notify_slurmd = [self] {
-    if (!signal_pidfile(self->slurmd_pidfile_, SIGHUP))
-      self->log(fmt::format("vgpu: node {}: could not SIGHUP slurmd (pid file {})", self->ctx_.node, self->slurmd_pidfile_));
-  };
+  rt->publisher_ = make_split_publisher(rt->ctx_, [self] {
+    if (signal_pidfile(self->slurmd_pidfile_, SIGHUP)) return true;
+    self->log(fmt::format("vgpu: node {}: could not SIGHUP slurmd (pid file {})", self->ctx_.node, self->slurmd_pidfile_));
+    return false;
+  });
+  rt->ctx_.publisher = rt->publisher_.get();
   return rt;
 }
 

@@ -33,6 +33,7 @@ class NodeRuntime {
   std::unique_ptr<SlurmClient> slurm_;
   std::unique_ptr<Scrubber> scrubber_;
   std::unique_ptr<VizLauncher> viz_;
+  std::unique_ptr<SplitPublisher> publisher_;
   std::string slurmd_pidfile_;
   NodeContext ctx_;
 };

@@ -76,9 +76,11 @@ int main(int argc, char** argv) {
     if (period == 0) period = ctx.policy->planner.period_s;
     if (!once) std::ofstream((*rt)->planner_pidfile()) << ::getpid() << "\n";
     (*rt)->log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
-    // A planner killed between writing the advertisement and signalling slurmd left a file that
-    // slurmd never read; one signal at start makes Slurm's split and the file agree again.
-    if (!once) ctx.notify_slurmd();
+    // A planner killed between writing the advertisement and handing it to slurmctld left a file
+    // Slurm never took; handing it over once at start makes Slurm's split and the file agree again.
+    if (!once)
+      if (auto current = vgpu::read_advertised_counts(ctx); current)
+        if (auto ok = ctx.publisher->publish(*current); !ok) (*rt)->log(ok.error().message);
     while (true) {
       auto round = vgpu::run_planner_round(ctx);
       if (!round) {

@@ -1,17 +1,51 @@
 #!/usr/bin/env bash
 # The README's test command (CI runs exactly this through .ci/run).
-# Installs every dependency, builds the whole tree with ASan+UBSan and -Werror, and runs every
+# Installs every dependency, builds the whole tree with ASan+UBSan and -Werror and runs every
 # test: unit, property, exhaustive, fake-NVML, and the real Slurm / libvirt integration suites.
+# Slurm releases: Debian 12's 22.05 in full; the plugin's C layer compiled against Debian 13's
+# 24.11; with ../shared/slurm present, 26.05 built from source (cached) with the cluster suite and
+# an e2e subset run against its daemons, and 25.11 compiled against. What is skipped is said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+t0=$(date +%s)
+step() { echo "test: $* ($(( $(date +%s) - t0 )) s so far)"; }
+
 bash scripts/install-deps.sh
+step "dependencies installed"
+
+releases=()
+if d=$(bash scripts/build-slurm.sh --configure-only debian:trixie); then
+  releases+=("$d")
+else
+  echo "test: SKIPPED Slurm 24.11 (Debian 13) compile check: its source could not be fetched"
+fi
+shared=../shared/slurm
+latest() { ls "$shared"/slurm-"$1".*.tar.gz 2>/dev/null | sort -V | tail -1; }
+if [ -d "$shared" ] && [ -n "$(latest 26.05)" ]; then
+  d=$(bash scripts/build-slurm.sh "$(latest 26.05)")
+  releases+=("$d")
+  if [ -n "$(latest 25.11)" ]; then
+    d=$(bash scripts/build-slurm.sh --configure-only "$(latest 25.11)")
+    releases+=("$d")
+  fi
+else
+  echo "test: SKIPPED Slurm 26.05 (build, its gres_vgpu.so, the cluster suite and the e2e subset) and" \
+       "the 25.11 compile check: ../shared/slurm is not beside this clone. Debian's 22.05 is tested in full."
+fi
+step "Slurm releases prepared: $(for r in "${releases[@]}"; do printf '%s ' "$(cat "$r/VERSION")"; done)"
+
 build=${VGPU_TEST_BUILD_DIR:-build/asan}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DVGPU_SANITIZE=ON -DVGPU_WERROR=ON -DVGPU_BUILD_SLURM_PLUGIN=ON ${VGPU_CMAKE_ARGS:-}
+  -DVGPU_SANITIZE=ON -DVGPU_WERROR=ON -DVGPU_BUILD_SLURM_PLUGIN=ON -DCMAKE_INSTALL_PREFIX=/usr \
+  "-DVGPU_SLURM_RELEASES=$(IFS=';'; echo "${releases[*]}")" ${VGPU_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
+step "built"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" ${VGPU_CTEST_ARGS:-}
+step "ctest passed"
 bash scripts/fuzz.sh --short  # libFuzzer: own clang build (build/fuzz), replay + 15 s per target
+step "fuzz replay passed"
 bash scripts/test-tsan.sh  # ThreadSanitizer over the concurrent parts (docs/security.md)
+step "TSan tests passed; all done"

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "install_paths.h"
 #include "vgpu/node_agent.h"
 #include "vgpu/process.h"
 #include "vgpu/text_split.h"
@@ -85,6 +86,18 @@ class CommandSlurmClient final : public SlurmClient {
     return parse_scontrol_node(*out, "vgpu");
   }
 
+  Result<SlurmVersion> controller_version() override {
+    auto out = run_ok({tool("scontrol"), "show", "config"});
+    if (!out) return std::unexpected(out.error());
+    return parse_show_config_version(*out);
+  }
+
+  Result<void> set_node_gres(const std::string& node, const std::string& value) override {
+    auto out = run_ok({tool("scontrol"), "update", "NodeName=" + node, "Gres=" + value});
+    if (!out) return std::unexpected(out.error());
+    return {};
+  }
+
   Result<std::set<JobId>> jobs_on_node(const std::string& node) override {
     auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
     if (!out) return std::unexpected(out.error());
@@ -122,7 +135,7 @@ class CommandScrubber final : public Scrubber {
  public:
   ScrubOutcome scrub(const std::string& mig_uuid) override {
     const char* env = std::getenv("VGPU_SCRUB");
-    std::string program = env && *env ? env : "/usr/local/libexec/slurm-vgpu/vgpu-scrub";
+    std::string program = env && *env ? env : std::string(kInstalledScrub);
     CommandOptions opts;
     opts.timeout = std::chrono::minutes(5);
     opts.set_env["CUDA_VISIBLE_DEVICES"] = mig_uuid;

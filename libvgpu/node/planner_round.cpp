@@ -138,7 +138,7 @@ Result<void> publish(NodeContext& ctx, const Ledger& l, PlannerRoundResult& resu
   if (auto ok = write_advertisement(ctx, l.plan.generation, counts); !ok) return ok;
   crash_point("planner.before_notify_slurmd");
   result.advertisement_changed = true;
-  ctx.notify_slurmd();
+  if (auto ok = ctx.publisher->publish(counts); !ok) result.notes.push_back(ok.error().message);
   return {};
 }
 
@@ -204,13 +204,12 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerRoundResult& r
   return false;
 }
 
-// See NodeContext::slurm_uncounted. Without an answer from Slurm the last value stays.
-void refresh_slurm_uncounted(NodeContext& ctx, const std::string& where, PlannerRoundResult& result) {
+// See NodeContext::slurm_uncounted.
+void refresh_slurm_uncounted(NodeContext& ctx, const NodeGres& node, const std::string& where,
+                             PlannerRoundResult& result) {
   auto ledger = ctx.ledger->load();
   if (!ledger) return;
-  auto node = ctx.slurm->node_gres(ctx.node);
-  if (!node) return;
-  auto seen = uncounted_by_slurm(*ledger, *node);
+  auto seen = uncounted_by_slurm(*ledger, node);
   std::map<std::string, int> both;
   for (const auto& [profile, n] : seen)
     if (auto before = ctx.slurm_uncounted_last_seen.find(profile); before != ctx.slurm_uncounted_last_seen.end())
@@ -227,6 +226,25 @@ void refresh_slurm_uncounted(NodeContext& ctx, const std::string& where, Planner
                         "jobs end", where, shown));
   result.notes.push_back("uncounted by slurmctld: " + (shown.empty() ? std::string("none") : shown));
   ctx.slurm_uncounted = std::move(both);
+}
+
+// Slurm's split and the advertisement disagree outside a handover: a lost SIGHUP, a failed
+// `scontrol update`, a restarted slurmctld that took an older report from slurmd. Seen in two
+// rounds in a row (a handover in flight is seen in one at most), the file is handed over again.
+void resync_slurm_split(NodeContext& ctx, const NodeGres& node, PlannerRoundResult& result) {
+  auto published = read_advertised_counts(ctx);
+  if (!published || ctx.shrink_unconfirmed) return;
+  auto configured = node.configured;
+  configured.erase("never");
+  configured.erase("free");
+  if (same_counts(configured, *published)) {
+    ctx.split_mismatch_rounds = 0;
+    return;
+  }
+  if (++ctx.split_mismatch_rounds < 2) return;
+  ctx.split_mismatch_rounds = 0;
+  result.notes.push_back("slurmctld's split differs from the advertisement: handed over again");
+  if (auto ok = ctx.publisher->publish(*published); !ok) result.notes.push_back(ok.error().message);
 }
 
 // Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
@@ -293,7 +311,12 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
     result.notes.push_back("cleanup: " + cleaned.error().message);
   release_ended_jobs(ctx, result.notes);
-  refresh_slurm_uncounted(ctx, where, result);
+  // Without an answer from Slurm, what was last learnt from it stays.
+  if (auto node = ctx.slurm->node_gres(ctx.node); node) {
+    refresh_slurm_uncounted(ctx, *node, where, result);
+    resync_slurm_split(ctx, *node, result);
+  }
+  ctx.publisher->tick();
 
   auto pending = ctx.slurm->pending_jobs();
   if (!pending) {

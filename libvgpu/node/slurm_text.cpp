@@ -147,6 +147,46 @@ Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gre
   return node;
 }
 
+Result<std::string> gres_split_value(std::string_view gres_name, const std::map<std::string, int>& counts,
+                                     int total) {
+  long sum = 0;
+  std::string types;
+  for (const auto& [type, n] : counts) {
+    if (n < 0) return fail(ErrorCode::invalid_argument, fmt::format("split: {}:{} is negative", type, n));
+    if (type == "free")
+      return fail(ErrorCode::invalid_argument, "split: 'free' is the padding type, not a profile");
+    if (n == 0) continue;
+    sum += n;
+    types += fmt::format(",{}:{}:{}", gres_name, type, n);
+  }
+  if (sum > total)
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("split: {} {} instance(s) exceed the node's constant total of {}", sum, gres_name, total));
+  return fmt::format("{}:free:{}{}", gres_name, total - sum, types);
+}
+
+Result<SlurmVersion> parse_slurm_version(std::string_view dotted) {
+  auto parts = split_view(dotted, '.');
+  SlurmVersion v;
+  if (parts.size() != 3 || !to_number(parts[0], v.major) || !to_number(parts[1], v.minor) ||
+      !to_number(parts[2], v.micro))
+    return fail(ErrorCode::invalid_argument, fmt::format("'{}' is not a Slurm version (X.Y.Z)", dotted));
+  return v;
+}
+
+Result<SlurmVersion> parse_show_config_version(std::string_view text) {
+  for (std::string_view line : split_view(text, '\n')) {
+    auto f = split_view(line, '=');
+    if (f.size() != 2) continue;
+    auto key = f[0], value = f[1];
+    while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+    if (key == "SLURM_VERSION") return parse_slurm_version(value);
+  }
+  return fail(ErrorCode::invalid_argument, "scontrol show config: no SLURM_VERSION line");
+}
+
 std::string job_name_for_signals(std::uint32_t job, std::string_view line) {
   // scontrol prints "JobId=56 ArrayJobId=53 ArrayTaskId=2 ... JobName=<anything, spaces too>":
   // only the fields before the user's job name are trusted, and only for the job asked about.

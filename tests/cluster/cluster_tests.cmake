@@ -8,14 +8,40 @@ endif()
 
 set(vgpu_cluster_dir ${CMAKE_CURRENT_LIST_DIR})
 file(GLOB vgpu_cluster_scenarios CONFIGURE_DEPENDS ${vgpu_cluster_dir}/scenarios/*.sh)
-foreach(scenario ${vgpu_cluster_scenarios})
-  get_filename_component(name ${scenario} NAME_WE)
-  add_test(NAME cluster.${name} COMMAND bash ${scenario})
-  set_tests_properties(cluster.${name} PROPERTIES
-    LABELS cluster
+
+# vgpu_add_cluster_test(<test name> <script> <plugin dir> [<Slurm prefix>] [TIMEOUT s] [ENV k=v...])
+# One scenario against one Slurm release: Debian's (no prefix) or one built by
+# scripts/build-slurm.sh (its prefix). Used for the cluster.* and e2e.* suites alike.
+function(vgpu_add_cluster_test name script plugin_dir prefix)
+  cmake_parse_arguments(T "" "TIMEOUT;LABELS" "ENV" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 240)
+  endif()
+  set(env "VC_PLUGIN_DIR=${plugin_dir}" ${T_ENV})
+  if(prefix)
+    list(APPEND env "VC_SLURM_PREFIX=${prefix}")
+  endif()
+  add_test(NAME ${name} COMMAND bash ${script})
+  set_tests_properties(${name} PROPERTIES
+    LABELS "${T_LABELS}"
     # Daemons on this host share munge, ports and slurm commands' SLURM_CONF: one at a time.
     RESOURCE_LOCK "slurm_cluster;heavy"
-    TIMEOUT 240
+    TIMEOUT ${T_TIMEOUT}
     FAIL_REGULAR_EXPRESSION "FAIL:"
-    ENVIRONMENT "VC_PLUGIN_DIR=$<TARGET_FILE_DIR:gres_vgpu>")
+    ENVIRONMENT "${env}")
+endfunction()
+
+foreach(scenario ${vgpu_cluster_scenarios})
+  get_filename_component(name ${scenario} NAME_WE)
+  vgpu_add_cluster_test(cluster.${name} ${scenario} $<TARGET_FILE_DIR:gres_vgpu> "" LABELS cluster)
+  # The same scenarios against every further release built in this tree (gres_plugin/CMakeLists.txt).
+  foreach(entry ${VGPU_EXTRA_SLURM_RELEASES})
+    string(REPLACE "|" ";" parts "${entry}")
+    list(GET parts 0 version)
+    list(GET parts 1 prefix)
+    list(GET parts 2 plugin_dir)
+    string(REGEX REPLACE "^([0-9]+\\.[0-9]+)\\..*" "\\1" release "${version}")
+    vgpu_add_cluster_test(slurm-${release}.cluster.${name} ${scenario} ${plugin_dir} ${prefix}
+      LABELS "cluster;slurm-${release}")
+  endforeach()
 endforeach()

@@ -34,6 +34,18 @@ export VC_TOTAL
 : "${VP_BIN:?VP_BIN must point at a build directory}"
 VC_PLUGIN_DIR=${VC_PLUGIN_DIR:-$VP_BIN/gres_plugin}
 export VC_PLUGIN_DIR
+# The product's programs: from the build tree, or (VP_INSTALLED=<prefix>, e.g. /usr) as the
+# Debian packages installed them. The fake NVML is a test double and always comes from the build.
+if [ -n "${VP_INSTALLED:-}" ]; then
+  VP_PROLOG=$VP_INSTALLED/sbin/vgpu-prolog VP_EPILOG=$VP_INSTALLED/sbin/vgpu-epilog
+  VP_PLANNER=$VP_INSTALLED/sbin/vgpu-planner VP_VGPUCTL=$VP_INSTALLED/bin/vgpuctl
+  VP_VIZ_BIN=$VP_INSTALLED/bin/vgpu-viz VP_SUBMIT_FILTER=$VP_INSTALLED/share/slurm-vgpu/job_submit.lua
+else
+  VP_PROLOG=$VP_BIN/prolog/vgpu-prolog VP_EPILOG=$VP_BIN/epilog/vgpu-epilog
+  VP_PLANNER=$VP_BIN/nodeagent/vgpu-planner VP_VGPUCTL=$VP_BIN/vgpuctl/vgpuctl
+  VP_VIZ_BIN=$VP_BIN/vizfrontend/vgpu-viz VP_SUBMIT_FILTER=$VP_SRC/jobsubmit/job_submit.lua
+fi
+VC_SUBMIT_FILTER=$VP_SUBMIT_FILTER
 VP_FAKE_LIB=$VP_BIN/fakenvml/libnvidia-ml.so.1
 
 _vp_nodelist() { echo "$VC_NODES" | tr ' ' ','; }
@@ -62,7 +74,7 @@ _vp_policy_write() {
 }
 JSON
   [ "$VP_VIZ" = 1 ] && _vp_policy_add_viz
-  "$VP_BIN/vgpuctl/vgpuctl" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
+  "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
     vc_fail "generated policy does not check"
 }
 
@@ -135,10 +147,10 @@ export VGPU_FAKE_NVML_FIXTURE=$fixture
 export VGPU_FAKE_NVML_STATE=$VGPU_STATE_DIR/$n.fake-nvml-state.json
 export VGPU_SLURMD_PIDFILE=$VC_RUN/run/slurmd.%n.pid
 export VGPU_SCRUB=/nonexistent/vgpu-scrub
-export VGPU_VIZ=$VP_BIN/vizfrontend/vgpu-viz
+export VGPU_VIZ=$VP_VIZ_BIN
 export VGPU_VIZ_CONFIG=$VC_RUN/etc/viz.json
 export SLURM_CONF=$SLURM_CONF
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH=${VC_SLURM_PREFIX:+$VC_SLURM_PREFIX/bin:$VC_SLURM_PREFIX/sbin:}/usr/sbin:/usr/bin:/sbin:/bin
 export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
 ENV
   [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && echo "export VGPU_DEMAND_FILE=$VGPU_STATE_DIR/demand.txt" >> "$VC_RUN/etc/vgpu-env/$n.sh"
@@ -150,7 +162,7 @@ ENV
 # Controller-side demand publisher: one squeue per period for all nodes (VP_PUBLISH_DEMAND=1).
 vp_publisher_start() {
   ( export SLURM_CONF ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
-    setsid "$VP_BIN/nodeagent/vgpu-planner" --publish-demand "$VGPU_STATE_DIR/demand.txt" --period "$VP_PERIOD" \
+    setsid "$VP_PLANNER" --publish-demand "$VGPU_STATE_DIR/demand.txt" --period "$VP_PERIOD" \
       >> "$VC_RUN/log/publisher.log" 2>&1 < /dev/null &
     echo $! > "$VC_RUN/run/publisher.pid" )
 }
@@ -159,13 +171,14 @@ vp_publisher_start() {
 # whatever happens (the binaries already do; this also covers a sanitizer abort, which
 # vp_check reports through the ASan log instead of a drained node).
 _vp_hooks_write() {
-  local kind
+  local kind program
   for kind in prolog epilog; do
+    program=$([ "$kind" = prolog ] && echo "$VP_PROLOG" || echo "$VP_EPILOG")
     cat > "$VC_RUN/etc/hooks/$kind.sh" <<HOOK
 #!/bin/bash
 . "$VC_RUN/etc/vgpu-env/\$SLURMD_NODENAME.sh"
 start=\$(date +%s%N)
-"$VP_BIN/$kind/vgpu-$kind" >> "$VC_RUN/log/$kind.\$SLURMD_NODENAME.log" 2>&1
+"$program" >> "$VC_RUN/log/$kind.\$SLURMD_NODENAME.log" 2>&1
 echo "$kind \$SLURM_JOB_ID \$(( (\$(date +%s%N) - start) / 1000000 ))" >> "$VC_RUN/log/hook-ms.txt"
 exit 0
 HOOK
@@ -177,7 +190,7 @@ HOOK
 
 vp_planner_start() { # $1 node
   ( . "$VC_RUN/etc/vgpu-env/$1.sh"
-    setsid "$VP_BIN/nodeagent/vgpu-planner" >> "$VC_RUN/log/planner.$1.log" 2>&1 < /dev/null & )
+    setsid "$VP_PLANNER" >> "$VC_RUN/log/planner.$1.log" 2>&1 < /dev/null & )
   local f=$VGPU_STATE_DIR/$1/planner.pid
   for _ in $(seq 100); do [ -s "$f" ] && return 0; sleep 0.1; done
   vc_fail "planner on $1 did not start: $(tail -3 "$VC_RUN/log/planner.$1.log")"
@@ -264,7 +277,7 @@ vp_wait_started() { # $1 job [$2 seconds]
 }
 
 vp_verify_node() { # ledger == hardware == advertisement == job records
-  ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_BIN/nodeagent/vgpu-planner" --verify )
+  ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_PLANNER" --verify )
 }
 
 vp_check() {
@@ -306,11 +319,11 @@ print(sum(len(gis) for gis in d["gpus"].values()))' \
   echo "${out% }"
 }
 
-vp_status() { "$VP_BIN/vgpuctl/vgpuctl" status --state-dir "$VGPU_STATE_DIR"; }
+vp_status() { "$VP_VGPUCTL" status --state-dir "$VGPU_STATE_DIR"; }
 
 # The MIG uuids the ledger of node $1 gives job $2, sorted, comma-joined.
 vp_ledger_uuids() {
-  "$VP_BIN/vgpuctl/vgpuctl" status --state-dir "$VGPU_STATE_DIR" --node "$1" --json |
+  "$VP_VGPUCTL" status --state-dir "$VGPU_STATE_DIR" --node "$1" --json |
     python3 -c 'import json,sys; j=int(sys.argv[1]); d=json.load(sys.stdin)
 print(",".join(sorted(i["mig_uuid"] for n in d for g in n["gpus"] for i in g["instances"] if i["job"]==j)))' "$2"
 }

@@ -37,6 +37,14 @@ class SlurmClient {
   virtual Result<std::set<JobId>> jobs_on_node(const std::string& /*node*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot list a node's jobs");
   }
+  // slurmctld's own release (`scontrol show config`), which decides how a split reaches it.
+  virtual Result<SlurmVersion> controller_version() {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot ask slurmctld's version");
+  }
+  // `scontrol update NodeName=<node> Gres=<value>` (see gres_split_value).
+  virtual Result<void> set_node_gres(const std::string& /*node*/, const std::string& /*value*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot update a node's GRES");
+  }
 };
 // squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN), run without a shell. With
 // $VGPU_DEMAND_FILE set, pending jobs are read from that file (written once per period for the
@@ -84,6 +92,16 @@ class VizLauncher {
 // node's policy file, where the viz pools are declared.
 std::unique_ptr<VizLauncher> make_command_viz_launcher(std::string policy_path);
 
+// Hands the split just written to advertisement.json to slurmctld, the way the controller's
+// release needs (make_split_publisher below).
+class SplitPublisher {
+ public:
+  virtual ~SplitPublisher() = default;
+  virtual Result<void> publish(const std::map<std::string, int>& counts) = 0;
+  // Once per planner round: work a recent handover deferred.
+  virtual void tick() {}
+};
+
 struct NodeContext {
   std::string node;
   std::string state_dir;  // $VGPU_STATE_DIR; this node's files live in <state_dir>/<node>/
@@ -93,7 +111,7 @@ struct NodeContext {
   SlurmClient* slurm = nullptr;
   Scrubber* scrubber = nullptr;
   VizLauncher* viz = nullptr;  // null: this node offers no viz pools
-  std::function<void()> notify_slurmd;  // SIGHUP: slurmd re-registers and reads the advertisement
+  SplitPublisher* publisher = nullptr;  // hands advertisement.json's split to slurmctld
   std::function<std::int64_t()> now;     // Unix seconds
   std::function<void(const std::string&)> log;
   int confirm_timeout_ms = 8000;  // how long a shrink waits for slurmctld to take the new split
@@ -115,9 +133,33 @@ struct NodeContext {
   // two rounds in a row saw counts (a job that just ended in Slurm is released a moment later).
   std::map<std::string, int> slurm_uncounted;
   std::map<std::string, int> slurm_uncounted_last_seen;
+  // Rounds in a row that found slurmctld's split differing from the advertisement.
+  int split_mismatch_rounds = 0;
 
   [[nodiscard]] std::string node_dir() const { return state_dir + "/" + node; }
 };
+
+// How a node's new split reaches slurmctld (docs/slurm.md, "How a split reaches slurmctld"):
+//   before 23.11  slurmd re-registers on SIGHUP and gres_vgpu.so reports advertisement.json; the
+//                 permanent zero-count type makes slurmctld take a same-total split;
+//   23.11 on      slurmctld ignores a same-total split at registration unless the node has a
+//                 zero-count type, so the split is set with `scontrol update NodeName=..
+//                 Gres=..` (same total, every type listed). slurmd's own report (what the plugin
+//                 read when slurmd started) must still follow: slurmctld applies it at its own
+//                 restart and at any registration while a zero-count type exists, and a report
+//                 lacking a type jobs hold makes it forget their allocations. So slurmd is
+//                 SIGHUPed (it re-execs and re-reads the file) at once when an update lowered a
+//                 type to zero, else at most every refresh_s.
+// The controller's release is asked before the first handover, again after recheck_s and after
+// any failed handover, so an upgrade of slurmctld across 23.11 is followed.
+enum class SplitHandover { sighup, scontrol_update };
+SplitHandover split_handover_for(const SlurmVersion& controller);
+struct SplitPublisherTiming {
+  int recheck_s = 600;
+  int refresh_s = 30;
+};
+std::unique_ptr<SplitPublisher> make_split_publisher(NodeContext& ctx, std::function<bool()> signal_slurmd,
+                                                     SplitPublisherTiming timing = {});
 
 // The hardware's view in ledger terms (profile ids mapped to names through the catalog).
 HardwareView hardware_view_from_snapshot(const NodeSnapshot& snapshot, const Catalog& catalog);

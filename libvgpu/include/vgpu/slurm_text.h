@@ -50,6 +50,21 @@ struct NodeGres {
 // One line of `scontrol show node -o -d <node>`.
 Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name);
 
+// The value of `scontrol update NodeName=<n> Gres=<value>` that sets a node's split of `gres_name`
+// to `counts` (zero counts left out) padded with the `free` type to the constant `total`:
+// ({1g.10gb:2}, 14) -> "vgpu:free:12,vgpu:1g.10gb:2". An error when the counts exceed the total
+// or name the padding type (slurmctld would drain a node whose total changes).
+Result<std::string> gres_split_value(std::string_view gres_name, const std::map<std::string, int>& counts, int total);
+
+// A Slurm release as slurmctld reports it: "SLURM_VERSION = 26.05.3" in `scontrol show config`.
+struct SlurmVersion {
+  int major = 0, minor = 0, micro = 0;
+  [[nodiscard]] int release() const { return major * 100 + minor; }  // 2605
+  auto operator<=>(const SlurmVersion&) const = default;
+};
+Result<SlurmVersion> parse_slurm_version(std::string_view dotted);
+Result<SlurmVersion> parse_show_config_version(std::string_view show_config);
+
 // The name scancel and `scontrol update` need for job `job`, from `scontrol -o show job <job>`:
 // "<ArrayJobId>_<ArrayTaskId>" for an array task (slurmctld refuses a task's own id as
 // "invalid", job_mgr.c job_str_signal), else the id itself.

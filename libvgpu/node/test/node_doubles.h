@@ -83,6 +83,16 @@ class MemoryBackend final : public GpuBackend {
 
 // slurmctld as the node agent sees it: the configured split follows the advertisement file
 // `lag` polls after it changes; `used` is what Slurm has allocated.
+// Counts handovers; with a FakeSlurm that follows the file, a handover is slurmctld taking it.
+class CountingPublisher final : public SplitPublisher {
+ public:
+  Result<void> publish(const std::map<std::string, int>&) override {
+    ++published;
+    return {};
+  }
+  int published = 0;
+};
+
 class FakeSlurm final : public SlurmClient {
  public:
   explicit FakeSlurm(std::string advertisement_path) : path_(std::move(advertisement_path)) {}
@@ -91,7 +101,7 @@ class FakeSlurm final : public SlurmClient {
     ++polls;
     if (polls_until_adopt > 0) {
       --polls_until_adopt;
-    } else {
+    } else if (follows_file) {
       std::ifstream in(path_);
       std::stringstream ss;
       ss << in.rdbuf();
@@ -120,6 +130,21 @@ class FakeSlurm final : public SlurmClient {
     ++node_job_queries;
     return running;
   }
+  Result<SlurmVersion> controller_version() override {
+    ++version_queries;
+    if (!controller) return fail(ErrorCode::unavailable, "slurmctld is not responding");
+    return *controller;
+  }
+  Result<void> set_node_gres(const std::string& node, const std::string& value) override {
+    gres_updates.emplace_back(node, value);
+    return {};
+  }
+  // false: slurmctld keeps `configured` whatever the file says (a split it never took, or an
+  // older one a restarted slurmctld took from slurmd's last report).
+  bool follows_file = true;
+  std::optional<SlurmVersion> controller = SlurmVersion{22, 5, 8};
+  int version_queries = 0;
+  std::vector<std::pair<std::string, std::string>> gres_updates;
   // When set, what jobs hold in this ledger counts as used (at least), as a slurmctld that never
   // restarted counts it; `used` adds allocations whose prolog has not run. Null models a
   // restarted slurmctld that forgot running jobs' allocations.

@@ -49,7 +49,7 @@ class NodeFlows : public ::testing::Test {
     ctx.backend = &backend;
     ctx.slurm = slurm.get();
     ctx.scrubber = &scrubber;
-    ctx.notify_slurmd = [this] { ++sighups; };
+    ctx.publisher = &publisher;
     ctx.now = [this] { return clock; };
     ctx.log = [this](const std::string& s) { logs.push_back(s); };
     ctx.confirm_timeout_ms = 2000;
@@ -72,7 +72,8 @@ class NodeFlows : public ::testing::Test {
   std::unique_ptr<testing::FakeSlurm> slurm;
   testing::ScriptedScrubber scrubber;
   NodeContext ctx;
-  int sighups = 0;
+  testing::CountingPublisher publisher;
+  int& sighups = publisher.published;
   std::int64_t clock = 1'800'000'000;
   std::vector<std::string> logs;
 };
@@ -86,6 +87,26 @@ TEST_F(NodeFlows, FirstRoundAdvertisesTheIdleLayoutAndSignalsSlurmd) {
   // A second round with nothing new changes nothing and does not signal again.
   ASSERT_TRUE(run_planner_round(ctx));
   EXPECT_EQ(sighups, 1);
+}
+
+TEST_F(NodeFlows, SplitSlurmctldLostIsHandedOverAgainAfterTwoRounds) {
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_EQ(sighups, 1);
+  // slurmctld restarted and took an older report from slurmd: only the padding type.
+  slurm->follows_file = false;
+  slurm->configured = {{"free", 14}};
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_EQ(sighups, 1) << "one round's disagreement may be a handover in flight";
+  auto r = run_planner_round(ctx);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(sighups, 2);
+  EXPECT_NE(std::ranges::find(r->notes, "slurmctld's split differs from the advertisement: handed over again"),
+            r->notes.end());
+  // Once slurmctld agrees, nothing more is sent.
+  slurm->follows_file = true;
+  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx));
+  EXPECT_EQ(sighups, 2);
 }
 
 TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) {

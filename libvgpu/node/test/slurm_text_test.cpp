@@ -81,5 +81,36 @@ TEST(SlurmText, JobIdLinesAreStrict) {
   EXPECT_FALSE(parse_job_id_lines("99999999999\n", "squeue"));
 }
 
+TEST(SlurmText, SplitValueIsPaddedToTheConstantTotalWithEveryTypeListed) {
+  auto v = gres_split_value("vgpu", {{"1g.10gb", 4}, {"3g.40gb", 1}, {"2g.20gb", 0}}, 14);
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(*v, "vgpu:free:9,vgpu:1g.10gb:4,vgpu:3g.40gb:1");
+  auto empty = gres_split_value("vgpu", {}, 14);
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(*empty, "vgpu:free:14");
+}
+
+TEST(SlurmText, SplitValueRefusesWhatWouldChangeTheTotal) {
+  auto over = gres_split_value("vgpu", {{"1g.10gb", 10}, {"7g.80gb", 5}}, 14);
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("15 vgpu instance(s) exceed the node's constant total of 14"), std::string::npos)
+      << over.error().message;
+  EXPECT_FALSE(gres_split_value("vgpu", {{"free", 1}}, 14));
+  EXPECT_FALSE(gres_split_value("vgpu", {{"1g.10gb", -1}}, 14));
+}
+
+TEST(SlurmText, ControllerVersionFromShowConfig) {
+  auto v = parse_show_config_version(
+      "Configuration data as of 2026-11-24T10:00:00\nAccountingStorageBackupHost = (null)\n"
+      "SchedulerParameters     = batch_sched_delay=0,bf_interval=1\nSLURM_CONF              = /etc/slurm/slurm.conf\n"
+      "SLURM_VERSION           = 26.05.3\nSlurmUser               = root(0)\n");
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(*v, (SlurmVersion{26, 5, 3}));
+  EXPECT_EQ(v->release(), 2605);
+  EXPECT_FALSE(parse_show_config_version("SLURM_CONF = /x\n"));
+  EXPECT_FALSE(parse_show_config_version("SLURM_VERSION = 26.05\n"));
+  EXPECT_FALSE(parse_slurm_version("22.05.x"));
+}
+
 }  // namespace
 }  // namespace vgpu

@@ -72,7 +72,7 @@ class VizSessions : public ::testing::Test {
     ctx.slurm = slurm.get();
     ctx.scrubber = &scrubber;
     ctx.viz = &viz;
-    ctx.notify_slurmd = [] {};
+    ctx.publisher = &publisher;
     ctx.now = [this] { return clock; };
     ctx.log = [this](const std::string& s) { logs += s + "\n"; };
     ctx.confirm_poll_ms = 1;
@@ -95,6 +95,7 @@ class VizSessions : public ::testing::Test {
   std::unique_ptr<testing::FakeSlurm> slurm;
   testing::ScriptedScrubber scrubber;
   FakeViz viz;
+  testing::CountingPublisher publisher;
   NodeContext ctx;
   std::string logs;
   std::int64_t clock = 1'800'000'000;

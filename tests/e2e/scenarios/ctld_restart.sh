@@ -5,6 +5,8 @@
 # of the advertisement until their job ends. This checks it: after the restart, a job asking for
 # more 2g.20gb than n1 really has free must pend (or be refused at submission while n1 offers
 # less than it asks), never start and be cancelled; the first job keeps running on its instances.
+# Then `scontrol reconfigure` with the first job still running (from Slurm 23.11 it restarts every
+# daemon): the job keeps its instances, no node drains, and a job that fits still runs.
 #   VP_BIN=<build> bash tests/e2e/scenarios/ctld_restart.sh     (about 1 minute)
 set -u
 {
@@ -44,9 +46,19 @@ grep -h "job $j2:" "$VGPU_STATE_DIR/n1/vgpu.log" || true
 j1_state=$(vc_job_state "$j1")
 j1_uuids=$(vp_ledger_uuids n1 "$j1")
 [ "$j2" != refused ] && scancel "$j2"
+problems=""
+scontrol reconfigure || problems+=" scontrol reconfigure failed;"
+sleep 3
+vc_wait_idle 60 || problems+=" nodes not back after reconfigure;"
+vc_assert_no_bad_nodes
+[ "$(vc_job_state "$j1")" = RUNNING ] || problems+=" job $j1 was $(vc_job_state "$j1") after reconfigure;"
+[ "$(vp_ledger_uuids n1 "$j1")" = "$j1_uuids" ] || problems+=" job $j1's instances changed across reconfigure;"
+j3=$(vp_sbatch -p infer --gres=vgpu:1g.10gb:1 --wrap 'true')
+vp_wait_done "$j3" 60 || problems+=" job $j3 after reconfigure did not finish;"
+[ "$(vc_job_state "$j3")" = COMPLETED ] || problems+=" job $j3 after reconfigure was $(vc_job_state "$j3");"
+echo "after scontrol reconfigure: job $j1 $(vc_job_state "$j1"), job $j3 $(vc_job_state "$j3")"
 scancel "$j1"; vp_wait_done "$j1" 60
 [ "$j2" != refused ] && vp_wait_done "$j2" 60
-problems=""
 case $st in PENDING|refused) ;; *) problems+=" job $j2 was $st;" ;; esac
 [ "$j1_state" = RUNNING ] || problems+=" job $j1 was $j1_state;"
 [ "$(echo "$j1_uuids" | tr ',' '\n' | grep -c MIG-)" = 2 ] || problems+=" job $j1 held '$j1_uuids';"
