@@ -10,7 +10,20 @@
 
 #include "hook_support.h"
 
-int main() {
+constexpr std::string_view kHelp = R"(vgpu-epilog - slurmd's Epilog for slurm-vgpu (slurm.conf: Epilog=)
+
+Ends the job's tenancy on this node: records it in the node's history, scrubs and destroys the
+job's MIG instances, stops its viz VM, and lets the planner re-plan the freed space. Safe to run
+any number of times; always exits 0, so the node never drains. Run by slurmd with no arguments:
+  SLURM_JOB_ID, SLURMD_NODENAME   from slurmd
+  VGPU_STATE_DIR    node state (default /var/lib/slurm-vgpu)
+  VGPU_POLICY       policy file (default /etc/slurm-vgpu/policy.json)
+  VGPU_SCRUB        vgpu-scrub to run (default: the installed one)
+Logs to <state dir>/<node>/vgpu.log. See docs/admin.md.
+)";
+
+int main(int argc, char** argv) {
+  if (vgpu::agent::answer_help(argc, argv, "vgpu-epilog", kHelp)) return 0;
   const auto id = vgpu::agent::job_id_from_env("epilog");
   if (!id) return 0;
   const vgpu::JobId job = *id;

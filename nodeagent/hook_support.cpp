@@ -13,6 +13,22 @@
 
 namespace vgpu::agent {
 
+bool answer_help(int argc, char** argv, std::string_view program, std::string_view help) {
+  if (argc < 2) return false;
+  std::string_view arg = argv[1];
+  if (arg == "--version") {
+    std::printf("%.*s (slurm-vgpu) %s\n", static_cast<int>(program.size()), program.data(), VGPU_VERSION);
+    return true;
+  }
+  if (arg == "--help" || arg == "-h") {
+    std::printf("%.*s", static_cast<int>(help.size()), help.data());
+    return true;
+  }
+  std::fprintf(stderr, "%.*s: takes no arguments (it is run by slurmd); see --help\n", static_cast<int>(program.size()),
+               program.data());
+  return true;
+}
+
 std::optional<JobId> job_id_from_env(std::string_view program) {
   const char* id = std::getenv("SLURM_JOB_ID");
   const std::string text = id ? id : "";

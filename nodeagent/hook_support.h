@@ -11,6 +11,10 @@
 
 namespace vgpu::agent {
 
+// `--help` / `--version` for a program slurmd runs without arguments: prints and returns true when
+// one was asked for (the caller exits 0), false when the program should run as a hook.
+bool answer_help(int argc, char** argv, std::string_view program, std::string_view help);
+
 // SLURM_JOB_ID as a job id; nullopt (and a line on stderr naming `program`) when it is not one.
 std::optional<JobId> job_id_from_env(std::string_view program);
 

@@ -48,7 +48,22 @@ int prolog(vgpu::JobId job, const std::string& alloc) {
 
 }  // namespace
 
-int main() {
+constexpr std::string_view kHelp = R"(vgpu-prolog - slurmd's Prolog for slurm-vgpu (slurm.conf: Prolog=, PrologFlags=Alloc)
+
+Creates the MIG instances Slurm allocated to the job on this node, at the placements the node's
+planner advertised, and writes the job record the gres/vgpu plugin turns into CUDA_VISIBLE_DEVICES.
+A job it cannot serve is cancelled with a reason in its Comment; it always exits 0, so the node
+never drains. Run by slurmd with no arguments; it reads its environment:
+  SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_PARTITION, SLURMD_NODENAME   from slurmd
+  VGPU_ALLOC        what the job holds here, set by gres/vgpu ("1g.10gb:2,3g.40gb:1")
+  VGPU_STATE_DIR    node state (default /var/lib/slurm-vgpu)
+  VGPU_POLICY       policy file (default /etc/slurm-vgpu/policy.json)
+  VGPU_NVML_LIBRARY libnvidia-ml.so.1 to load (default: the system's)
+Logs to <state dir>/<node>/vgpu.log. See docs/admin.md.
+)";
+
+int main(int argc, char** argv) {
+  if (vgpu::agent::answer_help(argc, argv, "vgpu-prolog", kHelp)) return 0;
   std::string alloc = env("VGPU_ALLOC");
   if (alloc.empty()) return 0;  // no vgpu on this node for this job
   const auto id = vgpu::agent::job_id_from_env("prolog");

@@ -194,8 +194,8 @@ vc_slurmd_start() { # $1 node
 
 _vc_stop_pidfile() {
   local f=$1 pid
-  [ -s "$f" ] || return 0
-  pid=$(cat "$f")
+  # The daemon removes its own pid file as it exits: it may be gone between test and read.
+  pid=$(cat "$f" 2>/dev/null) && [ -n "$pid" ] || return 0
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid" 2>/dev/null
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

@@ -1,0 +1,69 @@
+# Debian packages (cpack -G DEB, or scripts/package.sh for a Release build). Three packages, so a
+# node installs only what it runs and the plugin follows its Slurm release:
+#   slurm-vgpu             prolog, epilog, planner (+ systemd unit), vgpuctl, vgpu-scrub, probes,
+#                          the job_submit filter and example configuration under /etc/slurm-vgpu
+#   slurm-vgpu-viz         vgpu-viz (libvirt VM sessions) and its guest-image tools
+#   slurm-vgpu-gres-plugin gres_vgpu.so in the plugin directory of the Slurm release it was built
+#                          against; it depends on that upstream release x.y.z (any Debian revision,
+#                          so a security update of the same release still installs) and must be
+#                          rebuilt for every Slurm point release (docs/admin.md, "Upgrades").
+# Debian's conventions: /usr prefix, binaries in /usr/sbin (root daemons and hooks) and /usr/bin,
+# conffiles for everything under /etc, dependencies from dpkg-shlibdeps.
+include_guard(GLOBAL)
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME slurm-vgpu)
+set(CPACK_PACKAGE_VENDOR "slurm-vgpu")
+set(CPACK_PACKAGE_CONTACT "slurm-vgpu maintainers <slurm-vgpu@localhost>")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Dynamic GPU partitioning (MIG) for Slurm")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_COMPONENTS_ALL node viz plugin)
+
+set(CPACK_DEBIAN_NODE_PACKAGE_NAME slurm-vgpu)
+set(CPACK_DEBIAN_NODE_DESCRIPTION "Dynamic GPU partitioning for Slurm: node agent and admin tools
+ The node creates exactly the MIG instances each job asked for, at placements planned and
+ advertised to Slurm beforehand, and scrubs and destroys them when the job ends. This package holds
+ the Prolog/Epilog hooks, the per-node planner daemon, vgpuctl, vgpu-scrub and the job_submit filter.")
+set(CPACK_DEBIAN_NODE_PACKAGE_RECOMMENDS "slurm-vgpu-gres-plugin")
+set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_EXTRA
+  ${PROJECT_SOURCE_DIR}/packaging/debian/slurm-vgpu/conffiles
+  ${PROJECT_SOURCE_DIR}/packaging/debian/slurm-vgpu/postinst
+  ${PROJECT_SOURCE_DIR}/packaging/debian/slurm-vgpu/prerm
+  ${PROJECT_SOURCE_DIR}/packaging/debian/slurm-vgpu/postrm)
+set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+
+set(CPACK_DEBIAN_VIZ_PACKAGE_NAME slurm-vgpu-viz)
+set(CPACK_DEBIAN_VIZ_DESCRIPTION "Dynamic GPU partitioning for Slurm: visualization sessions
+ vgpu-viz starts a libvirt VM with a (v)GPU for a Slurm job and shows its desktop in the user's
+ browser through noVNC, with a one-time secret.")
+set(CPACK_DEBIAN_VIZ_PACKAGE_DEPENDS "slurm-vgpu (>= ${PROJECT_VERSION}), websockify, novnc")
+
+# The plugin package is named after the Slurm release it was built for (like Debian's kernel
+# module packages), so installing the build for the next release replaces it through
+# Provides/Conflicts/Replaces, and depends on exactly that upstream release.
+set(VGPU_DEB_SLURM_PACKAGE "slurm-wlm-basic-plugins" CACHE STRING
+  "Debian package that owns Slurm's plugin directory (empty: a Slurm not installed from packages)")
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_NAME "slurm-vgpu-gres-${VGPU_SLURM_VERSION}")
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_PROVIDES slurm-vgpu-gres-plugin)
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_CONFLICTS slurm-vgpu-gres-plugin)
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_REPLACES slurm-vgpu-gres-plugin)
+set(CPACK_DEBIAN_PLUGIN_DESCRIPTION "Dynamic GPU partitioning for Slurm: gres/vgpu for Slurm ${VGPU_SLURM_VERSION}
+ Reports each node's planned MIG split to slurmctld and gives every job exactly its own instances.
+ Built for Slurm ${VGPU_SLURM_VERSION} only: Slurm loads a plugin only when its version equals the
+ daemon's, so a new Slurm point release needs this package rebuilt against it.")
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_SHLIBDEPS OFF)  # libslurmfull is Slurm's private library
+if(VGPU_SLURM_VERSION AND VGPU_DEB_SLURM_PACKAGE)
+  string(REGEX MATCH "^([0-9]+)\\.([0-9]+)\\.([0-9]+)$" _ ${VGPU_SLURM_VERSION})
+  math(EXPR next_micro "${CMAKE_MATCH_3} + 1")
+  set(CPACK_DEBIAN_PLUGIN_PACKAGE_DEPENDS "${VGPU_DEB_SLURM_PACKAGE} (>= ${VGPU_SLURM_VERSION}), \
+${VGPU_DEB_SLURM_PACKAGE} (<< ${CMAKE_MATCH_1}.${CMAKE_MATCH_2}.${next_micro}~)")
+endif()
+
+include(CPack)
