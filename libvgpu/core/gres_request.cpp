@@ -46,6 +46,8 @@ Result<std::vector<GresRequest>> parse_vgpu_gres(std::string_view text) {
   std::vector<GresRequest> out;
   if (text.empty()) return fail(ErrorCode::invalid_argument, "gres: empty request");
   for (std::string_view entry : split_view(text, ',')) {
+    // Slurm 22.05 prints "gres:vgpu:3g.40gb:1", 23.11 and later "gres/vgpu:3g.40gb:1".
+    if (entry.starts_with("gres/")) entry.remove_prefix(5);
     auto fields = split_view(entry, ':');
     if (!fields.empty() && fields.front() == "gres") fields.erase(fields.begin());
     if (fields.empty() || fields.front().empty())

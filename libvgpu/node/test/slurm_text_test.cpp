@@ -19,6 +19,19 @@ TEST(SlurmText, PendingJobsParseArraysPartitionsAndGres) {
   EXPECT_TRUE(p.jobs[2].vgpu.empty());
 }
 
+TEST(SlurmText, PendingJobsAsSlurm2605PrintsThem) {
+  // squeue of 23.11 and later: "gres/" instead of "gres:", and a reason with spaces.
+  auto p = parse_pending_jobs(
+      "2_[1-3]|main|1|2026-11-24T10:11:31|ReqNodeNotAvail, May be reserved for other job|gres/vgpu:1g.10gb:2\n"
+      "1|main|1|2026-11-24T10:11:31|Resources|gres/vgpu:7g.80gb:1,gres/gpu:1\n");
+  ASSERT_TRUE(p.errors.empty()) << p.errors.front();
+  ASSERT_EQ(p.jobs.size(), 2u);
+  EXPECT_EQ(p.jobs[0].vgpu, (std::vector<GresRequest>{{"1g.10gb", 2}}));
+  EXPECT_EQ(p.jobs[0].array_tasks, 3);
+  EXPECT_TRUE(waits_for_resources(p.jobs[0]));
+  EXPECT_EQ(p.jobs[1].vgpu, (std::vector<GresRequest>{{"7g.80gb", 1}}));
+}
+
 TEST(SlurmText, BadLinesAreReportedAndSkipped) {
   auto p = parse_pending_jobs("x|y\n42|train|abc|2026-11-22T20:50:01|Resources|N/A\n45|t|1|2026-11-22T20:50:01|None|gres:vgpu:2\n");
   EXPECT_TRUE(p.jobs.empty());
