@@ -14,12 +14,14 @@
 #include <vector>
 
 #include "../contract/advertisement.h"
+#include "../contract/atomic_file.h"
 #include "../contract/alloc_codec.h"
 #include "../contract/job_env.h"
 #include "../contract/job_record.h"
 #include "../contract/known_profiles.h"
 #include "../contract/node_files.h"
 #include "../contract/reported_counts.h"
+#include "../contract/slurmd_report.h"
 
 namespace {
 
@@ -103,6 +105,51 @@ extern "C" void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_report
     *out = vgpu_reported_t{};
     out->free_cnt = configured_total;
     copy_out("internal error", out->message, sizeof(out->message));
+  }
+}
+
+extern "C" int vgpu_gres_advertisement_path(char* out, size_t out_len) {
+  try {
+    auto node = this_node();
+    if (!node) {
+      copy_out(node.error().message, out, out_len);
+      return -1;
+    }
+    std::string path = advertisement_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node);
+    if (path.size() >= out_len) {
+      copy_out("advertisement path too long", out, out_len);
+      return -1;
+    }
+    copy_out(path, out, out_len);
+    return 0;
+  } catch (...) {
+    copy_out("internal error", out, out_len);
+    return -1;
+  }
+}
+
+extern "C" int vgpu_gres_write_slurmd_report(const vgpu_reported_t* rep, char* message, size_t message_len) {
+  copy_out("", message, message_len);
+  try {
+    if (!rep->used_advertisement) return 0;
+    SlurmdReport report;
+    report.node = rep->node;
+    report.generation = rep->generation;
+    for (int i = 0; i < rep->advertised_cnt; ++i)
+      if (rep->advertised[i].count > 0) report.counts.emplace(rep->advertised[i].type, rep->advertised[i].count);
+    // Not durable: after a power cut slurmd starts again and rewrites it.
+    std::string dir = resolve_state_dir(std::getenv("VGPU_STATE_DIR")) + "/" + report.node;
+    if (auto ok = replace_file_atomically(dir, "slurmd-report.json", render_slurmd_report(report), 0644, false); !ok) {
+      copy_out(ok.error().message, message, message_len);
+      return -1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    copy_out(std::string("internal error: ") + e.what(), message, message_len);
+    return -1;
+  } catch (...) {
+    copy_out("internal error", message, message_len);
+    return -1;
   }
 }
 

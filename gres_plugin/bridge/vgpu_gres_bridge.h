@@ -32,6 +32,13 @@ typedef struct {
 /* The counts this node's slurmd reports, given the vgpu total declared in slurm.conf. */
 void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_reported_t *out);
 
+/* This node's advertisement.json, for slurmd to watch. Returns 0, or -1 with the reason in out. */
+int vgpu_gres_advertisement_path(char *out, size_t out_len);
+
+/* Records in slurmd-report.json that slurmd now reports `rep` (only a report that used the
+ * advertisement is recorded). Returns 0, or -1 with the reason in message. */
+int vgpu_gres_write_slurmd_report(const vgpu_reported_t *rep, char *message, size_t message_len);
+
 typedef void (*vgpu_setenv_fn)(void *ctx, const char *name, const char *value);
 
 /* Sets the job's CUDA_VISIBLE_DEVICES / VGPU_PROFILES / VGPU_INSTANCES from its job record; call

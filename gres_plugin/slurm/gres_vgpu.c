@@ -16,9 +16,17 @@
  *             slurmd fatal(), so the range errs on exporting)
  * Slurm loads the plugin only when plugin_version equals the daemon's major.minor.micro. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "slurm/slurm_version.h"
 
@@ -72,9 +80,16 @@ extern int init(void)
 	return SLURM_SUCCESS;
 }
 
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+static void _stop_following(void);
+#endif
+
 /* int, as Slurm declared it until 25.05; the loader calls it as void (*)(void) in every release. */
 extern int fini(void)
 {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+	_stop_following();
+#endif
 	return SLURM_SUCCESS;
 }
 
@@ -127,13 +142,14 @@ static gres_slurmd_conf_t *_clone_record(gres_slurmd_conf_t *tmpl, const char *t
 	return rec;
 }
 
-static void _set_type_count(vgpu_list_t list, gres_slurmd_conf_t *tmpl, const char *type, uint64_t count)
+static gres_slurmd_conf_t *_find_or_add(vgpu_list_t list, gres_slurmd_conf_t *tmpl, const char *type)
 {
 	gres_slurmd_conf_t *rec = list_find_first(list, _find_type, (void *) type);
-	if (rec)
-		rec->count = count;
-	else
-		list_append(list, _clone_record(tmpl, type, count));
+	if (!rec) {
+		rec = _clone_record(tmpl, type, 0);
+		list_append(list, rec);
+	}
+	return rec;
 }
 
 static int _first_vgpu(void *x, void *key)
@@ -142,13 +158,188 @@ static int _first_vgpu(void *x, void *key)
 	return _is_vgpu(x);
 }
 
+/* Sets the vgpu records to the split in `rep` (each type it lists, and the free padding).
+ * `phased`: slurmd packs these records into a registration at any moment, without a lock this
+ * plugin could share. Raising counts first and lowering them `_PHASE_GAP_NS` later means a pack
+ * never sees a total below the configured one (slurmctld drains a node for that); at worst it
+ * sees more (slurmctld ignores the excess). The stores are atomic so no count is read torn. */
+#define _PHASE_GAP_NS 250000000L
+static void _apply_split(vgpu_list_t list, gres_slurmd_conf_t *tmpl, const vgpu_reported_t *rep, bool phased)
+{
+	gres_slurmd_conf_t *recs[VGPU_GRES_MAX_TYPES + 1];
+	uint64_t want[VGPU_GRES_MAX_TYPES + 1];
+	int n = 0, lowered = 0;
+
+	for (int i = 0; i < rep->advertised_cnt; i++) {
+		recs[n] = _find_or_add(list, tmpl, rep->advertised[i].type);
+		want[n++] = rep->advertised[i].count;
+	}
+	recs[n] = _find_or_add(list, tmpl, VGPU_FREE);
+	want[n++] = rep->free_cnt;
+	for (int i = 0; i < n; i++) {
+		if (want[i] >= __atomic_load_n(&recs[i]->count, __ATOMIC_SEQ_CST))
+			__atomic_store_n(&recs[i]->count, want[i], __ATOMIC_SEQ_CST);
+		else
+			lowered++;
+	}
+	if (!lowered)
+		return;
+	if (phased) {
+		struct timespec gap = { .tv_sec = 0, .tv_nsec = _PHASE_GAP_NS };
+		while (nanosleep(&gap, &gap) != 0 && errno == EINTR)
+			;
+	}
+	for (int i = 0; i < n; i++)
+		__atomic_store_n(&recs[i]->count, want[i], __ATOMIC_SEQ_CST);
+}
+
+static void _log_split(const vgpu_reported_t *rep, uint64_t total, const char *when)
+{
+	char *summary = NULL;
+	int zero_types = 0;
+
+	for (int i = 0; i < rep->advertised_cnt; i++) {
+		if (!rep->advertised[i].count)
+			zero_types++;
+		else
+			xstrfmtcat(summary, "%s%s:%" PRIu64, summary ? "," : "",
+				   rep->advertised[i].type, rep->advertised[i].count);
+	}
+	xstrfmtcat(summary, "%s" VGPU_FREE ":%" PRIu64, summary ? "," : "", rep->free_cnt);
+	if (rep->used_advertisement)
+		info("gres/vgpu: node %s %s %s (total %" PRIu64 ", %d other types at 0; %s)",
+		     rep->node, when, summary, total, zero_types, rep->message);
+	else
+		error("gres/vgpu: node %s: advertisement not used, nothing placeable (all %" PRIu64
+		      " free): %s", rep->node[0] ? rep->node : "?", total, rep->message);
+	xfree(summary);
+}
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+/* From 23.11 slurmctld takes a node's split from `scontrol update` (the planner's handover), yet
+ * still applies slurmd's registration report at its own restart and whenever the node has a
+ * zero-count type, and deletes what the report lacks, allocations of running jobs included
+ * (docs/slurm.md). So while slurmd runs, this thread keeps its report equal to advertisement.json
+ * and records in slurmd-report.json what it now reports; the planner hands a split to slurmctld
+ * only once slurmd reports it. (Before 23.11 the planner SIGHUPs slurmd, which re-reads the file
+ * in node_config_load.) It never takes a Slurm lock and never blocks slurmd. */
+static struct {
+	pthread_t thread;
+	bool running;
+	int stop_pipe[2];
+	vgpu_list_t list;
+	gres_slurmd_conf_t *tmpl;
+	uint64_t total;
+	char path[4096];
+} _follow = { .stop_pipe = { -1, -1 } };
+
+static void _write_report(const vgpu_reported_t *rep)
+{
+	char message[512];
+
+	if (vgpu_gres_write_slurmd_report(rep, message, sizeof(message)) < 0)
+		error("gres/vgpu: node %s: %s", rep->node, message);
+}
+
+static bool _changed(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino != b->st_ino || a->st_size != b->st_size ||
+	       a->st_mtim.tv_sec != b->st_mtim.tv_sec || a->st_mtim.tv_nsec != b->st_mtim.tv_nsec;
+}
+
+static int _watch(int ifd)
+{
+	char dir[sizeof(_follow.path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", _follow.path);
+	if (!(slash = strrchr(dir, '/')))
+		return -1;
+	*slash = '\0';
+	return inotify_add_watch(ifd, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE);
+}
+
+static void *_follow_advertisement(void *arg)
+{
+	struct stat seen = { 0 }, now;
+	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	bool watching = false;
+	vgpu_reported_t *rep = xmalloc(sizeof(*rep));
+	char drain[4096];
+
+	(void) arg;
+	(void) stat(_follow.path, &seen);
+	for (;;) {
+		struct pollfd fds[2] = { { .fd = _follow.stop_pipe[0], .events = POLLIN },
+					 { .fd = ifd, .events = POLLIN } };
+
+		if (ifd >= 0 && !watching)
+			watching = _watch(ifd) >= 0; /* the node dir may not exist yet */
+		if (poll(fds, watching ? 2 : 1, 1000) > 0 && (fds[0].revents & POLLIN))
+			break;
+		if (watching && (fds[1].revents & POLLIN))
+			while (read(ifd, drain, sizeof(drain)) > 0)
+				;
+		if (stat(_follow.path, &now) != 0 || !_changed(&now, &seen))
+			continue;
+		seen = now;
+		vgpu_gres_reported_counts(_follow.total, rep);
+		_apply_split(_follow.list, _follow.tmpl, rep, true);
+		_log_split(rep, _follow.total, "now reports");
+		_write_report(rep);
+	}
+	if (ifd >= 0)
+		close(ifd);
+	xfree(rep);
+	return NULL;
+}
+
+static void _start_following(vgpu_list_t list, gres_slurmd_conf_t *tmpl, uint64_t total)
+{
+	char message[512];
+
+	if (_follow.running)
+		return;
+	if (vgpu_gres_advertisement_path(message, sizeof(message)) < 0) {
+		error("gres/vgpu: not following advertisement.json: %s", message);
+		return;
+	}
+	snprintf(_follow.path, sizeof(_follow.path), "%s", message);
+	_follow.list = list;
+	_follow.tmpl = tmpl;
+	_follow.total = total;
+	if (pipe(_follow.stop_pipe) != 0 || fcntl(_follow.stop_pipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
+	    fcntl(_follow.stop_pipe[1], F_SETFD, FD_CLOEXEC) != 0) {
+		error("gres/vgpu: not following advertisement.json: pipe: %m");
+		return;
+	}
+	if (pthread_create(&_follow.thread, NULL, _follow_advertisement, NULL) != 0) {
+		error("gres/vgpu: not following advertisement.json: pthread_create: %m");
+		close(_follow.stop_pipe[0]);
+		close(_follow.stop_pipe[1]);
+		return;
+	}
+	_follow.running = true;
+}
+
+/* Called before Slurm frees the records the thread updates. */
+static void _stop_following(void)
+{
+	if (!_follow.running)
+		return;
+	(void) !write(_follow.stop_pipe[1], "x", 1);
+	pthread_join(_follow.thread, NULL);
+	close(_follow.stop_pipe[0]);
+	close(_follow.stop_pipe[1]);
+	_follow.running = false;
+}
+#endif
+
 extern int gres_p_node_config_load(vgpu_list_t gres_conf_list, node_config_load_t *node_conf)
 {
 	uint64_t total = 0;
 	vgpu_reported_t *rep;
 	gres_slurmd_conf_t *tmpl;
-	char *summary = NULL;
-	int zero_types = 0;
 
 	/* slurmctld calls this only for cloud nodes; it has no state dir for them. */
 	if (!node_conf || !node_conf->in_slurmd || !gres_conf_list)
@@ -164,26 +355,13 @@ extern int gres_p_node_config_load(vgpu_list_t gres_conf_list, node_config_load_
 
 	rep = xmalloc(sizeof(*rep));
 	vgpu_gres_reported_counts(total, rep);
-
 	list_for_each(gres_conf_list, _zero_count, NULL);
-	for (int i = 0; i < rep->advertised_cnt; i++) {
-		_set_type_count(gres_conf_list, tmpl, rep->advertised[i].type, rep->advertised[i].count);
-		if (!rep->advertised[i].count)
-			zero_types++;
-		else
-			xstrfmtcat(summary, "%s%s:%" PRIu64, summary ? "," : "",
-				   rep->advertised[i].type, rep->advertised[i].count);
-	}
-	_set_type_count(gres_conf_list, tmpl, VGPU_FREE, rep->free_cnt);
-	xstrfmtcat(summary, "%s" VGPU_FREE ":%" PRIu64, summary ? "," : "", rep->free_cnt);
-
-	if (rep->used_advertisement)
-		info("gres/vgpu: node %s reports %s (total %" PRIu64 ", %d other types at 0; %s)",
-		     rep->node, summary, total, zero_types, rep->message);
-	else
-		error("gres/vgpu: node %s: advertisement not used, nothing placeable (all %" PRIu64
-		      " free): %s", rep->node[0] ? rep->node : "?", total, rep->message);
-	xfree(summary);
+	_apply_split(gres_conf_list, tmpl, rep, false);
+	_log_split(rep, total, "reports");
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+	_write_report(rep);
+	_start_following(gres_conf_list, tmpl, total);
+#endif
 	xfree(rep);
 	return SLURM_SUCCESS;
 }

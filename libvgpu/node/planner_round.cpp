@@ -316,7 +316,6 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     refresh_slurm_uncounted(ctx, *node, where, result);
     resync_slurm_split(ctx, *node, result);
   }
-  ctx.publisher->tick();
 
   auto pending = ctx.slurm->pending_jobs();
   if (!pending) {

@@ -1,10 +1,13 @@
 // How a node's split reaches slurmctld, per Slurm release (node_agent.h, SplitPublisher).
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <optional>
+#include <thread>
 
+#include "contract/node_files.h"
+#include "contract/slurmd_report.h"
 #include "vgpu/node_agent.h"
 
 namespace vgpu {
@@ -16,7 +19,25 @@ SplitHandover split_handover_for(const SlurmVersion& controller) {
 namespace {
 
 std::string_view describe(SplitHandover h) {
-  return h == SplitHandover::sighup ? "SIGHUP to slurmd" : "scontrol update, slurmd's report refreshed by SIGHUP";
+  return h == SplitHandover::sighup ? "SIGHUP to slurmd" : "scontrol update once slurmd reports them";
+}
+
+// What slurmd reports right now, by the plugin's own record (contract/slurmd_report.h).
+std::optional<std::map<std::string, int>> slurmd_reports(const NodeContext& ctx) {
+  auto text = gres::read_small_file(gres::slurmd_report_path(ctx.state_dir, ctx.node));
+  if (!text) return std::nullopt;
+  auto report = gres::parse_slurmd_report(*text, ctx.node);
+  if (!report) return std::nullopt;
+  std::map<std::string, int> counts;
+  for (const auto& [type, n] : report->counts) counts[type] = static_cast<int>(n);
+  return counts;
+}
+
+std::map<std::string, int> positive(const std::map<std::string, int>& counts) {
+  std::map<std::string, int> out;
+  for (const auto& [type, n] : counts)
+    if (n > 0) out[type] = n;
+  return out;
 }
 
 class SlurmSplitPublisher final : public SplitPublisher {
@@ -31,10 +52,6 @@ class SlurmSplitPublisher final : public SplitPublisher {
       return std::unexpected(done.error().within(fmt::format("node {}: publishing the split", ctx_.node)));
     }
     return {};
-  }
-
-  void tick() override {
-    if (refresh_pending_ && ctx_.now() - last_sighup_ >= timing_.refresh_s) (void)refresh_slurmd();
   }
 
  private:
@@ -55,39 +72,38 @@ class SlurmSplitPublisher final : public SplitPublisher {
     return h;
   }
 
-  Result<void> refresh_slurmd() {
-    last_sighup_ = ctx_.now();
-    refresh_pending_ = false;
-    if (signal_slurmd_()) return {};
-    return fail(ErrorCode::unavailable, "could not SIGHUP slurmd");
+  // From 23.11 slurmctld applies slurmd's own report at its restart and while the node has a
+  // zero-count type, deleting what the report lacks (allocations of running jobs included); the
+  // plugin keeps that report equal to advertisement.json. A split goes to slurmctld only once
+  // slurmd reports it, so any registration slurmctld applies afterwards carries the same split.
+  void wait_for_slurmd(const std::map<std::string, int>& counts) {
+    const auto want = positive(counts);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timing_.slurmd_report_ms);
+    while (true) {
+      if (auto reported = slurmd_reports(ctx_); reported && *reported == want) return;
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ctx_.log(fmt::format("vgpu: node {}: slurmd does not report the new split after {} ms (is gres_vgpu.so of this "
+                         "release loaded in slurmd?); handing it to slurmctld anyway",
+                         ctx_.node, timing_.slurmd_report_ms));
   }
 
   Result<void> publish_once(const std::map<std::string, int>& counts) {
     auto h = handover();
     if (!h) return std::unexpected(h.error());
-    if (*h == SplitHandover::sighup) return refresh_slurmd();
-
-    // 23.11 on: set the split in slurmctld at the node's constant total...
+    if (*h == SplitHandover::sighup) {
+      if (signal_slurmd_()) return {};
+      return fail(ErrorCode::unavailable, "could not SIGHUP slurmd");
+    }
+    wait_for_slurmd(counts);
     auto node = ctx_.slurm->node_gres(ctx_.node);
     if (!node) return std::unexpected(node.error());
     const int total = std::accumulate(node->configured.begin(), node->configured.end(), 0,
                                       [](int sum, const auto& kv) { return sum + kv.second; });
     auto value = gres_split_value("vgpu", counts, total);
     if (!value) return std::unexpected(value.error());
-    if (auto ok = ctx_.slurm->set_node_gres(ctx_.node, *value); !ok) return ok;
-    // ...then slurmd's own report must follow: slurmctld applies it at its own restart and at
-    // any registration while the node has a zero-count type, and a stale report that lacks a type
-    // jobs hold makes slurmctld forget their allocations. A type this update lowered to zero
-    // needs the refresh now (the next registration applies it); otherwise it may wait up to
-    // refresh_s, so bursts of handovers re-exec slurmd once.
-    bool zeroes_a_type = std::ranges::any_of(node->configured, [&](const auto& kv) {
-      if (kv.first == "free" || kv.first == "never") return false;
-      auto it = counts.find(kv.first);
-      return it == counts.end() || it->second == 0;
-    });
-    refresh_pending_ = true;
-    if (zeroes_a_type || ctx_.now() - last_sighup_ >= timing_.refresh_s) return refresh_slurmd();
-    return {};
+    return ctx_.slurm->set_node_gres(ctx_.node, *value);
   }
 
   NodeContext& ctx_;
@@ -95,8 +111,6 @@ class SlurmSplitPublisher final : public SplitPublisher {
   SplitPublisherTiming timing_;
   std::optional<SplitHandover> handover_;
   std::optional<std::int64_t> asked_at_;
-  std::int64_t last_sighup_ = 0;
-  bool refresh_pending_ = false;
 };
 
 }  // namespace

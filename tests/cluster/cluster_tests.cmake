@@ -13,7 +13,7 @@ file(GLOB vgpu_cluster_scenarios CONFIGURE_DEPENDS ${vgpu_cluster_dir}/scenarios
 # One scenario against one Slurm release: Debian's (no prefix) or one built by
 # scripts/build-slurm.sh (its prefix). Used for the cluster.* and e2e.* suites alike.
 function(vgpu_add_cluster_test name script plugin_dir prefix)
-  cmake_parse_arguments(T "" "TIMEOUT;LABELS" "ENV" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "LABELS;ENV" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 240)
   endif()

@@ -298,17 +298,34 @@ vc_wait_gres() { # $1 node $2 counts [$3 seconds]
 
 vc_assert_gres() { vc_wait_gres "$1" "$2" "${3:-1}" || vc_fail "$1: GRES split differs from the advertisement"; }
 
-# How a new split reaches slurmctld (docs/slurm.md): before 23.11 slurmd re-registers on SIGHUP and
-# the plugin reports the file; from 23.11 slurmctld ignores a same-total split at registration, and
-# the split is set with scontrol update (same total, every type listed).
+# How a new split reaches slurmctld, as the planner hands it over (docs/slurm.md): before 23.11
+# slurmd re-registers on SIGHUP and the plugin reports the file; from 23.11 slurmctld ignores a
+# same-total split at registration, so it is set with scontrol update (same total, every type
+# listed), once slurmd's own report (which the plugin keeps equal to the file and records in
+# slurmd-report.json) says the same.
 vc_publish_split() { # $1 node $2 "type=count ..."
   if [ "$VC_SLURM_RELEASE" -ge 2311 ]; then
     local gres item sum=0
     for item in $2; do gres+="${gres:+,}vgpu:${item%%=*}:${item#*=}"; sum=$((sum + ${item#*=})); done
+    vc_wait_slurmd_report "$1" "$2" 5 || return 1
     scontrol update NodeName="$1" Gres="vgpu:free:$((VC_TOTAL - sum))${gres:+,$gres}"
   else
     vc_hup "$1"
   fi
+}
+
+vc_wait_slurmd_report() { # $1 node $2 "type=count ..." [$3 s]: slurmd reports that split (23.11+)
+  local t=0 lim=$(( ${3:-5} * 10 ))
+  until python3 - "$VGPU_STATE_DIR/$1/slurmd-report.json" "$2" <<'PY' 2>/dev/null
+import json, sys
+want = {k: int(v) for k, v in (i.split("=") for i in sys.argv[2].split())}
+got = json.load(open(sys.argv[1]))["counts"]
+sys.exit(0 if {k: v for k, v in want.items() if v} == got else 1)
+PY
+  do
+    t=$((t + 1)); [ $t -ge $lim ] && { vc_log "$1: slurmd does not report '$2'"; return 1; }
+    sleep 0.1
+  done
 }
 
 vc_advertise() { # $1 node $2 gen $3 counts: the planner's move, then wait for slurmctld to adopt it

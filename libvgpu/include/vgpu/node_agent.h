@@ -37,6 +37,11 @@ class SlurmClient {
   virtual Result<std::set<JobId>> jobs_on_node(const std::string& /*node*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot list a node's jobs");
   }
+  // What the job asked for per node (`squeue -j <job> -o %b`: "gres/vgpu:1g.10gb:2"), for a prolog
+  // that got no VGPU_ALLOC although its job may hold vgpu (vgpu_alloc_for_prolog).
+  virtual Result<std::string> job_tres_per_node(JobId /*job*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot list a job's GRES");
+  }
   // slurmctld's own release (`scontrol show config`), which decides how a split reaches it.
   virtual Result<SlurmVersion> controller_version() {
     return fail(ErrorCode::unavailable, "this Slurm client cannot ask slurmctld's version");
@@ -98,8 +103,6 @@ class SplitPublisher {
  public:
   virtual ~SplitPublisher() = default;
   virtual Result<void> publish(const std::map<std::string, int>& counts) = 0;
-  // Once per planner round: work a recent handover deferred.
-  virtual void tick() {}
 };
 
 struct NodeContext {
@@ -144,19 +147,18 @@ struct NodeContext {
 //                 permanent zero-count type makes slurmctld take a same-total split;
 //   23.11 on      slurmctld ignores a same-total split at registration unless the node has a
 //                 zero-count type, so the split is set with `scontrol update NodeName=..
-//                 Gres=..` (same total, every type listed). slurmd's own report (what the plugin
-//                 read when slurmd started) must still follow: slurmctld applies it at its own
-//                 restart and at any registration while a zero-count type exists, and a report
-//                 lacking a type jobs hold makes it forget their allocations. So slurmd is
-//                 SIGHUPed (it re-execs and re-reads the file) at once when an update lowered a
-//                 type to zero, else at most every refresh_s.
+//                 Gres=..` (same total, every type listed). slurmctld still applies slurmd's own
+//                 report at its restart and while a zero-count type exists, deleting what the
+//                 report lacks (running jobs' allocations included), so the update is sent only
+//                 once slurmd reports the same split: the plugin follows advertisement.json inside
+//                 slurmd and records what it reports in slurmd-report.json.
 // The controller's release is asked before the first handover, again after recheck_s and after
 // any failed handover, so an upgrade of slurmctld across 23.11 is followed.
 enum class SplitHandover { sighup, scontrol_update };
 SplitHandover split_handover_for(const SlurmVersion& controller);
 struct SplitPublisherTiming {
   int recheck_s = 600;
-  int refresh_s = 30;
+  int slurmd_report_ms = 5000;  // how long to wait for slurmd to report a new split
 };
 std::unique_ptr<SplitPublisher> make_split_publisher(NodeContext& ctx, std::function<bool()> signal_slurmd,
                                                      SplitPublisherTiming timing = {});
@@ -179,6 +181,14 @@ std::vector<const PartitionPolicy*> node_partitions(const PolicyFile& policy, co
 // Loads the ledger; when there is none (first start, or a corrupt one was set aside) rebuilds it
 // from the hardware and re-adopts instances named in surviving jobs/<id>.json records.
 Result<Ledger> ensure_ledger(const NodeContext& ctx);
+
+// VGPU_ALLOC as the prolog should use it. From Slurm 23.11 slurmctld loads gres/vgpu only when a
+// node first registers after it started; a job it schedules before that gets no VGPU_ALLOC in its
+// prolog although it holds vgpu here (seen on 26.05 right after a slurmctld restart). So when
+// VGPU_ALLOC is empty for a job of a partition the policy gives vgpu, the job's own per-node request
+// is asked from Slurm (squeue: fields Slurm formats, no user-chosen text). Empty: not a vgpu job.
+Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient& slurm, JobId job,
+                                          std::string_view partition, std::string_view vgpu_alloc_env);
 
 struct PrologRequest {
   JobId job = 0;

@@ -130,6 +130,12 @@ class FakeSlurm final : public SlurmClient {
     ++node_job_queries;
     return running;
   }
+  Result<std::string> job_tres_per_node(JobId job) override {
+    auto it = tres_per_node.find(job);
+    if (it == tres_per_node.end()) return fail(ErrorCode::unavailable, "squeue: Invalid job id specified");
+    return it->second;
+  }
+  std::map<JobId, std::string> tres_per_node;  // squeue -o %b, by job
   Result<SlurmVersion> controller_version() override {
     ++version_queries;
     if (!controller) return fail(ErrorCode::unavailable, "slurmctld is not responding");

@@ -1,28 +1,50 @@
 // How a split reaches slurmctld depends on slurmctld's release: SIGHUP to slurmd before 23.11;
-// from 23.11 `scontrol update` at the constant total, and slurmd's own report refreshed by SIGHUP
-// (at once when a type went to zero, else at most every refresh_s). node_agent.h, SplitPublisher.
+// from 23.11 `scontrol update` at the constant total, sent once slurmd itself reports the split
+// (slurmd-report.json, written by the plugin inside slurmd). node_agent.h, SplitPublisher.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "contract/slurmd_report.h"
 #include "node_doubles.h"
 
 namespace vgpu {
 namespace {
 
+namespace fs = std::filesystem;
+
 class SplitPublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    dir = fs::temp_directory_path() / ("vgpu-split-publisher-" + std::to_string(::getpid()) + "-" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir / "n1");
     slurm.configured = {{"free", 10}, {"1g.10gb", 4}};  // total 14
     slurm.follows_file = false;
     ctx.node = "n1";
+    ctx.state_dir = dir.string();
     ctx.slurm = &slurm;
     ctx.now = [this] { return clock; };
     ctx.log = [this](const std::string& s) { logs += s + "\n"; };
-    publisher = make_split_publisher(ctx, [this] {
-      ++sighups;
-      return sighup_works;
-    });
+    publisher = make_split_publisher(
+        ctx,
+        [this] {
+          ++sighups;
+          return sighup_works;
+        },
+        {.recheck_s = 600, .slurmd_report_ms = 300});
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // What the plugin inside slurmd writes once it reports `counts`.
+  void slurmd_reports(const std::map<std::string, std::uint64_t, std::less<>>& counts) {
+    std::ofstream(dir / "n1" / "slurmd-report.json") << gres::render_slurmd_report({"n1", 7, counts});
   }
 
+  fs::path dir;
   testing::FakeSlurm slurm{"/nonexistent/advertisement.json"};
   NodeContext ctx;
   std::unique_ptr<SplitPublisher> publisher;
@@ -39,50 +61,36 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311SlurmdIsSignalled) {
   EXPECT_TRUE(slurm.gres_updates.empty());
 }
 
-TEST_F(SplitPublisherTest, FromSlurm2311TheSplitIsSetWithScontrolUpdateAtTheSameTotal) {
+TEST_F(SplitPublisherTest, FromSlurm2311TheSplitIsSetWithScontrolUpdateOnceSlurmdReportsIt) {
   slurm.controller = SlurmVersion{26, 5, 3};
-  ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}, {"3g.40gb", 1}}));
+  slurmd_reports({{"1g.10gb", 2}, {"3g.40gb", 1}});
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}, {"3g.40gb", 1}, {"2g.20gb", 0}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250)) << "no wait once reported";
+  EXPECT_EQ(sighups, 0) << "from 23.11 SIGHUP re-execs slurmd: never sent";
   ASSERT_EQ(slurm.gres_updates.size(), 1u);
   EXPECT_EQ(slurm.gres_updates[0].first, "n1");
   EXPECT_EQ(slurm.gres_updates[0].second, "vgpu:free:11,vgpu:1g.10gb:2,vgpu:3g.40gb:1");
+  EXPECT_EQ(logs.find("does not report"), std::string::npos) << logs;
 }
 
-TEST_F(SplitPublisherTest, AnUpdateThatZeroesATypeRefreshesSlurmdsReportAtOnce) {
-  slurm.controller = SlurmVersion{26, 5, 3};
-  ASSERT_TRUE(publisher->publish({{"1g.10gb", 4}}));  // the first one always refreshes
-  ASSERT_EQ(sighups, 1);
-  clock += 1;
-  ASSERT_TRUE(publisher->publish({{"1g.10gb", 4}, {"2g.20gb", 1}}));
-  EXPECT_EQ(sighups, 1) << "no type went to zero: the refresh may wait";
-  slurm.configured = {{"free", 9}, {"1g.10gb", 4}, {"2g.20gb", 1}};
-  clock += 1;
-  ASSERT_TRUE(publisher->publish({{"2g.20gb", 3}}));  // 1g.10gb goes to zero
-  EXPECT_EQ(sighups, 2);
-  EXPECT_EQ(slurm.gres_updates.back().second, "vgpu:free:11,vgpu:2g.20gb:3");
-}
-
-TEST_F(SplitPublisherTest, ADeferredRefreshIsSentByTickOnceRefreshPeriodPassed) {
+TEST_F(SplitPublisherTest, ASplitSlurmdDoesNotReportIsHandedOverAfterTheWaitWithAWarning) {
   slurm.controller = SlurmVersion{24, 11, 5};
-  ASSERT_TRUE(publisher->publish({{"1g.10gb", 4}}));
-  ASSERT_EQ(sighups, 1);
-  clock += 5;
-  ASSERT_TRUE(publisher->publish({{"1g.10gb", 5}}));
-  publisher->tick();
-  EXPECT_EQ(sighups, 1);
-  clock += 30;
-  publisher->tick();
-  EXPECT_EQ(sighups, 2);
-  publisher->tick();
-  EXPECT_EQ(sighups, 2) << "nothing changed since the refresh";
+  slurmd_reports({{"1g.10gb", 4}});  // the old split
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_EQ(slurm.gres_updates.size(), 1u);
+  EXPECT_NE(logs.find("slurmd does not report the new split after 300 ms"), std::string::npos) << logs;
 }
 
 TEST_F(SplitPublisherTest, ASplitAboveTheTotalIsRefusedNotSent) {
   slurm.controller = SlurmVersion{24, 11, 5};
+  slurmd_reports({{"7g.80gb", 15}});
   auto r = publisher->publish({{"7g.80gb", 15}});
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("exceed the node's constant total of 14"), std::string::npos) << r.error().message;
   EXPECT_TRUE(slurm.gres_updates.empty());
-  EXPECT_EQ(sighups, 0);
 }
 
 TEST_F(SplitPublisherTest, TheReleaseIsAskedOnceThenAgainAfterTheRecheckPeriod) {
@@ -93,8 +101,10 @@ TEST_F(SplitPublisherTest, TheReleaseIsAskedOnceThenAgainAfterTheRecheckPeriod) 
   // slurmctld was upgraded across 23.11 in the meantime.
   slurm.controller = SlurmVersion{23, 11, 10};
   clock += 600;
+  slurmd_reports({{"1g.10gb", 1}});
   ASSERT_TRUE(publisher->publish({{"1g.10gb", 1}}));
   EXPECT_EQ(slurm.version_queries, 2);
+  EXPECT_EQ(sighups, 2);
   EXPECT_EQ(slurm.gres_updates.size(), 1u);
   EXPECT_NE(logs.find("slurmctld is 23.11.10: splits are handed over by scontrol update"), std::string::npos) << logs;
 }
