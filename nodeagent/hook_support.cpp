@@ -10,6 +10,7 @@
 #include <string>
 
 #include "node_runtime.h"
+#include "vgpu/text_split.h"
 
 namespace vgpu::agent {
 
@@ -27,6 +28,44 @@ bool answer_help(int argc, char** argv, std::string_view program, std::string_vi
   std::fprintf(stderr, "%.*s: takes no arguments (it is run by slurmd); see --help\n", static_cast<int>(program.size()),
                program.data());
   return true;
+}
+
+namespace {
+
+std::string policy_path() {
+  const char* path = std::getenv("VGPU_POLICY");
+  return path && *path ? path : "/etc/slurm-vgpu/policy.json";
+}
+
+}  // namespace
+
+bool policy_serves_partition(const std::string& partition) {
+  if (partition.empty()) return false;
+  auto policy = load_policy_file(policy_path());
+  if (!policy) return false;
+  for (auto name : split_view(partition, ','))
+    if (policy->partition(name)) return true;
+  return false;
+}
+
+std::string alloc_from_slurm(JobId job, const std::string& partition) {
+  try {
+    auto policy = load_policy_file(policy_path());
+    if (!policy) return {};
+    auto slurm = make_command_slurm_client();
+    auto alloc = vgpu_alloc_for_prolog(*policy, *slurm, job, partition, "");
+    if (!alloc) {
+      std::fprintf(stderr, "vgpu: prolog: job %u: no VGPU_ALLOC and %s\n", job, alloc.error().message.c_str());
+      return {};
+    }
+    if (!alloc->empty())
+      std::fprintf(stderr, "vgpu: prolog: job %u: no VGPU_ALLOC from slurmctld (gres/vgpu not loaded there yet?); "
+                           "the job holds %s here by squeue\n", job, alloc->c_str());
+    return *alloc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vgpu: prolog: job %u: unexpected: %s\n", job, e.what());
+    return {};
+  }
 }
 
 std::optional<JobId> job_id_from_env(std::string_view program) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "vgpu/ledger.h"
@@ -14,6 +15,13 @@ namespace vgpu::agent {
 // `--help` / `--version` for a program slurmd runs without arguments: prints and returns true when
 // one was asked for (the caller exits 0), false when the program should run as a hook.
 bool answer_help(int argc, char** argv, std::string_view program, std::string_view help);
+
+// Whether the node's policy ($VGPU_POLICY) has partition `partition` (a comma list); false when the
+// policy cannot be read (the prolog then treats the job as holding no vgpu, as before).
+bool policy_serves_partition(const std::string& partition);
+// What a job without VGPU_ALLOC holds here, asked from Slurm (vgpu_alloc_for_prolog); "" when
+// nothing, or on an error (logged).
+std::string alloc_from_slurm(JobId job, const std::string& partition);
 
 // SLURM_JOB_ID as a job id; nullopt (and a line on stderr naming `program`) when it is not one.
 std::optional<JobId> job_id_from_env(std::string_view program);

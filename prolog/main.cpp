@@ -65,11 +65,18 @@ Logs to <state dir>/<node>/vgpu.log. See docs/admin.md.
 int main(int argc, char** argv) {
   if (vgpu::agent::answer_help(argc, argv, "vgpu-prolog", kHelp)) return 0;
   std::string alloc = env("VGPU_ALLOC");
-  if (alloc.empty()) return 0;  // no vgpu on this node for this job
+  const std::string partition = env("SLURM_JOB_PARTITION");
+  // Most jobs without VGPU_ALLOC hold no vgpu and return here at once; only a job of a partition
+  // the policy serves is checked with Slurm (vgpu_alloc_for_prolog says why).
+  if (alloc.empty() && !vgpu::agent::policy_serves_partition(partition)) return 0;
   const auto id = vgpu::agent::job_id_from_env("prolog");
   if (!id) return 0;
   const vgpu::JobId job = *id;
   const std::string node = env("SLURMD_NODENAME");
+  if (alloc.empty()) {
+    alloc = vgpu::agent::alloc_from_slurm(job, partition);
+    if (alloc.empty()) return 0;  // no vgpu on this node for this job
+  }
   int first = vgpu::agent::run_in_child([&] { return prolog(job, alloc); });
   if (first >= 0) return 0;
   std::fprintf(stderr, "vgpu: prolog: job %u: node %s: the prolog died by signal %d (%s); running it again\n", job,

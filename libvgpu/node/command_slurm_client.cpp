@@ -86,6 +86,10 @@ class CommandSlurmClient final : public SlurmClient {
     return parse_scontrol_node(*out, "vgpu");
   }
 
+  Result<std::string> job_tres_per_node(JobId job) override {
+    return run_ok({tool("squeue"), "-h", "-j", std::to_string(job), "-o", "%b"});
+  }
+
   Result<SlurmVersion> controller_version() override {
     auto out = run_ok({tool("scontrol"), "show", "config"});
     if (!out) return std::unexpected(out.error());

@@ -11,6 +11,7 @@
 #include "node_model.h"
 #include "vgpu/gres_request.h"
 #include "vgpu/crash_point.h"
+#include "vgpu/text_split.h"
 
 namespace vgpu {
 namespace {
@@ -57,6 +58,25 @@ Result<void> claim_or_place(Ledger& l, const PartitionPolicy& part, JobId job, c
 }
 
 }  // namespace
+
+Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient& slurm, JobId job,
+                                          std::string_view partition, std::string_view vgpu_alloc_env) {
+  if (!vgpu_alloc_env.empty()) return std::string(vgpu_alloc_env);
+  bool vgpu_partition = false;
+  for (auto name : split_view(partition, ','))
+    vgpu_partition = vgpu_partition || policy.partition(name) != nullptr;
+  if (!vgpu_partition) return std::string();
+  auto text = slurm.job_tres_per_node(job);
+  if (!text) return std::unexpected(text.error().within(fmt::format("job {}: what it holds (squeue)", job)));
+  std::string_view line = *text;
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.empty() || line == "N/A") return std::string();
+  auto requests = parse_vgpu_gres(line);
+  if (!requests) return std::unexpected(requests.error().within(fmt::format("job {}: squeue %b", job)));
+  std::string alloc;
+  for (const auto& r : *requests) alloc += fmt::format("{}{}:{}", alloc.empty() ? "" : ",", r.type, r.count);
+  return alloc;
+}
 
 Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   const std::string where = fmt::format("vgpu: prolog: job {}", req.job);

@@ -109,6 +109,26 @@ TEST_F(NodeFlows, SplitSlurmctldLostIsHandedOverAgainAfterTwoRounds) {
   EXPECT_EQ(sighups, 2);
 }
 
+TEST_F(NodeFlows, PrologWithoutVgpuAllocAsksSlurmWhatAJobOfAVgpuPartitionHolds) {
+  // Slurm 23.11+ right after a slurmctld restart: the plugin is not loaded there yet, so the
+  // prolog gets no VGPU_ALLOC although the job holds vgpu here.
+  slurm->tres_per_node[42] = "gres/vgpu:1g.10gb:2\n";
+  auto alloc = vgpu_alloc_for_prolog(policy, *slurm, 42, "gpu", "");
+  ASSERT_TRUE(alloc) << alloc.error().message;
+  EXPECT_EQ(*alloc, "1g.10gb:2");
+  slurm->tres_per_node[43] = "gres:vgpu:1g.10gb:1,gres:gpu:1\n";  // 22.05's spelling
+  EXPECT_EQ(*vgpu_alloc_for_prolog(policy, *slurm, 43, "cpu,gpu", ""), "1g.10gb:1");
+  // A job that holds no vgpu, or a partition no policy serves: nothing, and Slurm is not asked.
+  slurm->tres_per_node[44] = "N/A\n";
+  EXPECT_EQ(*vgpu_alloc_for_prolog(policy, *slurm, 44, "gpu", ""), "");
+  EXPECT_EQ(*vgpu_alloc_for_prolog(policy, *slurm, 99, "cpu", ""), "");
+  // VGPU_ALLOC, when set, is what the prolog uses.
+  EXPECT_EQ(*vgpu_alloc_for_prolog(policy, *slurm, 99, "gpu", "3g.40gb:1"), "3g.40gb:1");
+  auto failed = vgpu_alloc_for_prolog(policy, *slurm, 98, "gpu", "");
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().message.find("job 98: what it holds (squeue)"), std::string::npos) << failed.error().message;
+}
+
 TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) {
   ASSERT_TRUE(run_planner_round(ctx));
   auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
