@@ -6,11 +6,14 @@ option(VGPU_TSAN "Build with ThreadSanitizer (not together with VGPU_SANITIZE)" 
 if(VGPU_SANITIZE AND VGPU_TSAN)
   message(FATAL_ERROR "VGPU_SANITIZE (ASan+UBSan) and VGPU_TSAN cannot be combined")
 endif()
+# -O1 -g1 (after the build type's flags, so they win): ASan's recommended level, with line tables
+# for its stack traces. On the 2-core test machine it compiles the tree about 2.5 times faster
+# than -O2 -g (71 s -> 29 s for node_flows_test.cpp), which is most of the test command's time.
 if(VGPU_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g1)
   add_link_options(-fsanitize=address,undefined)
 endif()
 if(VGPU_TSAN)
-  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g)
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -O1 -g1)
   add_link_options(-fsanitize=thread)
 endif()
