@@ -11,18 +11,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "contract/advertisement.h"
-#include "contract/job_env.h"
-#include "contract/job_record.h"
-#include "contract/names.h"
-#include "contract/node_files.h"
-#include "contract/reported_counts.h"
-#include "contract/strict_json.h"
+#include "vgpu/contract/advertisement.h"
+#include "vgpu/contract/job_env.h"
+#include "vgpu/contract/job_record.h"
+#include "vgpu/contract/names.h"
+#include "vgpu/contract/node_files.h"
+#include "vgpu/contract/reported_counts.h"
+#include "vgpu/contract/strict_json.h"
 #include "fuzz_check.h"
 
 namespace {
 
-using vgpu::gres::Advertisement;
+using vgpu::contract::Advertisement;
 
 void check_reported(const vgpu::Result<Advertisement>& adv) {
   const std::set<std::string, std::less<>> before{"1g.10gb", "7g.80gb"};
@@ -35,13 +35,13 @@ void check_reported(const vgpu::Result<Advertisement>& adv) {
     }
   }
   for (std::uint64_t total : {std::uint64_t{0}, std::uint64_t{7}, sum, sum + 1, std::numeric_limits<std::uint64_t>::max()}) {
-    const auto out = vgpu::gres::reported_counts(adv, total, before);
+    const auto out = vgpu::contract::reported_counts(adv, total, before);
     // The node's reported total never changes (slurmctld drains a node whose total does).
     std::uint64_t reported = out.free;
     for (const auto& tc : out.advertised) {
       FUZZ_CHECK(reported + tc.count >= reported);
       reported += tc.count;
-      FUZZ_CHECK(!vgpu::gres::is_reserved_type(tc.type));
+      FUZZ_CHECK(!vgpu::contract::is_reserved_type(tc.type));
     }
     FUZZ_CHECK(reported == total);
     // Every type reported before is reported again; sorted by name, no duplicates.
@@ -58,18 +58,18 @@ void check_reported(const vgpu::Result<Advertisement>& adv) {
 }
 
 void check_advertisement(std::string_view text, std::string_view node) {
-  auto adv = vgpu::gres::parse_advertisement(text, node);
+  auto adv = vgpu::contract::parse_advertisement(text, node);
   if (adv) {
     FUZZ_CHECK(adv->node == node);
-    for (const auto& [type, count] : adv->counts) FUZZ_CHECK(vgpu::gres::is_valid_profile_name(type));
+    for (const auto& [type, count] : adv->counts) FUZZ_CHECK(vgpu::contract::is_valid_type_name(type));
   } else {
     FUZZ_CHECK(!adv.error().message.empty());
   }
   check_reported(adv);
 }
 
-void check_job_record(std::string_view text, std::uint64_t job_id) {
-  auto record = vgpu::gres::parse_job_record(text, job_id);
+void check_job_record(std::string_view text, vgpu::JobId job_id) {
+  auto record = vgpu::contract::parse_job_record(text, job_id);
   if (!record) {
     FUZZ_CHECK(!record.error().message.empty());
     return;
@@ -77,14 +77,14 @@ void check_job_record(std::string_view text, std::uint64_t job_id) {
   FUZZ_CHECK(record->job_id == job_id);
   std::string devices;
   for (const auto& inst : record->instances) {
-    FUZZ_CHECK(vgpu::gres::is_valid_profile_name(inst.profile));
+    FUZZ_CHECK(vgpu::contract::is_valid_type_name(inst.profile));
     FUZZ_CHECK(inst.mig_uuid.starts_with("MIG-"));
     // CUDA_VISIBLE_DEVICES is a comma list: a uuid holding ',' (or '=') would smuggle devices.
     FUZZ_CHECK(inst.mig_uuid.find_first_of(",= \n") == std::string::npos);
     if (!devices.empty()) devices += ',';
     devices += inst.mig_uuid;
   }
-  const auto env = vgpu::gres::job_environment(*record);
+  const auto env = vgpu::contract::job_environment(*record);
   FUZZ_CHECK(env.size() == 3);
   FUZZ_CHECK(env[0].name == "CUDA_VISIBLE_DEVICES" && env[0].value == devices);
   FUZZ_CHECK(env[2].value == std::to_string(record->instances.size()));
@@ -95,7 +95,7 @@ void check_job_record(std::string_view text, std::uint64_t job_id) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
-  auto doc = vgpu::gres::parse_strict_json(text);
+  auto doc = vgpu::contract::parse_strict_json(text);
   if (doc) FUZZ_CHECK(nlohmann::json::accept(text));
 
   // Once with a fixed node / job id, once with the ones the document names (so the fuzzer gets
@@ -105,13 +105,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (doc && doc->is_object()) {
     if (auto it = doc->find("node"); it != doc->end() && it->is_string())
       check_advertisement(text, it->get_ref<const std::string&>());
-    if (auto it = doc->find("job_id"); it != doc->end() && it->is_number_unsigned())
-      check_job_record(text, it->get<std::uint64_t>());
+    if (auto it = doc->find("job_id"); it != doc->end() && it->is_number_unsigned() &&
+                                       it->get<std::uint64_t>() <= UINT32_MAX)
+      check_job_record(text, static_cast<vgpu::JobId>(it->get<std::uint64_t>()));
   }
 
   // SLURM_JOB_ID: strict decimal, so the value spells back to the text (less leading zeros).
   const std::string line(text.substr(0, text.find('\0')));
-  if (auto id = vgpu::gres::parse_job_id(line.c_str()); id) {
+  if (auto id = vgpu::contract::parse_job_id(line.c_str()); id) {
     std::string_view digits = line;
     while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
     FUZZ_CHECK(std::to_string(*id) == digits);
@@ -119,12 +120,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // The node name from slurmd's command line (NUL-separated) or the host name: whatever is
   // accepted becomes a path component of the state directory.
-  for (const vgpu::gres::NodeNameSources& sources :
-       {vgpu::gres::NodeNameSources{nullptr, nullptr, text, "fallback.example"},
-        vgpu::gres::NodeNameSources{nullptr, nullptr, {}, text},
-        vgpu::gres::NodeNameSources{line.c_str(), nullptr, {}, "h"}}) {
-    if (auto name = vgpu::gres::resolve_node_name(sources); name) {
-      FUZZ_CHECK(vgpu::gres::is_valid_node_name(*name));
+  for (const vgpu::contract::NodeNameSources& sources :
+       {vgpu::contract::NodeNameSources{nullptr, nullptr, text, "fallback.example"},
+        vgpu::contract::NodeNameSources{nullptr, nullptr, {}, text},
+        vgpu::contract::NodeNameSources{line.c_str(), nullptr, {}, "h"}}) {
+    if (auto name = vgpu::contract::resolve_node_name(sources); name) {
+      FUZZ_CHECK(vgpu::contract::is_valid_node_name(*name));
       FUZZ_CHECK(name->find('/') == std::string::npos && *name != "." && *name != "..");
     }
   }

@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "contract/alloc_codec.h"
-#include "contract/names.h"
+#include "vgpu/contract/alloc_codec.h"
+#include "vgpu/contract/names.h"
 #include "fuzz_check.h"
-#include "vgpu/gres_request.h"
+#include "vgpu/core/gres_request.h"
 
 namespace {
 
@@ -27,7 +27,7 @@ bool safe_type(std::string_view type) {
 std::string alloc_text(const std::vector<vgpu::GresRequest>& requests) {
   std::string out;
   for (const auto& r : requests)
-    out = vgpu::gres::append_alloc_item(out, r.type, static_cast<std::uint64_t>(r.count));
+    out = vgpu::contract::append_alloc_item(out, r.type, static_cast<std::uint64_t>(r.count));
   return out;
 }
 
@@ -70,29 +70,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Names: a valid profile name is never a reserved type, fits Slurm's GRES syntax (no ':' or
   // ','), and passes libvgpu's type alphabet.
-  if (vgpu::gres::is_valid_profile_name(text)) {
-    FUZZ_CHECK(!vgpu::gres::is_reserved_type(text));
+  if (vgpu::contract::is_valid_type_name(text)) {
+    FUZZ_CHECK(!vgpu::contract::is_reserved_type(text));
     FUZZ_CHECK(text.find_first_of(":,/") == std::string_view::npos);
     FUZZ_CHECK(safe_type(text));
   }
-  if (vgpu::gres::is_valid_node_name(text)) {
+  if (vgpu::contract::is_valid_node_name(text)) {
     FUZZ_CHECK(text != "." && text != ".." && text.find('/') == std::string_view::npos);
   }
 
   // The type-name bitmap: encode/decode is lossless, and decode accepts only names.
-  const auto bits = vgpu::gres::encode_type_bits(text);
+  const auto bits = vgpu::contract::encode_type_bits(text);
   FUZZ_CHECK(bits.size() == text.size() * 8);
-  auto decoded = vgpu::gres::decode_type_bits(bits);
-  const bool name_like = vgpu::gres::is_valid_profile_name(text) || vgpu::gres::is_reserved_type(text) ||
-                         text == vgpu::gres::kUntypedAlloc;
+  auto decoded = vgpu::contract::decode_type_bits(bits);
+  const bool name_like = vgpu::contract::is_valid_type_name(text) || vgpu::contract::is_reserved_type(text) ||
+                         text == vgpu::contract::kUntypedAlloc;
   FUZZ_CHECK(decoded.has_value() == name_like);
   if (decoded) FUZZ_CHECK(*decoded == text);
   // Arbitrary bitmaps (one input bit per bool) never decode to anything but a name.
   std::vector<bool> raw;
   for (std::size_t i = 0; i < size && i < 512; ++i) raw.push_back((data[i] & 1U) != 0);
-  if (auto any = vgpu::gres::decode_type_bits(raw); any) {
-    FUZZ_CHECK(vgpu::gres::is_valid_profile_name(*any) || vgpu::gres::is_reserved_type(*any) ||
-               *any == vgpu::gres::kUntypedAlloc);
+  if (auto any = vgpu::contract::decode_type_bits(raw); any) {
+    FUZZ_CHECK(vgpu::contract::is_valid_type_name(*any) || vgpu::contract::is_reserved_type(*any) ||
+               *any == vgpu::contract::kUntypedAlloc);
   }
   return 0;
 }

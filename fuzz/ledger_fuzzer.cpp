@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "fuzz_check.h"
-#include "vgpu/ledger.h"
-#include "vgpu/ledger_json.h"
+#include "vgpu/ledger/ledger.h"
+#include "vgpu/ledger/ledger_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.h"
-#include "vgpu/catalog.h"
-#include "vgpu/json_source_map.h"
-#include "vgpu/policy.h"
+#include "vgpu/core/catalog.h"
+#include "vgpu/policy/json_source_map.h"
+#include "vgpu/policy/policy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

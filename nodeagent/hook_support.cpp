@@ -9,8 +9,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "adapters.h"
 #include "node_runtime.h"
-#include "vgpu/text_split.h"
+#include "vgpu/base/text_split.h"
+#include "vgpu/node/epilog.h"
+#include "vgpu/node/prolog.h"
+#include "vgpu/contract/node_files.h"
 
 namespace vgpu::agent {
 
@@ -34,7 +38,7 @@ namespace {
 
 std::string policy_path() {
   const char* path = std::getenv("VGPU_POLICY");
-  return path && *path ? path : "/etc/slurm-vgpu/policy.json";
+  return contract::resolve_policy_path(path);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "vgpu/ledger.h"
+#include "vgpu/ledger/ledger.h"
 
 namespace vgpu::agent {
 

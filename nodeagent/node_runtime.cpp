@@ -11,7 +11,12 @@
 #include <ctime>
 #include <fstream>
 
+#include "adapters.h"
 #include "nvml_backend.h"
+#include "vgpu/contract/names.h"
+#include "vgpu/contract/strict_json.h"
+#include "vgpu/node/node_state.h"
+#include "vgpu/contract/node_files.h"
 
 namespace vgpu::agent {
 namespace {
@@ -30,9 +35,9 @@ Result<std::string> node_name() {
     name = host;
     if (auto dot = name.find('.'); dot != std::string::npos) name.resize(dot);
   }
-  if (name.empty() || name.size() > 64 || name.front() == '.' ||
-      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
-    return fail(ErrorCode::invalid_argument, fmt::format("node name '{}': not a valid Slurm node name", name));
+  if (!contract::is_valid_node_name(name))
+    return fail(ErrorCode::invalid_argument, fmt::format("node name '{}': not usable as a node's state directory ({})",
+                                                         contract::printable(name), contract::node_name_rule()));
   return name;
 }
 
@@ -63,10 +68,10 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   auto node = node_name();
   if (!node) return std::unexpected(node.error());
   rt->ctx_.node = *node;
-  rt->ctx_.state_dir = env_or("VGPU_STATE_DIR", "/var/lib/slurm-vgpu");
+  rt->ctx_.state_dir = contract::resolve_state_dir(std::getenv("VGPU_STATE_DIR"));
   ::mkdir(rt->ctx_.state_dir.c_str(), 0755);
   ::mkdir(rt->ctx_.node_dir().c_str(), 0700);
-  const std::string policy_path = env_or("VGPU_POLICY", "/etc/slurm-vgpu/policy.json");
+  const std::string policy_path = contract::resolve_policy_path(std::getenv("VGPU_POLICY"));
   auto policy = load_policy_file(policy_path);
   if (!policy) return std::unexpected(policy.error());
   rt->policy_ = std::move(*policy);

@@ -11,7 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/node/context.h"
+#include "vgpu/node/split_publisher.h"
 
 namespace vgpu::agent {
 

@@ -10,22 +10,22 @@
 #include <fstream>
 
 #include "node_runtime.h"
+#include "adapters.h"
+#include "vgpu/contract/demand_file.h"
+#include "vgpu/node/node_state.h"
+#include "vgpu/node/planner.h"
 
 namespace {
 
 // One squeue per period for the whole cluster, written atomically for every node's planner.
 int publish_demand(const std::string& path, int period, const sigset_t& signals) {
   while (true) {
-    auto text = vgpu::squeue_pending_text();
+    auto text = vgpu::agent::squeue_pending_text();
     if (!text) {
       std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", text.error().message.c_str());
     } else {
-      std::string tmp = path + ".tmp";
-      { std::ofstream(tmp) << *text; }
-      // Planners refuse a demand file others can write (whatever the umask made it).
-      (void)::chmod(tmp.c_str(), 0644);
-      if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        std::fprintf(stderr, "vgpu-planner: publish-demand: rename %s: failed\n", tmp.c_str());
+      if (auto ok = vgpu::contract::write_demand_file(vgpu::posix_file_system(), path, *text); !ok)
+        std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", ok.error().message.c_str());
     }
     timespec wait{period, 0};
     int sig = sigtimedwait(&signals, nullptr, &wait);
@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
       return problems->empty() ? 0 : 1;
     }
     if (period == 0) period = ctx.policy->planner.period_s;
+    vgpu::PlannerState planner;
     if (!once) std::ofstream((*rt)->planner_pidfile()) << ::getpid() << "\n";
     (*rt)->log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
     // A planner killed between writing the advertisement and handing it to slurmctld left a file
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
       if (auto current = vgpu::read_advertised_counts(ctx); current)
         if (auto ok = ctx.publisher->publish(*current); !ok) (*rt)->log(ok.error().message);
     while (true) {
-      auto round = vgpu::run_planner_round(ctx);
+      auto round = vgpu::run_planner_round(ctx, planner);
       if (!round) {
         (*rt)->log(round.error().message);
       } else {

@@ -16,6 +16,8 @@
 
 #include "hook_support.h"
 #include "node_runtime.h"
+#include "adapters.h"
+#include "vgpu/node/prolog.h"
 
 namespace {
 
@@ -30,7 +32,7 @@ int prolog(vgpu::JobId job, const std::string& alloc) {
     if (!rt) {
       std::string why = fmt::format("vgpu: prolog: job {}: node not ready: {}", job, rt.error().message);
       std::fprintf(stderr, "%s\n", why.c_str());
-      if (auto slurm = vgpu::make_command_slurm_client()) (void)slurm->reject_job(job, why);
+      if (auto slurm = vgpu::agent::make_command_slurm_client()) (void)slurm->reject_job(job, why);
       return 0;
     }
     vgpu::PrologRequest req{job, env("SLURM_JOB_USER"), env("SLURM_JOB_PARTITION"), alloc};
@@ -92,7 +94,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vgpu: prolog: job %u: release died by signal %d; the epilog and the planner finish it\n",
                  job, -released);
   try {
-    if (auto slurm = vgpu::make_command_slurm_client()) (void)slurm->reject_job(job, why);
+    if (auto slurm = vgpu::agent::make_command_slurm_client()) (void)slurm->reject_job(job, why);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vgpu: prolog: job %u: cancel: unexpected: %s\n", job, e.what());
   }

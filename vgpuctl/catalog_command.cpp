@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "vgpu/catalog_json.h"
+#include "vgpu/core/catalog_json.h"
 
 namespace vgpuctl {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "vgpu/gres_request.h"
+#include "vgpu/core/gres_request.h"
 
 namespace vgpuctl {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vgpu/planner.h"
+#include "vgpu/core/planner.h"
 
 namespace vgpuctl {
 

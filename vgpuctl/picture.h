@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "vgpu/catalog.h"
+#include "vgpu/core/catalog.h"
 
 namespace vgpuctl {
 

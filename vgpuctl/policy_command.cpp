@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "vgpu/policy.h"
+#include "vgpu/policy/policy.h"
 
 namespace vgpuctl {
 namespace {

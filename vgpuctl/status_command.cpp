@@ -1,4 +1,5 @@
 // `vgpuctl status`: each GPU of each node as a picture of its slices, from the node ledgers.
+#include <cstdlib>
 #include <dirent.h>
 #include <fmt/format.h>
 
@@ -8,13 +9,14 @@
 
 #include "commands.h"
 #include "picture.h"
-#include "vgpu/ledger_store.h"
+#include "vgpu/ledger/ledger_store.h"
+#include "vgpu/contract/node_files.h"
 
 namespace vgpuctl {
 namespace {
 
 struct StatusArgs {
-  std::string state_dir = "/var/lib/slurm-vgpu";
+  std::string state_dir = vgpu::contract::resolve_state_dir(std::getenv("VGPU_STATE_DIR"));
   std::vector<std::string> nodes;
   bool json = false;
 };

@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "hwloc_walk.h"
-#include "vgpu/locality.h"
+#include "vgpu/locality/locality.h"
 
 namespace vgpu {
 namespace {

@@ -1,5 +1,5 @@
 // Pure locality rules over a Topology value: bus-id parsing, GPU lookup, list formatting.
-#include "vgpu/locality.h"
+#include "vgpu/locality/locality.h"
 
 #include <algorithm>
 #include <charconv>

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "vgpu/locality.h"
+#include "vgpu/locality/locality.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Print the NUMA node(s) and closest cores of GPUs, from hwloc, as JSON"};

@@ -1,7 +1,7 @@
 #include "nvml_backend.h"
 
 #include <fmt/format.h>
-#include "vgpu/crash_point.h"
+#include "vgpu/base/crash_point.h"
 
 namespace vgpu::nvml {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "nvml_abi.h"
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
 
 namespace vgpu::nvml {
 

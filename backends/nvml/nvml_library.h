@@ -8,7 +8,7 @@
 
 #include "nvml_abi.h"
 #include "nvml_error.h"
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
 
 namespace vgpu::nvml {
 

@@ -12,8 +12,8 @@
 #include "nvml_abi.h"
 #include "nvml_error.h"
 #include "nvml_library.h"
-#include "vgpu/backend.h"
-#include "vgpu/backend_catalog.h"
+#include "vgpu/backend/backend.h"
+#include "vgpu/backend/backend_catalog.h"
 
 namespace vgpu::nvml {
 

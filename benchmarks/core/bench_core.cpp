@@ -8,7 +8,7 @@
 #include "arrivals.h"
 #include "replay.h"
 #include "simulation.h"
-#include "vgpu/planner.h"
+#include "vgpu/core/planner.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "mig_packer.h"
-#include "vgpu/planner.h"
+#include "vgpu/core/planner.h"
 
 namespace vgpu::bench {
 namespace {

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "vgpu/gpu_layout.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu::bench {
 

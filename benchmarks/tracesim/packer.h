@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "task_mapping.h"
-#include "vgpu/gpu_layout.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu::bench {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "vgpu/gpu_layout.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu::bench {
 

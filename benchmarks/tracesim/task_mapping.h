@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "trace_csv.h"
-#include "vgpu/catalog.h"
+#include "vgpu/core/catalog.h"
 
 namespace vgpu::bench {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
 
 namespace vgpu::bench {
 

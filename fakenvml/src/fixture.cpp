@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vgpu/contract/strict_json.h"
+
 namespace fakenvml {
 namespace {
 
@@ -24,12 +26,12 @@ struct BadFixture : std::runtime_error {
 
 void only_keys(const json& j, const std::string& where, std::initializer_list<std::string_view> allowed) {
   if (!j.is_object()) bad(where, "expected an object");
-  for (const auto& [k, v] : j.items())
-    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) bad(where + "." + k, "unknown key");
+  auto problems = vgpu::contract::key_problems(j, {}, allowed);
+  if (!problems.empty()) bad(where + "." + vgpu::contract::printable(problems.front().key), problems.front().message);
 }
 
 const json& need(const json& j, const std::string& where, const char* key) {
-  if (!j.contains(key)) bad(where, std::string("missing key '") + key + "'");
+  if (!j.contains(key)) bad(where + "." + key, std::string(vgpu::contract::kMissingFieldMessage));
   return j.at(key);
 }
 

@@ -13,19 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "../contract/advertisement.h"
-#include "../contract/atomic_file.h"
-#include "../contract/alloc_codec.h"
-#include "../contract/job_env.h"
-#include "../contract/job_record.h"
-#include "../contract/known_profiles.h"
-#include "../contract/node_files.h"
-#include "../contract/reported_counts.h"
-#include "../contract/slurmd_report.h"
+#include "vgpu/contract/advertisement.h"
+#include "vgpu/contract/atomic_file.h"
+#include "vgpu/contract/alloc_codec.h"
+#include "vgpu/contract/job_env.h"
+#include "vgpu/contract/job_record.h"
+#include "vgpu/contract/node_files.h"
+#include "vgpu/contract/reported_counts.h"
+#include "vgpu/contract/slurmd_report.h"
+#include "vgpu/core/catalog.h"
 
 namespace {
 
-using namespace vgpu::gres;
+using namespace vgpu::contract;
 
 void copy_out(std::string_view text, char* out, std::size_t out_len) {
   if (out == nullptr || out_len == 0) return;
@@ -34,10 +34,17 @@ void copy_out(std::string_view text, char* out, std::size_t out_len) {
   out[n] = '\0';
 }
 
-// Types reported at 0 unless advertised: every catalog profile, plus any other type this process
-// reported before (slurmd keeps the plugin loaded across SIGHUP). See reported_counts.h.
+// Types reported at 0 unless advertised: every profile of the builtin catalog (slurmd drops
+// zero-count slurm.conf records before the plugin sees them, and slurmctld keeps the last count of
+// any type a registration leaves out), plus any other type this process reported before (slurmd
+// keeps the plugin loaded across SIGHUP). See reported_counts.h.
 std::set<std::string, std::less<>>& reported_before() {
-  static std::set<std::string, std::less<>> types(kKnownProfiles.begin(), kKnownProfiles.end());
+  static std::set<std::string, std::less<>> types = [] {
+    std::set<std::string, std::less<>> all;
+    for (const auto& model : vgpu::Catalog::builtin().models())
+      for (const auto& profile : model.profiles) all.insert(profile.name);
+    return all;
+  }();
   return types;
 }
 
@@ -139,7 +146,9 @@ extern "C" int vgpu_gres_write_slurmd_report(const vgpu_reported_t* rep, char* m
       if (rep->advertised[i].count > 0) report.counts.emplace(rep->advertised[i].type, rep->advertised[i].count);
     // Not durable: after a power cut slurmd starts again and rewrites it.
     std::string dir = resolve_state_dir(std::getenv("VGPU_STATE_DIR")) + "/" + report.node;
-    if (auto ok = replace_file_atomically(dir, "slurmd-report.json", render_slurmd_report(report), 0644, false); !ok) {
+    if (auto ok = atomic_replace(vgpu::posix_file_system(), dir, "slurmd-report.json", render_slurmd_report(report),
+                                 ReplaceOptions::rebuildable_file(0644));
+        !ok) {
       copy_out(ok.error().message, message, message_len);
       return -1;
     }

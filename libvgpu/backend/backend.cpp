@@ -1,4 +1,4 @@
-#include "vgpu/backend.h"
+#include "vgpu/backend/backend.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "vgpu/backend_catalog.h"
+#include "vgpu/backend/backend_catalog.h"
 
 namespace vgpu {
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "vgpu/backend_devices.h"
+#include "vgpu/backend/backend_devices.h"
 
 namespace vgpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "vgpu/catalog.h"
+#include "vgpu/core/catalog.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

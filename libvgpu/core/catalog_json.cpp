@@ -1,8 +1,11 @@
-#include "vgpu/catalog_json.h"
+#include "vgpu/core/catalog_json.h"
 
 #include <fmt/format.h>
 
 #include <set>
+#include <vector>
+
+#include "vgpu/contract/strict_json.h"
 
 namespace vgpu {
 
@@ -45,7 +48,8 @@ struct Reader {
   Result<const nlohmann::json*> field(const std::string& key) {
     seen.insert(key);
     auto it = obj.find(key);
-    if (it == obj.end()) return fail(ErrorCode::corrupt, fmt::format("{}.{}: missing", path, key));
+    if (it == obj.end())
+      return fail(ErrorCode::corrupt, fmt::format("{}.{}: {}", path, key, contract::kMissingFieldMessage));
     return &*it;
   }
   Result<int> integer(const std::string& key, int lo, int hi) {
@@ -66,10 +70,13 @@ struct Reader {
       return fail(ErrorCode::corrupt, fmt::format("{}.{}: must be a string", path, key));
     return (*f)->get<std::string>();
   }
+  // Called once every field was read: the fields read are the known ones.
   Result<void> no_unknown() const {
     for (const auto& [k, v] : obj.items())
       if (!seen.contains(k))
-        return fail(ErrorCode::corrupt, fmt::format("{}.{}: unknown field", path, k));
+        return fail(ErrorCode::corrupt,
+                    fmt::format("{}.{}: {}", path, contract::printable(k),
+                                contract::unknown_field_message(std::vector<std::string>(seen.begin(), seen.end()))));
     return {};
   }
 };

@@ -1,7 +1,7 @@
 #pragma once
 #include <vector>
 
-#include "vgpu/catalog.h"
+#include "vgpu/core/catalog.h"
 
 namespace vgpu::detail {
 std::vector<GpuModel> builtin_models();

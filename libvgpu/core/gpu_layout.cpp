@@ -1,4 +1,4 @@
-#include "vgpu/gpu_layout.h"
+#include "vgpu/core/gpu_layout.h"
 
 #include <fmt/format.h>
 

@@ -1,13 +1,17 @@
-#include "vgpu/gres_request.h"
+#include "vgpu/core/gres_request.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
 
-#include "vgpu/text_split.h"
 #include <ranges>
 
-#include "vgpu/catalog.h"
+#include "vgpu/base/text_split.h"
+
+#include "vgpu/core/catalog.h"
+#include "vgpu/contract/alloc_codec.h"
+#include "vgpu/contract/names.h"
+#include "vgpu/contract/strict_json.h"
 
 namespace vgpu {
 namespace {
@@ -24,15 +28,9 @@ Result<int> parse_count(std::string_view text, std::string_view entry) {
 // A type is a MIG profile name or a viz pool name; both are restricted to a safe alphabet here
 // because the value travels into file names and environment variables on the node.
 Result<std::string> parse_type(std::string_view text, std::string_view entry) {
-  if (text.empty() || text.size() > 64)
-    return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': empty or overlong type", entry));
-  for (char c : text) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '-' || c == '_' || c == '+';
-    if (!ok)
-      return fail(ErrorCode::invalid_argument,
-                  fmt::format("gres '{}': type '{}' has a character outside [A-Za-z0-9._+-]", entry, text));
-  }
+  if (!contract::is_valid_type_name(text))
+    return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': type '{}' is not a vgpu type name ({})", entry,
+                                                         contract::printable(text), contract::type_name_rule()));
   if (text.front() >= '0' && text.front() <= '9') {
     if (auto p = parse_profile_name(text); !p)
       return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': {}", entry, p.error().message));
@@ -74,19 +72,10 @@ Result<std::vector<GresRequest>> parse_vgpu_gres(std::string_view text) {
 }
 
 Result<std::vector<GresRequest>> parse_vgpu_alloc(std::string_view text) {
+  auto items = contract::parse_alloc(text);  // VGPU_ALLOC's format is the contract's
+  if (!items) return std::unexpected(items.error());
   std::vector<GresRequest> out;
-  if (text.empty()) return out;
-  for (std::string_view entry : split_view(text, ',')) {
-    auto fields = split_view(entry, ':');
-    if (fields.size() != 2)
-      return fail(ErrorCode::invalid_argument,
-                  fmt::format("VGPU_ALLOC entry '{}': expected <type>:<count>", entry));
-    auto type = parse_type(fields[0], entry);
-    if (!type) return std::unexpected(type.error());
-    auto count = parse_count(fields[1], entry);
-    if (!count) return std::unexpected(count.error());
-    out.push_back({std::move(*type), *count});
-  }
+  for (auto& item : *items) out.push_back({std::move(item.type), item.count});
   return out;
 }
 

@@ -1,4 +1,4 @@
-#include "vgpu/ledger.h"
+#include "vgpu/ledger/ledger.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "vgpu/gpu_layout.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu {
 

@@ -1,4 +1,4 @@
-#include "vgpu/ledger_json.h"
+#include "vgpu/ledger/ledger_json.h"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,8 @@
 #include <optional>
 #include <set>
 #include <vector>
+
+#include "vgpu/contract/strict_json.h"
 
 namespace vgpu {
 namespace {
@@ -48,13 +50,8 @@ void expect_fields(const json& value, const std::string& path,
   if (!value.is_object())
     bad(path.empty() ? "(top level)" : path,
         fmt::format("{}: expected an object, got {}", brief(value), type_name(value)));
-  for (const auto& [key, _] : value.items()) {
-    bool known = std::ranges::find(required, key) != required.end() ||
-                 std::ranges::find(optional, key) != optional.end();
-    if (!known) bad(join(path, key), "unknown field");
-  }
-  for (auto key : required)
-    if (!value.contains(key)) bad(join(path, key), "missing");
+  auto problems = contract::key_problems(value, required, optional);
+  if (!problems.empty()) bad(join(path, contract::printable(problems.front().key)), problems.front().message);
 }
 
 std::int64_t read_int(const json& obj, std::string_view key, const std::string& path,

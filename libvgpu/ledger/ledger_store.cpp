@@ -1,4 +1,4 @@
-#include "vgpu/ledger_store.h"
+#include "vgpu/ledger/ledger_store.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,14 +13,14 @@
 #include <thread>
 #include <tuple>
 
-#include "file_ops.h"
-#include "vgpu/crash_point.h"
-#include "vgpu/ledger_json.h"
+#include "vgpu/contract/atomic_file.h"
+#include "vgpu/contract/file_ops.h"
+#include "vgpu/base/crash_point.h"
+#include "vgpu/ledger/ledger_json.h"
 
 namespace vgpu {
 namespace {
 
-constexpr std::string_view kTempInfix = ".tmp.";
 constexpr int kReadFlags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
 
 std::int64_t system_now() { return static_cast<std::int64_t>(std::time(nullptr)); }
@@ -146,7 +146,7 @@ Result<void> LedgerStore::remove_stale_temporaries() {
   // Under the exclusive lock no other writer is active, so any temporary is a dead writer's.
   auto names = fs_->list_dir(dir_);
   if (!names) return std::unexpected(file_ops::sys_error("opendir", dir_, names.error()));
-  std::string prefix = std::string("ledger.json") + std::string(kTempInfix);
+  std::string prefix = contract::atomic_temp_prefix("ledger.json");
   for (const auto& name : *names)
     if (name.starts_with(prefix))
       if (auto r = file_ops::unlink(*fs_, dir_ + "/" + name); !r) return r;
@@ -154,34 +154,8 @@ Result<void> LedgerStore::remove_stale_temporaries() {
 }
 
 Result<void> LedgerStore::write_locked(const Ledger& ledger) {
-  std::string text = serialize_ledger(ledger);
-  std::string temp = fmt::format("{}{}{}", ledger_path(), kTempInfix, ::getpid());
-  auto written = [&]() -> Result<void> {
-    auto file =
-        file_ops::open(*fs_, temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (!file) return std::unexpected(file.error());
-    if (auto r = file->write_all(text); !r) return r;
-    if (auto r = file->fsync(); !r) return r;
-    crash_point("ledger.after_temp_write");
-    if (auto r = file->close(); !r) return r;
-    return file_ops::rename(*fs_, temp, ledger_path());
-  }();
-  if (!written) {
-    (void)fs_->unlink(temp);  // best effort; the next update removes it otherwise
-    return std::unexpected(written.error().within("ledger not changed"));
-  }
-  crash_point("ledger.after_rename");
-  // Make the rename itself durable. If this fails the new ledger is already what readers see.
-  auto synced = [&]() -> Result<void> {
-    auto dir = file_ops::open(*fs_, dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (!dir) return std::unexpected(dir.error());
-    if (auto r = dir->fsync(); !r) return r;
-    return dir->close();
-  }();
-  if (!synced)
-    return std::unexpected(
-        synced.error().within("ledger replaced but may not survive a power loss"));
-  return {};
+  return contract::atomic_replace(*fs_, dir_, "ledger.json", serialize_ledger(ledger),
+                                  contract::ReplaceOptions::durable_file(0600).with_crash_points("ledger.after_temp_write", "ledger.after_rename"));
 }
 
 Result<void> LedgerStore::append_history(const std::vector<HistoryRecord>& records) {

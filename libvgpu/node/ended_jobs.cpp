@@ -4,11 +4,13 @@
 // suspended jobs) has left it out twice in a row.
 #include <fmt/format.h>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/node/epilog.h"
+#include "vgpu/node/node_state.h"
+#include "vgpu/node/planner.h"
 
 namespace vgpu {
 
-void release_ended_jobs(NodeContext& ctx, std::vector<std::string>& notes) {
+void release_ended_jobs(NodeContext& ctx, PlannerState& state, std::vector<std::string>& notes) {
   auto ledger = ctx.ledger->load();
   if (!ledger) return;
   std::set<JobId> holders;  // jobs holding instances or claims (MIG) here
@@ -30,9 +32,9 @@ void release_ended_jobs(NodeContext& ctx, std::vector<std::string>& notes) {
   vm_jobs.insert(sessions.begin(), sessions.end());
 
   const std::int64_t now = ctx.now();
-  const bool check_holders = !holders.empty() && now - ctx.last_ended_job_check >= ctx.ended_job_check_s;
+  const bool check_holders = !holders.empty() && now - state.last_ended_job_check >= state.ended_job_check_s;
   if (vm_jobs.empty() && !check_holders) {
-    if (holders.empty()) ctx.missing_once.clear();
+    if (holders.empty()) state.missing_once.clear();
     return;  // nothing to ask Slurm about this round
   }
   auto live = ctx.slurm->jobs_on_node(ctx.node);
@@ -40,7 +42,7 @@ void release_ended_jobs(NodeContext& ctx, std::vector<std::string>& notes) {
     notes.push_back("ended jobs: not checked: " + live.error().message);
     return;
   }
-  if (check_holders) ctx.last_ended_job_check = now;
+  if (check_holders) state.last_ended_job_check = now;
   std::set<JobId> asked = vm_jobs;
   if (check_holders) asked.insert(holders.begin(), holders.end());
 
@@ -48,12 +50,12 @@ void release_ended_jobs(NodeContext& ctx, std::vector<std::string>& notes) {
   for (JobId j : asked) {
     if (live->contains(j)) continue;
     missing_now.insert(j);
-    if (ctx.missing_once.contains(j)) ended.insert(j);
+    if (state.missing_once.contains(j)) ended.insert(j);
   }
   // Remember this round's misses; jobs not asked about this round keep their earlier mark.
   for (JobId j : asked)
-    if (!missing_now.contains(j)) ctx.missing_once.erase(j);
-  ctx.missing_once.insert(missing_now.begin(), missing_now.end());
+    if (!missing_now.contains(j)) state.missing_once.erase(j);
+  state.missing_once.insert(missing_now.begin(), missing_now.end());
   if (ended.empty()) return;
 
   for (JobId j : ended) {
@@ -64,7 +66,7 @@ void release_ended_jobs(NodeContext& ctx, std::vector<std::string>& notes) {
       notes.push_back(fmt::format("ended job {}: {}", j, done.error().message));
       continue;
     }
-    ctx.missing_once.erase(j);
+    state.missing_once.erase(j);
     ctx.log(fmt::format("vgpu: planner: node {}: job {} is no longer running here; released what it held "
                         "({} instance(s) destroyed)", ctx.node, j, done->destroyed));
   }

@@ -9,7 +9,9 @@
 
 #include "node_lock.h"
 #include "node_model.h"
-#include "vgpu/crash_point.h"
+#include "vgpu/base/crash_point.h"
+#include "vgpu/node/epilog.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu {
 namespace {

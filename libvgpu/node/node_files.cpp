@@ -8,48 +8,21 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/contract/advertisement.h"
+#include "vgpu/contract/atomic_file.h"
+#include "vgpu/contract/job_record.h"
+#include "vgpu/contract/node_files.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu {
 namespace {
 
+// The plugin reads these files; they are 0644 (the state directory itself is 0700).
 Result<void> write_file_atomically(const std::string& dir, const std::string& name, const std::string& text) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(ErrorCode::io, fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
-  std::string tmp = fmt::format("{}/.{}.tmp.{}", dir, name, ::getpid());
-  std::string path = dir + "/" + name;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(ErrorCode::io, fmt::format("open {}: {}", tmp, std::strerror(errno)));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return fail(ErrorCode::io, fmt::format("write {}: {}", tmp, std::strerror(e)));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return fail(ErrorCode::io, fmt::format("fsync {}: {}", tmp, std::strerror(errno)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return fail(ErrorCode::io, fmt::format("rename {} -> {}: {}", tmp, path, std::strerror(e)));
-  }
-  if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return {};
+  return contract::atomic_replace(posix_file_system(), dir, name, text, contract::ReplaceOptions::durable_file(0644));
 }
 
 }  // namespace
@@ -62,9 +35,10 @@ std::map<std::string, int> advertised_counts(const Ledger& ledger) {
   return counts;
 }
 
-std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger) {
+std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger,
+                                              const std::map<std::string, int>& uncounted) {
   auto counts = advertised_counts(ledger);
-  for (const auto& [profile, n] : ctx.slurm_uncounted)
+  for (const auto& [profile, n] : uncounted)
     if (auto it = counts.find(profile); it != counts.end()) it->second = std::max(0, it->second - n);
   if (ctx.policy == nullptr || ctx.viz == nullptr) return counts;
   for (const auto* part : node_partitions(*ctx.policy, ctx.node))
@@ -93,37 +67,30 @@ std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGr
 
 Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
                                  const std::map<std::string, int>& counts) {
-  nlohmann::json j = {{"format", "slurm-vgpu-advertisement"},
-                      {"version", 1},
-                      {"node", ctx.node},
-                      {"generation", generation},
-                      {"counts", nlohmann::json::object()}};
+  contract::Advertisement adv{ctx.node, generation, {}};
   for (const auto& [profile, n] : counts)
-    if (n > 0) j["counts"][profile] = n;
-  return within(write_file_atomically(ctx.node_dir(), "advertisement.json", j.dump(2) + "\n"),
+    if (n > 0) adv.counts.emplace(profile, static_cast<std::uint64_t>(n));
+  return within(write_file_atomically(ctx.node_dir(), "advertisement.json", contract::render_advertisement(adv)),
                 fmt::format("node {}: advertisement", ctx.node));
 }
 
 Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx) {
-  std::ifstream in(ctx.node_dir() + "/advertisement.json");
-  if (!in) return fail(ErrorCode::not_found, "no advertisement yet");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.contains("counts") || !j["counts"].is_object())
-    return fail(ErrorCode::corrupt, fmt::format("{}/advertisement.json: unreadable", ctx.node_dir()));
+  const std::string path = contract::advertisement_path(ctx.state_dir, ctx.node);
+  auto text = contract::read_small_file(path);
+  if (!text) return std::unexpected(text.error());
+  auto adv = contract::parse_advertisement(*text, ctx.node);
+  if (!adv) return std::unexpected(adv.error().within(path));
   std::map<std::string, int> counts;
-  for (const auto& [k, v] : j["counts"].items())
-    if (v.is_number_integer()) counts[k] = v.get<int>();
+  for (const auto& [profile, n] : adv->counts) counts[profile] = static_cast<int>(n);
   return counts;
 }
 
 Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances) {
-  nlohmann::json arr = nlohmann::json::array();
+  contract::JobRecord record{job, {}};
   for (const auto& inst : instances)
-    arr.push_back({{"profile", inst.profile}, {"mig_uuid", inst.mig_uuid}, {"gpu", inst.gpu}});
-  nlohmann::json j = {{"format", "slurm-vgpu-job"}, {"version", 1}, {"job_id", job}, {"instances", arr}};
-  return within(write_file_atomically(ctx.node_dir() + "/jobs", fmt::format("{}.json", job), j.dump(2) + "\n"),
+    record.instances.push_back({inst.profile, inst.mig_uuid, static_cast<std::uint64_t>(inst.gpu)});
+  return within(write_file_atomically(ctx.node_dir() + "/jobs", fmt::format("{}.json", job),
+                                      contract::render_job_record(record)),
                 fmt::format("job {}: job record", job));
 }
 

@@ -3,11 +3,10 @@
 #include <dirent.h>
 #include <fmt/format.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/contract/job_record.h"
+#include "vgpu/contract/node_files.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu {
 
@@ -56,18 +55,15 @@ std::map<JobId, std::set<std::string>> read_job_records(const NodeContext& ctx, 
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (!name.ends_with(".json") || name.starts_with(".")) continue;
-    std::ifstream in(dir + "/" + name);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    if (j.is_discarded() || !j.contains("job_id") || !j["job_id"].is_number_unsigned() ||
-        !j.contains("instances") || !j["instances"].is_array()) {
+    auto job = contract::parse_job_id(name.substr(0, name.size() - 5).c_str());
+    auto text = job ? contract::read_small_file(dir + "/" + name) : Result<std::string>(std::string());
+    auto record = job && text ? contract::parse_job_record(*text, *job) : Result<contract::JobRecord>();
+    if (!job || !text || !record) {
       if (unreadable) unreadable->push_back(name);
       continue;
     }
-    auto& uuids = records[j["job_id"].get<JobId>()];
-    for (const auto& inst : j["instances"])
-      if (inst.contains("mig_uuid") && inst["mig_uuid"].is_string()) uuids.insert(inst["mig_uuid"].get<std::string>());
+    auto& uuids = records[*job];
+    for (const auto& inst : record->instances) uuids.insert(inst.mig_uuid);
   }
   ::closedir(d);
   return records;

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/node/context.h"
 
 namespace vgpu {
 

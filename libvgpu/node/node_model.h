@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/node/context.h"
 
 namespace vgpu::node {
 

@@ -1,6 +1,6 @@
 // One planning round on a node: reconcile the ledger with the hardware, finish released
 // instances, turn Slurm's pending jobs into demand, re-plan the free space, and hand the new
-// advertisement to Slurm without ever withdrawing a slot a job may already hold (see node_agent.h).
+// advertisement to Slurm without ever withdrawing a slot a job may already hold (see vgpu/node/planner.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +9,10 @@
 
 #include "node_lock.h"
 #include "node_model.h"
-#include "vgpu/crash_point.h"
+#include "vgpu/base/crash_point.h"
+#include "vgpu/node/epilog.h"
+#include "vgpu/node/node_state.h"
+#include "vgpu/node/planner.h"
 
 namespace vgpu {
 
@@ -130,8 +133,8 @@ bool same_counts(std::map<std::string, int> a, std::map<std::string, int> b) {
   return a == b;
 }
 
-Result<void> publish(NodeContext& ctx, const Ledger& l, PlannerRoundResult& result) {
-  auto counts = node_advertisement(ctx, l);
+Result<void> publish(NodeContext& ctx, const PlannerState& state, const Ledger& l, PlannerRoundResult& result) {
+  auto counts = node_advertisement(ctx, l, state.slurm_uncounted);
   auto current = read_advertised_counts(ctx);
   result.advertised = counts;
   if (current && same_counts(*current, counts)) return {};
@@ -143,7 +146,7 @@ Result<void> publish(NodeContext& ctx, const Ledger& l, PlannerRoundResult& resu
 }
 
 // Has slurmctld taken the shrunk split, and does every allocation it made have a claim or instance?
-Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& dropped) {
+Result<bool> slurm_caught_up(NodeContext& ctx, const PlannerState& state, const std::vector<PlanSlot>& dropped) {
   auto node = ctx.slurm->node_gres(ctx.node);
   if (!node) return std::unexpected(node.error());
   auto l = ctx.ledger->load();
@@ -157,7 +160,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& drop
     still_dropped.erase(it);
     return true;
   });
-  auto want = node_advertisement(ctx, shrunk);
+  auto want = node_advertisement(ctx, shrunk, state.slurm_uncounted);
   auto configured = node->configured;
   configured.erase("never");
   configured.erase("free");
@@ -169,10 +172,10 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& drop
 }
 
 // Polls slurm_caught_up until it holds or ctx.confirm_timeout_ms has passed.
-bool wait_until_slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& dropped) {
+bool wait_until_slurm_caught_up(NodeContext& ctx, const PlannerState& state, const std::vector<PlanSlot>& dropped) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (auto c = slurm_caught_up(ctx, dropped); c && *c) return true;
+    if (auto c = slurm_caught_up(ctx, state, dropped); c && *c) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
   }
   return false;
@@ -181,41 +184,41 @@ bool wait_until_slurm_caught_up(NodeContext& ctx, const std::vector<PlanSlot>& d
 // Capacity that ended jobs gave back (their instances destroyed) leaves the advertisement.
 // Slurm must be seen to take that shrink before the space is offered as other profiles, or it
 // may still start a pending job on the old profile where the prolog then finds no room.
-Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerRoundResult& result) {
+Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state, PlannerRoundResult& result) {
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
   auto published = read_advertised_counts(ctx);
-  const auto now_counts = node_advertisement(ctx, *l);
-  bool shrinks = ctx.shrink_unconfirmed;
+  const auto now_counts = node_advertisement(ctx, *l, state.slurm_uncounted);
+  bool shrinks = state.shrink_unconfirmed;
   if (published)
     for (const auto& [type, n] : *published) {
       auto it = now_counts.find(type);
       if (n > (it == now_counts.end() ? 0 : it->second)) shrinks = true;
     }
   if (!shrinks) return true;
-  if (auto ok = publish(ctx, *l, result); !ok) return std::unexpected(ok.error());
-  if (wait_until_slurm_caught_up(ctx, {})) {
-    ctx.shrink_unconfirmed = false;
+  if (auto ok = publish(ctx, state, *l, result); !ok) return std::unexpected(ok.error());
+  if (wait_until_slurm_caught_up(ctx, state, {})) {
+    state.shrink_unconfirmed = false;
     return true;
   }
-  ctx.shrink_unconfirmed = true;
+  state.shrink_unconfirmed = true;
   result.shrink_confirmed = false;
   result.notes.push_back("released capacity not yet confirmed by slurmctld; the plan does not grow");
   return false;
 }
 
-// See NodeContext::slurm_uncounted.
-void refresh_slurm_uncounted(NodeContext& ctx, const NodeGres& node, const std::string& where,
+// See PlannerState::slurm_uncounted.
+void refresh_slurm_uncounted(NodeContext& ctx, PlannerState& state, const NodeGres& node, const std::string& where,
                              PlannerRoundResult& result) {
   auto ledger = ctx.ledger->load();
   if (!ledger) return;
   auto seen = uncounted_by_slurm(*ledger, node);
   std::map<std::string, int> both;
   for (const auto& [profile, n] : seen)
-    if (auto before = ctx.slurm_uncounted_last_seen.find(profile); before != ctx.slurm_uncounted_last_seen.end())
+    if (auto before = state.slurm_uncounted_last_seen.find(profile); before != state.slurm_uncounted_last_seen.end())
       both[profile] = std::min(n, before->second);
-  ctx.slurm_uncounted_last_seen = std::move(seen);
-  if (both == ctx.slurm_uncounted) return;
+  state.slurm_uncounted_last_seen = std::move(seen);
+  if (both == state.slurm_uncounted) return;
   std::string shown;
   for (const auto& [profile, n] : both) shown += fmt::format("{}{}:{}", shown.empty() ? "" : " ", profile, n);
   if (shown.empty())
@@ -225,24 +228,24 @@ void refresh_slurm_uncounted(NodeContext& ctx, const NodeGres& node, const std::
                         "forgets running jobs' typed allocations): they leave the advertisement until the "
                         "jobs end", where, shown));
   result.notes.push_back("uncounted by slurmctld: " + (shown.empty() ? std::string("none") : shown));
-  ctx.slurm_uncounted = std::move(both);
+  state.slurm_uncounted = std::move(both);
 }
 
 // Slurm's split and the advertisement disagree outside a handover: a lost SIGHUP, a failed
 // `scontrol update`, a restarted slurmctld that took an older report from slurmd. Seen in two
 // rounds in a row (a handover in flight is seen in one at most), the file is handed over again.
-void resync_slurm_split(NodeContext& ctx, const NodeGres& node, PlannerRoundResult& result) {
+void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& node, PlannerRoundResult& result) {
   auto published = read_advertised_counts(ctx);
-  if (!published || ctx.shrink_unconfirmed) return;
+  if (!published || state.shrink_unconfirmed) return;
   auto configured = node.configured;
   configured.erase("never");
   configured.erase("free");
   if (same_counts(configured, *published)) {
-    ctx.split_mismatch_rounds = 0;
+    state.split_mismatch_rounds = 0;
     return;
   }
-  if (++ctx.split_mismatch_rounds < 2) return;
-  ctx.split_mismatch_rounds = 0;
+  if (++state.split_mismatch_rounds < 2) return;
+  state.split_mismatch_rounds = 0;
   result.notes.push_back("slurmctld's split differs from the advertisement: handed over again");
   if (auto ok = ctx.publisher->publish(*published); !ok) result.notes.push_back(ok.error().message);
 }
@@ -291,7 +294,7 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
 
 }  // namespace
 
-Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
+Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& state) {
   const std::string where = fmt::format("vgpu: planner: node {}", ctx.node);
   PlannerRoundResult result;
   auto ledger = ensure_ledger(ctx);
@@ -310,11 +313,11 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   });
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
     result.notes.push_back("cleanup: " + cleaned.error().message);
-  release_ended_jobs(ctx, result.notes);
+  release_ended_jobs(ctx, state, result.notes);
   // Without an answer from Slurm, what was last learnt from it stays.
   if (auto node = ctx.slurm->node_gres(ctx.node); node) {
-    refresh_slurm_uncounted(ctx, *node, where, result);
-    resync_slurm_split(ctx, *node, result);
+    refresh_slurm_uncounted(ctx, state, *node, where, result);
+    resync_slurm_split(ctx, state, *node, result);
   }
 
   auto pending = ctx.slurm->pending_jobs();
@@ -322,13 +325,13 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
     // Without demand the safe move is to keep the current plan.
     result.notes.push_back("demand unknown, plan kept: " + pending.error().message);
     auto l = ctx.ledger->load();
-    if (l) (void)publish(ctx, *l, result);
+    if (l) (void)publish(ctx, state, *l, result);
     return result;
   }
   for (const auto& e : pending->errors) result.notes.push_back(e);
   const auto parts = node_partitions(*ctx.policy, ctx.node);
   const auto demand = node_demand(ctx, *pending, parts);
-  auto confirmed = released_capacity_confirmed(ctx, result);
+  auto confirmed = released_capacity_confirmed(ctx, state, result);
   if (!confirmed) return std::unexpected(confirmed.error().within(where));
   if (!*confirmed) return result;
 
@@ -365,7 +368,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   if (!committed) return std::unexpected(committed.error().within(where));
   if (committed->plan.generation != ledger->plan.generation) crash_point("planner.after_plan_commit");
   if (dropped.empty()) {
-    if (auto ok = publish(ctx, *committed, result); !ok) return std::unexpected(ok.error().within(where));
+    if (auto ok = publish(ctx, state, *committed, result); !ok) return std::unexpected(ok.error().within(where));
     return result;
   }
 
@@ -381,10 +384,10 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
       to_drop.erase(it);
       return true;
     });
-    if (auto ok = publish(ctx, shrunk, result); !ok) return std::unexpected(ok.error().within(where));
+    if (auto ok = publish(ctx, state, shrunk, result); !ok) return std::unexpected(ok.error().within(where));
   }
   crash_point("planner.after_shrink_published");
-  if (!wait_until_slurm_caught_up(ctx, dropped)) {
+  if (!wait_until_slurm_caught_up(ctx, state, dropped)) {
     result.shrink_confirmed = false;
     result.notes.push_back("shrink not yet confirmed by slurmctld; dropped slots stay claimable");
     return result;
@@ -428,7 +431,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx) {
   });
   if (!grown) return std::unexpected(grown.error().within(where));
   crash_point("planner.after_grow_commit");
-  if (auto ok = publish(ctx, *grown, result); !ok) return std::unexpected(ok.error().within(where));
+  if (auto ok = publish(ctx, state, *grown, result); !ok) return std::unexpected(ok.error().within(where));
   return result;
 }
 

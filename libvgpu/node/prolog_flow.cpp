@@ -9,9 +9,11 @@
 
 #include "node_lock.h"
 #include "node_model.h"
-#include "vgpu/gres_request.h"
-#include "vgpu/crash_point.h"
-#include "vgpu/text_split.h"
+#include "vgpu/core/gres_request.h"
+#include "vgpu/base/crash_point.h"
+#include "vgpu/base/text_split.h"
+#include "vgpu/node/node_state.h"
+#include "vgpu/node/prolog.h"
 
 namespace vgpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "vgpu/slurm_text.h"
+#include "vgpu/node/slurm_text.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <climits>
 
-#include "vgpu/text_split.h"
+#include "vgpu/base/text_split.h"
 #include <ctime>
 
 namespace vgpu {

@@ -1,4 +1,4 @@
-// How a node's split reaches slurmctld, per Slurm release (node_agent.h, SplitPublisher).
+// How a node's split reaches slurmctld, per Slurm release (vgpu/node/split_publisher.h).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -6,9 +6,9 @@
 #include <optional>
 #include <thread>
 
-#include "contract/node_files.h"
-#include "contract/slurmd_report.h"
-#include "vgpu/node_agent.h"
+#include "vgpu/contract/node_files.h"
+#include "vgpu/contract/slurmd_report.h"
+#include "vgpu/node/split_publisher.h"
 
 namespace vgpu {
 
@@ -24,9 +24,9 @@ std::string_view describe(SplitHandover h) {
 
 // What slurmd reports right now, by the plugin's own record (contract/slurmd_report.h).
 std::optional<std::map<std::string, int>> slurmd_reports(const NodeContext& ctx) {
-  auto text = gres::read_small_file(gres::slurmd_report_path(ctx.state_dir, ctx.node));
+  auto text = contract::read_small_file(contract::slurmd_report_path(ctx.state_dir, ctx.node));
   if (!text) return std::nullopt;
-  auto report = gres::parse_slurmd_report(*text, ctx.node);
+  auto report = contract::parse_slurmd_report(*text, ctx.node);
   if (!report) return std::nullopt;
   std::map<std::string, int> counts;
   for (const auto& [type, n] : report->counts) counts[type] = static_cast<int>(n);

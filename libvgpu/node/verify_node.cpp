@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu {
 
@@ -21,11 +21,11 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
     problems.push_back(fmt::format("ledger vs hardware: {} on GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
 
   auto advertised = read_advertised_counts(ctx);
-  // What the planner leaves out while slurmctld does not count jobs' instances (NodeContext).
-  NodeContext now = ctx;
+  // What the planner leaves out while slurmctld does not count jobs' instances (PlannerState).
+  std::map<std::string, int> uncounted;
   if (ctx.slurm != nullptr)
-    if (auto node = ctx.slurm->node_gres(ctx.node); node) now.slurm_uncounted = uncounted_by_slurm(*ledger, *node);
-  auto expected = node_advertisement(now, *ledger);
+    if (auto node = ctx.slurm->node_gres(ctx.node); node) uncounted = uncounted_by_slurm(*ledger, *node);
+  auto expected = node_advertisement(ctx, *ledger, uncounted);
   std::erase_if(expected, [](const auto& kv) { return kv.second == 0; });
   if (!advertised) {
     problems.push_back("advertisement: " + advertised.error().message);

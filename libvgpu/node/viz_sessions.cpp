@@ -5,7 +5,9 @@
 
 #include <algorithm>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/node/epilog.h"
+#include "vgpu/node/node_state.h"
+#include "vgpu/node/prolog.h"
 
 namespace vgpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "vgpu/policy_hostlist.h"
+#include "vgpu/policy/policy_hostlist.h"
 
 #include <fmt/format.h>
 

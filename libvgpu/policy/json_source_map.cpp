@@ -1,4 +1,4 @@
-#include "vgpu/json_source_map.h"
+#include "vgpu/policy/json_source_map.h"
 
 #include <fmt/format.h>
 

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "policy_reader.h"
+#include "vgpu/contract/strict_json.h"
 
 namespace vgpu {
 
@@ -113,7 +114,7 @@ void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out) {
     }
   } else {
     d.at_value(root.key("version"),
-               fmt::format("required field missing (write \"version\": {})", kPolicyVersion));
+               fmt::format("{} (write \"version\": {})", contract::kMissingFieldMessage, kPolicyVersion));
   }
   if (const Json* v = member(doc, "comment")) read_string(d, *v, root.key("comment"));
   if (const Json* v = member(doc, "planner")) out.planner = parse_planner(d, *v, root.key("planner"));

@@ -6,6 +6,8 @@
 #include <charconv>
 
 #include "policy_reader.h"
+#include "vgpu/contract/names.h"
+#include "vgpu/contract/strict_json.h"
 
 namespace vgpu::policy_detail {
 namespace {
@@ -40,7 +42,7 @@ void check_gpu_type(Diagnostics& d, const Json& spec, const FieldPath& path,
     return;
   }
   if (!v) {
-    d.at_value(at, fmt::format("required field missing when attach is \"{}\"", to_string(pool.attach)));
+    d.at_value(at, fmt::format("{} when attach is \"{}\"", contract::kMissingFieldMessage, to_string(pool.attach)));
     return;
   }
   auto type = read_string(d, *v, at);
@@ -86,8 +88,10 @@ void check_name(Diagnostics& d, const Json& spec, const FieldPath& path, VizPool
   if (!v) return missing(d, at);
   auto name = read_string(d, *v, at);
   if (!name) return;
-  if (!is_valid_name(*name)) {
-    d.at_value(at, fmt::format("must be {}, {}", name_rule(), got(*v)));
+  if (!contract::is_valid_type_name(*name)) {
+    // Users ask for pools as GRES types (--gres=vgpu:<name>:1): the plugin and the job records
+    // accept only the GRES type alphabet.
+    d.at_value(at, fmt::format("must be a vgpu type name ({}), {}", contract::type_name_rule(), got(*v)));
   } else if (parse_profile_name(*name)) {
     // Users ask for pools and MIG instances the same way (--gres=vgpu:<name>:1).
     d.at_value(at, fmt::format("\"{}\" is spelled like a MIG profile; a pool name must not be "

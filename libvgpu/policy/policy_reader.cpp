@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "vgpu/contract/strict_json.h"
+
 namespace vgpu::policy_detail {
 namespace {
 
@@ -112,12 +114,12 @@ void reject_unknown_fields(Diagnostics& d, const Json& object, const FieldPath& 
                            std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : object.items()) {
     if (std::ranges::find(known, std::string_view(key)) != known.end()) continue;
-    d.at_key(path.key(key), fmt::format("unknown field (known here: {})", fmt::join(known, ", ")));
+    d.at_key(path.key(key), contract::unknown_field_message(known));
   }
 }
 
 void missing(Diagnostics& d, const FieldPath& field) {
-  d.at_value(field, "required field missing");
+  d.at_value(field, std::string(contract::kMissingFieldMessage));
 }
 
 std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min,

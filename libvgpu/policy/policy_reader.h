@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vgpu/json_source_map.h"
-#include "vgpu/policy.h"
+#include "vgpu/policy/json_source_map.h"
+#include "vgpu/policy/policy.h"
 
 namespace vgpu::policy_detail {
 

@@ -8,43 +8,23 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+
+#include <algorithm>
+
+#include "vgpu/contract/atomic_file.h"
 #include <fstream>
 #include <sstream>
 
 namespace vgpu::viz {
 
+FileSystem& contract_fs() { return posix_file_system(); }
+
 Result<void> write_file_atomic(const std::string& path, const std::string& tmp_dir, const std::string& content,
                                unsigned mode) {
-  std::string tmpl = tmp_dir + "/.tmp-XXXXXX";
-  const int fd = mkostemp(tmpl.data(), O_CLOEXEC);
-  if (fd < 0) return fail(ErrorCode::io, fmt::format("{}: temp file in {}: {}", path, tmp_dir, std::strerror(errno)));
-  auto cleanup_fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    return fail(ErrorCode::io, fmt::format("{}: {}: {}", path, what, std::strerror(err)));
-  };
-  if (fchmod(fd, static_cast<mode_t>(mode)) != 0) return cleanup_fail("chmod");
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return cleanup_fail("write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (fsync(fd) != 0) return cleanup_fail("fsync");
-  if (::close(fd) != 0) {
-    ::unlink(tmpl.c_str());
-    return fail(ErrorCode::io, fmt::format("{}: close: {}", path, std::strerror(errno)));
-  }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    return fail(ErrorCode::io, fmt::format("{}: rename: {}", path, std::strerror(err)));
-  }
-  return {};
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return fail(ErrorCode::invalid_argument, fmt::format("{}: not an absolute path", path));
+  return contract::atomic_replace(contract_fs(), path.substr(0, std::max<std::size_t>(slash, 1)), path.substr(slash + 1),
+                                  content, contract::ReplaceOptions::durable_file(mode).with_temp_dir(tmp_dir));
 }
 
 Result<std::string> read_file(const std::string& path) {

@@ -5,12 +5,16 @@
 
 #include <string>
 
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
+#include "vgpu/contract/file_system.h"
 
 namespace vgpu::viz {
 
-// Writes `content` to `tmp_dir`/<random name>, fsyncs, then renames onto `path`. `tmp_dir`
-// must be on the same filesystem as `path` and must not be a directory that readers scan.
+// The FileSystem seam the frontend writes through (the real one).
+FileSystem& contract_fs();
+
+// contract::atomic_replace of `path`, its temporary written in `tmp_dir` (same filesystem as
+// `path`, and not a directory readers scan: websockify reads every file of the token directory).
 Result<void> write_file_atomic(const std::string& path, const std::string& tmp_dir, const std::string& content,
                                unsigned mode);
 Result<std::string> read_file(const std::string& path);

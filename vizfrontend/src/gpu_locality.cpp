@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "vgpu/locality.h"
+#include "vgpu/locality/locality.h"
 
 namespace vgpu::viz {
 

@@ -3,7 +3,7 @@
 // them here keeps one source of truth for what `--gres=vgpu:<pool>:1` means.
 #pragma once
 
-#include "vgpu/policy.h"
+#include "vgpu/policy/policy.h"
 #include "viz_config.h"
 
 namespace vgpu::viz {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
 #include "viz_config.h"
 
 namespace vgpu::viz {

@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
 
 namespace vgpu::viz {
 

@@ -10,7 +10,7 @@
 
 #include "domain_xml.h"
 #include "file_util.h"
-#include "vgpu/crash_point.h"
+#include "vgpu/base/crash_point.h"
 
 namespace vgpu::viz {
 namespace {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "vgpu/contract/strict_json.h"
+
 namespace vgpu::viz {
 namespace {
 using json = nlohmann::json;
@@ -45,14 +47,10 @@ Result<SessionRecord> parse_session_record(std::string_view text, std::string_vi
     return bad(e.what());
   }
   if (!j.is_object()) return bad("expected an object");
-  static const std::set<std::string> keys{"version", "job",          "domain",     "pool",        "user", "phase",
-                                          "attach",  "display_port", "proxy_port", "created_unix"};
-  for (const auto& [k, _] : j.items()) {
-    if (!keys.contains(k)) return bad(fmt::format("unknown key '{}'", printable_label(k)));
-  }
-  for (const auto& k : keys) {
-    if (!j.contains(k)) return bad(fmt::format("missing '{}'", k));
-  }
+  if (auto ok = contract::require_keys(j, "", {"version", "job", "domain", "pool", "user", "phase", "attach",
+                                               "display_port", "proxy_port", "created_unix"});
+      !ok)
+    return std::unexpected(ok.error().within(where));
   if (!j["version"].is_number_unsigned() || j["version"].get<std::uint64_t>() != 1) return bad("'version' must be 1");
   SessionRecord r;
   try {

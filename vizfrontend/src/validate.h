@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
 
 namespace vgpu::viz {
 

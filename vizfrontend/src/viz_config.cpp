@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "vgpu/contract/strict_json.h"
+
 namespace vgpu::viz {
 namespace {
 
@@ -14,19 +16,13 @@ using json = nlohmann::json;
 
 Result<void> only_keys(const json& obj, std::initializer_list<std::string_view> allowed,
                        std::string_view where) {
-  if (!obj.is_object()) return fail(ErrorCode::corrupt, fmt::format("{}: expected an object", where));
-  for (const auto& [key, _] : obj.items()) {
-    bool known = false;
-    for (const auto a : allowed) known = known || key == a;
-    if (!known) return fail(ErrorCode::corrupt, fmt::format("{}: unknown key '{}'", where, printable_label(key)));
-  }
-  return {};
+  return contract::require_keys(obj, where, {}, allowed);
 }
 
 Result<std::string> get_string(const json& obj, const char* key, std::string_view where, bool required,
                                std::string fallback = {}) {
   if (!obj.contains(key)) {
-    if (required) return fail(ErrorCode::corrupt, fmt::format("{}: missing '{}'", where, key));
+    if (required) return fail(ErrorCode::corrupt, fmt::format("{}.{}: {}", where, key, contract::kMissingFieldMessage));
     return fallback;
   }
   if (!obj[key].is_string()) return fail(ErrorCode::corrupt, fmt::format("{}.{}: expected a string", where, key));
@@ -101,7 +97,7 @@ Result<VizPoolSpec> parse_pool(const json& j, std::string_view where) {
   if (p.gpu_type != *gpu_type || p.gpu_type.find('/') != std::string::npos) {
     return fail(ErrorCode::corrupt, fmt::format("{}.gpu_type: '{}' must be printable without '/'", here, p.gpu_type));
   }
-  if (!j.contains("image")) return fail(ErrorCode::corrupt, fmt::format("{}: missing 'image'", here));
+  if (!j.contains("image")) return fail(ErrorCode::corrupt, fmt::format("{}.image: {}", here, contract::kMissingFieldMessage));
   auto image = parse_image(j["image"], fmt::format("{}.image", here));
   if (!image) return std::unexpected(image.error());
   p.image = *image;

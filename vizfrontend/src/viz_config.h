@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "validate.h"
-#include "vgpu/error.h"
+#include "vgpu/base/error.h"
 
 namespace vgpu::viz {
 

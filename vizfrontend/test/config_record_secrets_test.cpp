@@ -44,7 +44,7 @@ std::string with(std::string text, const std::string& from, const std::string& t
 
 TEST(VizConfig, StrictAboutKeysVersionAndValues) {
   const std::pair<std::string, std::string> cases[] = {
-      {"\"listen_address\"", "unknown key 'listen_adress'"},
+      {"\"listen_address\"", "listen_adress: unknown field (known here: "},
       {"\"version\": 1", "'version' must be 1"},
       {"\"attach\": \"none\"", "attach 'gpu'"},
       {"\"memory_mib\": 256", "memory_mib: expected an integer"},
@@ -89,7 +89,7 @@ TEST(VizConfig, TopologyIsOffLiveOrAnAbsoluteXmlPath) {
 TEST(VizConfig, VgpuPoolsNeedAGpuType) {
   auto c = parse_viz_config(with(kConfig, "\"gpu_type\": \"nvidia-700\",", ""), "viz.json");
   ASSERT_FALSE(c);
-  EXPECT_NE(c.error().message.find("missing 'gpu_type'"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("gpu_type: required field missing"), std::string::npos) << c.error().message;
 }
 
 TEST(VizConfig, DuplicatePoolNamesAreRefused) {

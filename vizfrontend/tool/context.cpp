@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "vgpu/contract/atomic_file.h"
+
 #include "file_util.h"
 #include "policy_pools.h"
 #include "validate.h"
@@ -76,33 +78,10 @@ std::string access_text(const StartedSession& s, bool rotated) {
 Result<void> write_access_file(const std::string& path, const std::string& text, std::optional<Owner> owner) {
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, std::max<std::size_t>(slash, 1));
-  if (!owner) return write_file_atomic(path, dir, text, 0600);
-  std::string tmpl = dir + "/.access-XXXXXX";
-  const int fd = mkostemp(tmpl.data(), O_CLOEXEC);
-  if (fd < 0) return fail(ErrorCode::io, fmt::format("{}: temp file: {}", path, std::strerror(errno)));
-  auto undo = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    return fail(ErrorCode::io, fmt::format("{}: {}: {}", path, what, std::strerror(err)));
-  };
+  auto options = contract::ReplaceOptions::durable_file(0600);
   // Owner and mode before the secret goes in, so it is never readable by anyone else.
-  if (fchmod(fd, 0600) != 0) return undo("chmod");
-  if (fchown(fd, owner->uid, owner->gid) != 0) return undo("chown");
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return undo("write");
-    done += static_cast<std::size_t>(n);
-  }
-  if (fsync(fd) != 0) return undo("fsync");
-  ::close(fd);
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    return fail(ErrorCode::io, fmt::format("{}: rename: {}", path, std::strerror(err)));
-  }
-  return {};
+  if (owner) options.owner = std::make_pair(owner->uid, owner->gid);
+  return contract::atomic_replace(contract_fs(), dir, path.substr(slash + 1), text, options);
 }
 
 int report(const Error& e) {

@@ -23,6 +23,7 @@
 #include "session_manager.h"
 #include "sysfs.h"
 #include "viz_config.h"
+#include "vgpu/contract/node_files.h"
 
 namespace {
 
@@ -285,7 +286,7 @@ int cmd_run(Options o) {
 int main(int argc, char** argv) {
   CLI::App app{"vgpu-viz - visualization sessions (VM with a (v)GPU, shown through noVNC)"};
   Options o;
-  o.config_path = env_or("VGPU_VIZ_CONFIG", "/etc/slurm-vgpu/viz.json");
+  o.config_path = contract::resolve_viz_config_path(std::getenv("VGPU_VIZ_CONFIG"));
   o.user = env_or("SLURM_JOB_USER", env_or("USER", ""));
   o.job_name = env_or("SLURM_JOB_NAME", "");
   o.policy_path = env_or("VGPU_POLICY", "");

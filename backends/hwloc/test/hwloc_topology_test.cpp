@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vgpu/locality.h"
+#include "vgpu/locality/locality.h"
 
 namespace vgpu {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "vgpu/locality.h"
+#include "vgpu/locality/locality.h"
 
 namespace vgpu {
 namespace {

@@ -169,7 +169,7 @@ TEST_F(FakeAbi, MalformedFixtureFailsInitAndNamesTheField) {
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(init(), NVML_ERROR_UNKNOWN);
   std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find(path + ".gpus[0].nmae: unknown key"), std::string::npos) << err;
+  EXPECT_NE(err.find(path + ".gpus[0].nmae: unknown field (known here: "), std::string::npos) << err;
 }
 
 }  // namespace

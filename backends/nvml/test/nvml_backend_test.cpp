@@ -8,8 +8,8 @@
 
 #include "fake_env.h"
 #include "nvml_backend.h"
-#include "vgpu/backend_devices.h"
-#include "vgpu/gpu_layout.h"
+#include "vgpu/backend/backend_devices.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu::test {
 namespace {

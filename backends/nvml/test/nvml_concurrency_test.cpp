@@ -13,7 +13,7 @@
 
 #include "fake_env.h"
 #include "nvml_backend.h"
-#include "vgpu/gpu_layout.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu::test {
 namespace {

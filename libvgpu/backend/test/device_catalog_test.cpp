@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "vgpu/backend.h"
-#include "vgpu/backend_catalog.h"
+#include "vgpu/backend/backend.h"
+#include "vgpu/backend/backend_catalog.h"
 
 namespace vgpu {
 namespace {

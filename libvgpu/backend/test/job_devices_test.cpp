@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "vgpu/backend_devices.h"
+#include "vgpu/backend/backend_devices.h"
 
 namespace vgpu {
 namespace {

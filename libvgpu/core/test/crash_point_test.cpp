@@ -1,6 +1,6 @@
 // The crash-point seam: every listed point is reached by some code, names are unique, and an
 // armed point kills the process once (SIGKILL), consuming its line of the arming file.
-#include "vgpu/crash_point.h"
+#include "vgpu/base/crash_point.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -41,17 +41,34 @@ std::map<std::string, std::set<std::string>> calls_in_sources() {
       const auto& p = it->path();
       if (p.extension() != ".cpp" || p.string().find("/test/") != std::string::npos) continue;
       const std::string text = slurp(p);
-      // crash_point("name"), name of [a-z_.]; a plain scan (std::regex trips GCC 12's
-      // -Wmaybe-uninitialized at -O2 under -Werror).
-      constexpr std::string_view open = "crash_point(\"";
-      for (auto at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
-        const auto start = at + open.size();
+      // crash_point("name"), and with_crash_points("name", "name") (contract/atomic_file.h); names
+      // of [a-z_.]. A plain scan (std::regex trips GCC 12's -Wmaybe-uninitialized at -O2 under
+      // -Werror).
+      auto name_at = [&](std::size_t start) {
         auto end = start;
         while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) || text[end] == '_' ||
                                      text[end] == '.'))
           ++end;
-        if (end > start && text.compare(end, 2, "\")") == 0)
-          calls[text.substr(start, end - start)].insert(fs::relative(p, source_root()).string());
+        return end;
+      };
+      const std::string file = fs::relative(p, source_root()).string();
+      constexpr std::string_view open = "crash_point(\"";
+      for (auto at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
+        const auto start = at + open.size();
+        const auto end = name_at(start);
+        if (end > start && text.compare(end, 2, "\")") == 0) calls[text.substr(start, end - start)].insert(file);
+      }
+      constexpr std::string_view pair = "with_crash_points(\"";
+      for (auto at = text.find(pair); at != std::string::npos; at = text.find(pair, at + 1)) {
+        const auto first = at + pair.size();
+        const auto first_end = name_at(first);
+        constexpr std::string_view between = "\", \"";
+        if (first_end == first || text.compare(first_end, between.size(), between) != 0) continue;
+        const auto second = first_end + between.size();
+        const auto second_end = name_at(second);
+        if (second_end == second || text.compare(second_end, 2, "\")") != 0) continue;
+        calls[text.substr(first, first_end - first)].insert(file);
+        calls[text.substr(second, second_end - second)].insert(file);
       }
     }
   }
@@ -108,7 +125,7 @@ TEST(CrashPoints, NamesAreUniqueDottedAndDescribed) {
 }
 
 TEST(CrashPoints, EveryListedPointIsReachedBySomeCodeAndNoCallNamesAnUnlistedOne) {
-  ASSERT_TRUE(fs::exists(source_root() / "libvgpu/include/vgpu/crash_point.h")) << source_root();
+  ASSERT_TRUE(fs::exists(source_root() / "libvgpu/base/include/vgpu/base/crash_point.h")) << source_root();
   const auto calls = calls_in_sources();
   for (const auto& p : vgpu::kCrashPoints)
     EXPECT_TRUE(calls.contains(std::string(p.name))) << p.name << ": listed in kCrashPoints but no code calls it";

@@ -1,4 +1,8 @@
-#include "vgpu/gres_request.h"
+#include "vgpu/core/gres_request.h"
+#include "vgpu/contract/names.h"
+
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -31,14 +35,25 @@ TEST(GresRequest, BadCountsAndTypesAreNamed) {
            {"vgpu:3g.40gb:2x", "count '2x'"},
            {"vgpu:3g.40gb:99999", "count '99999'"},
            {"vgpu:9g.99:1", "must end in 'gb'"},
-           {"vgpu:../../etc:1", "character outside"},
-           {"vgpu:a$(id):1", "character outside"},
+           {"vgpu:../../etc:1", "is not a vgpu type name"},
+           {"vgpu:a$(id):1", "is not a vgpu type name"},
            {"vgpu:3g.40gb:1:2", "expected vgpu:<profile>[:<count>]"},
            {",vgpu:1g.10gb:1", "missing GRES name"},
        }) {
     auto r = parse_vgpu_gres(c.text);
     ASSERT_FALSE(r) << c.text;
     EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << c.text << " -> " << r.error().message;
+  }
+}
+
+// The GRES type alphabet has one owner (contract/names.h): what a job may ask for is exactly what
+// the advertisement, the job records and VGPU_ALLOC accept.
+TEST(GresRequest, TypeNamesFollowTheContractsOneAlphabet) {
+  for (const std::string& name : std::vector<std::string>{"3g.40gb", "1g.10gb+me", "viz-small", "a", std::string(32, 'a'), std::string(33, 'a'),
+                           "-x", ".x", "_x", "+x", "free", "never", "a b", "a/b", "a\x01"}) {
+    const bool contract_ok = contract::is_valid_type_name(name);
+    auto parsed = parse_vgpu_gres("vgpu:" + name + ":1");
+    EXPECT_EQ(parsed.has_value(), contract_ok) << name << ": " << (parsed ? "" : parsed.error().message);
   }
 }
 

@@ -7,7 +7,7 @@
 #include <array>
 #include <set>
 
-#include "vgpu/gpu_layout.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "vgpu/planner.h"
+#include "vgpu/core/planner.h"
 
 #include <gtest/gtest.h>
 

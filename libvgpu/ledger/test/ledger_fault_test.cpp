@@ -10,7 +10,7 @@
 
 #include "fault_file_system.h"
 #include "sample_ledger.h"
-#include "vgpu/ledger_store.h"
+#include "vgpu/ledger/ledger_store.h"
 
 namespace vgpu {
 namespace {
@@ -71,7 +71,7 @@ TEST(LedgerFaults, NoSpaceWhileWritingKeepsTheOldLedgerAndNamesTheSyscall) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::io);
   std::string temp = f.store.ledger_path() + ".tmp." + std::to_string(::getpid());
-  EXPECT_NE(r.error().message.find("ledger not changed: write " + temp +
+  EXPECT_NE(r.error().message.find(f.store.ledger_path() + " not changed: write " + temp +
                                    ": No space left on device (errno 28)"),
             std::string::npos)
       << r.error().message;
@@ -105,7 +105,7 @@ TEST(LedgerFaults, DirectoryFsyncFailureReportsThatTheNewLedgerIsInPlace) {
   f.faults.add({.op = Op::fsync, .path_contains = "", .nth = 3, .error = EIO});  // history, tmp, dir
   auto r = f.store.update(the_change);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("ledger replaced but may not survive a power loss: fsync " +
+  EXPECT_NE(r.error().message.find(f.store.ledger_path() + " replaced but may not survive a power loss: fsync " +
                                    f.scratch.ledger_dir() + ": Input/output error"),
             std::string::npos)
       << r.error().message;

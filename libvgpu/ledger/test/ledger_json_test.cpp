@@ -1,4 +1,4 @@
-#include "vgpu/ledger_json.h"
+#include "vgpu/ledger/ledger_json.h"
 
 #include <gtest/gtest.h>
 
@@ -109,11 +109,11 @@ const Corruption kCorruptions[] = {
      "format: \"slurm-vgpu-policy\": expected \"slurm-vgpu-ledger\""},
     {"future_version", [](auto& j) { j["version"] = 2; }, "version: 2: this build reads version 1"},
     {"version_as_string", [](auto& j) { j["version"] = "1"; }, "version: \"1\""},
-    {"missing_version", [](auto& j) { j.erase("version"); }, "version: missing"},
+    {"missing_version", [](auto& j) { j.erase("version"); }, "version: required field missing"},
     {"unknown_top_field", [](auto& j) { j["extra"] = 1; }, "extra: unknown field"},
     {"unknown_nested_field", [](auto& j) { j["instances"][1]["colour"] = "red"; },
      "instances[1].colour: unknown field"},
-    {"missing_nested_field", [](auto& j) { j["gpus"][0].erase("uuid"); }, "gpus[0].uuid: missing"},
+    {"missing_nested_field", [](auto& j) { j["gpus"][0].erase("uuid"); }, "gpus[0].uuid: required field missing"},
     {"gpus_not_array", [](auto& j) { j["gpus"] = ordered_json::object(); },
      "gpus: {}: expected an array, got object"},
     {"index_as_float", [](auto& j) { j["gpus"][1]["index"] = 1.5; },

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "sample_ledger.h"
-#include "vgpu/ledger.h"
+#include "vgpu/ledger/ledger.h"
 
 namespace vgpu {
 namespace {

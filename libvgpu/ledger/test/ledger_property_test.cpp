@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "sample_ledger.h"
-#include "vgpu/gpu_layout.h"
-#include "vgpu/ledger_json.h"
-#include "vgpu/ledger_store.h"
+#include "vgpu/core/gpu_layout.h"
+#include "vgpu/ledger/ledger_json.h"
+#include "vgpu/ledger/ledger_store.h"
 
 namespace vgpu {
 namespace {

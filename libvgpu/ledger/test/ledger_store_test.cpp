@@ -1,4 +1,4 @@
-#include "vgpu/ledger_store.h"
+#include "vgpu/ledger/ledger_store.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,7 +12,7 @@
 #include <filesystem>
 
 #include "sample_ledger.h"
-#include "vgpu/ledger_json.h"
+#include "vgpu/ledger/ledger_json.h"
 
 namespace vgpu {
 namespace {
@@ -334,7 +334,7 @@ TEST(LedgerStore, CorruptHistoryLineIsReportedWithItsLineNumber) {
   auto h = store.history();
   ASSERT_FALSE(h);
   EXPECT_EQ(h.error().code, ErrorCode::corrupt);
-  EXPECT_NE(h.error().message.find(store.history_path() + ":1: format: missing"), std::string::npos)
+  EXPECT_NE(h.error().message.find(store.history_path() + ":1: format: required field missing"), std::string::npos)
       << h.error().message;
 }
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "sample_ledger.h"
-#include "vgpu/ledger_store.h"
+#include "vgpu/ledger/ledger_store.h"
 
 namespace vgpu {
 namespace {

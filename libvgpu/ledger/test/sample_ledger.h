@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "vgpu/ledger.h"
+#include "vgpu/ledger/ledger.h"
 
 namespace vgpu::testing {
 

@@ -11,7 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "vgpu/node_agent.h"
+#include "vgpu/node/context.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu::testing {
 

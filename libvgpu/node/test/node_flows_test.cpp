@@ -9,6 +9,9 @@
 #include <thread>
 
 #include "node_doubles.h"
+#include "vgpu/node/epilog.h"
+#include "vgpu/node/planner.h"
+#include "vgpu/node/prolog.h"
 
 namespace vgpu {
 namespace {
@@ -72,6 +75,7 @@ class NodeFlows : public ::testing::Test {
   std::unique_ptr<testing::FakeSlurm> slurm;
   testing::ScriptedScrubber scrubber;
   NodeContext ctx;
+  PlannerState planner;
   testing::CountingPublisher publisher;
   int& sighups = publisher.published;
   std::int64_t clock = 1'800'000'000;
@@ -79,33 +83,33 @@ class NodeFlows : public ::testing::Test {
 };
 
 TEST_F(NodeFlows, FirstRoundAdvertisesTheIdleLayoutAndSignalsSlurmd) {
-  auto r = run_planner_round(ctx);
+  auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->advertisement_changed);
   EXPECT_EQ(sighups, 1);
   EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
   // A second round with nothing new changes nothing and does not signal again.
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(sighups, 1);
 }
 
 TEST_F(NodeFlows, SplitSlurmctldLostIsHandedOverAgainAfterTwoRounds) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_EQ(sighups, 1);
   // slurmctld restarted and took an older report from slurmd: only the padding type.
   slurm->follows_file = false;
   slurm->configured = {{"free", 14}};
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(sighups, 1) << "one round's disagreement may be a handover in flight";
-  auto r = run_planner_round(ctx);
+  auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r);
   EXPECT_EQ(sighups, 2);
   EXPECT_NE(std::ranges::find(r->notes, "slurmctld's split differs from the advertisement: handed over again"),
             r->notes.end());
   // Once slurmctld agrees, nothing more is sent.
   slurm->follows_file = true;
-  ASSERT_TRUE(run_planner_round(ctx));
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(sighups, 2);
 }
 
@@ -130,7 +134,7 @@ TEST_F(NodeFlows, PrologWithoutVgpuAllocAsksSlurmWhatAJobOfAVgpuPartitionHolds) 
 }
 
 TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
   ASSERT_TRUE(pro) << pro.error().message;
   ASSERT_FALSE(pro->rejected) << pro->reason;
@@ -168,7 +172,7 @@ TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) 
 }
 
 TEST_F(NodeFlows, PolicyViolationsCancelTheJobWithEveryReason) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto r = run_prolog(ctx, {7, "bob", "gpu", "1g.10gb+me:1,1g.10gb:9"});
   ASSERT_TRUE(r);
   ASSERT_TRUE(r->rejected);
@@ -181,7 +185,7 @@ TEST_F(NodeFlows, PolicyViolationsCancelTheJobWithEveryReason) {
 }
 
 TEST_F(NodeFlows, PerUserLimitCountsInstancesAlreadyHeld) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_FALSE(run_prolog(ctx, {1, "carol", "gpu", "1g.10gb:4"})->rejected);
   auto r = run_prolog(ctx, {2, "carol", "gpu", "2g.20gb:2"});
   ASSERT_TRUE(r);
@@ -199,11 +203,11 @@ TEST_F(NodeFlows, UnknownPartitionIsRejectedNotCrashed) {
 // Demand for a 7g while the idle layout is advertised: the round first shrinks the advertisement,
 // waits for slurmctld to take it, then grows into a plan that serves the 7g.
 TEST_F(NodeFlows, DemandShiftShrinksFirstThenGrowsAfterSlurmConfirms) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
   slurm->configured = advertised();  // what slurmctld holds from the first round
   slurm->polls_until_adopt = 3;      // it takes a few polls to see the SIGHUPed registration
-  auto r = run_planner_round(ctx);
+  auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->shrink_confirmed);
   EXPECT_GE(slurm->polls, 4);
@@ -215,11 +219,11 @@ TEST_F(NodeFlows, DemandShiftShrinksFirstThenGrowsAfterSlurmConfirms) {
 // runs while the planner is shrinking. The dropped slot is still claimable, and the shrink is not
 // confirmed until the allocation has its claim.
 TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
   slurm->used = {{"1g.10gb", 1}};  // allocated, prolog not yet run
   ctx.confirm_timeout_ms = 50;
-  auto r = run_planner_round(ctx);
+  auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->shrink_confirmed);
   auto pro = run_prolog(ctx, {55, "erin", "gpu", "1g.10gb:1"});
@@ -227,7 +231,7 @@ TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
   ASSERT_FALSE(pro->rejected) << pro->reason;
   ASSERT_EQ(pro->instances.size(), 1u);
   ctx.confirm_timeout_ms = 2000;
-  auto r2 = run_planner_round(ctx);
+  auto r2 = run_planner_round(ctx, planner);
   ASSERT_TRUE(r2);
   EXPECT_TRUE(r2->shrink_confirmed);
   // The 1g keeps running on one GPU; the other, whole GPU now serves a 7g.
@@ -242,37 +246,37 @@ TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
 // that re-placed kept slots every round made Slurm's view chase the file forever). With nothing
 // pending any more, the node goes back to its idle layout once, then stays there.
 TEST_F(NodeFlows, PlanIsStableOnceDemandIsServed) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   const auto idle = advertised();
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n"
                   "99|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:1g.10gb:1\n";
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_EQ(advertised()["7g.80gb"], 1);
   int before = sighups;
   for (int i = 0; i < 4; ++i) {
-    auto r = run_planner_round(ctx);
+    auto r = run_planner_round(ctx, planner);
     ASSERT_TRUE(r);
     EXPECT_FALSE(r->advertisement_changed) << "round " << i << " with the same demand";
   }
   EXPECT_EQ(sighups, before);
   slurm->squeue = "";  // the jobs went away without taking their slots
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(advertised(), idle);
   before = sighups;
   for (int i = 0; i < 4; ++i) {
-    auto r = run_planner_round(ctx);
+    auto r = run_planner_round(ctx, planner);
     ASSERT_TRUE(r);
     EXPECT_FALSE(r->advertisement_changed) << "round " << i;
   }
   EXPECT_EQ(sighups, before);
   // New demand that the kept slots cannot serve reshapes again.
   slurm->squeue = "101|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:1g.10gb:7\n";
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_GE(advertised()["1g.10gb"], 7);
 }
 
 TEST_F(NodeFlows, LostLedgerIsRebuiltAndRunningJobsReadopted) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto pro = run_prolog(ctx, {9, "frank", "gpu", "3g.40gb:1"});
   ASSERT_TRUE(pro && !pro->rejected);
   fs::remove(dir / "n1" / "ledger.json");
@@ -289,10 +293,10 @@ TEST_F(NodeFlows, LostLedgerIsRebuiltAndRunningJobsReadopted) {
 }
 
 TEST_F(NodeFlows, CorruptLedgerIsSetAsideAndOrphansAreScrubbedThenDestroyed) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_TRUE(backend.create_instance(1, 9, {0, 4}));  // on the hardware, owner unknown
   { std::ofstream(dir / "n1" / "ledger.json") << "{ torn"; }
-  auto r = run_planner_round(ctx);
+  auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(backend.instances().empty());
   EXPECT_EQ(scrubber.scrubbed.size(), 1u);
@@ -305,13 +309,13 @@ TEST_F(NodeFlows, CorruptLedgerIsSetAsideAndOrphansAreScrubbedThenDestroyed) {
 TEST_F(NodeFlows, RequiredScrubThatCannotRunQuarantines) {
   policy.partitions[0].scrub = ScrubMode::required;
   scrubber.status = ScrubStatus::unavailable;
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_FALSE(run_prolog(ctx, {11, "gina", "gpu", "3g.40gb:1"})->rejected);
   auto epi = run_epilog(ctx, 11, "completed");
   ASSERT_TRUE(epi);
   EXPECT_EQ(epi->quarantined, 1);
   EXPECT_EQ(backend.instances().size(), 1u);  // kept, never handed out
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto l = store->load();
   ASSERT_EQ(l->instances.size(), 1u);
   EXPECT_EQ(l->instances[0].state, InstanceState::quarantined);
@@ -322,7 +326,7 @@ TEST_F(NodeFlows, RequiredScrubThatCannotRunQuarantines) {
 }
 
 TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   backend.fail_next_create = true;
   auto r = run_prolog(ctx, {12, "hal", "gpu", "2g.20gb:1"});
   ASSERT_TRUE(r);
@@ -336,7 +340,7 @@ TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
 TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeInstance) {
   // The first prolog claimed a slot and died inside the create (nvml.after_gi_create): a GPU
   // instance at the claimed placement, no compute instance, nothing in the ledger.
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_TRUE(store->update([](Ledger& l) { return claim_slots(l, 42, "2g.20gb", 1); }));
   auto l = store->load();
   ASSERT_TRUE(l);
@@ -361,7 +365,7 @@ TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeI
 }
 
 TEST_F(NodeFlows, JobRecordOfAnEpilogKilledAfterRetiringIsDroppedOnceTheJobIsGone) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1"});
   ASSERT_TRUE(pro && !pro->rejected);
   // Every epilog attempt died right after retiring the instances: ownerless in the ledger, the
@@ -372,9 +376,9 @@ TEST_F(NodeFlows, JobRecordOfAnEpilogKilledAfterRetiringIsDroppedOnceTheJobIsGon
   }));
   ASSERT_TRUE(fs::exists(dir / "n1" / "jobs" / "42.json"));
   slurm->running = {};  // Slurm no longer runs it here
-  ASSERT_TRUE(run_planner_round(ctx));
-  clock += ctx.ended_job_check_s;
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  clock += planner.ended_job_check_s;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_FALSE(fs::exists(dir / "n1" / "jobs" / "42.json"));
   EXPECT_TRUE(backend.instances().empty());
   auto problems = verify_node(ctx);
@@ -383,9 +387,9 @@ TEST_F(NodeFlows, JobRecordOfAnEpilogKilledAfterRetiringIsDroppedOnceTheJobIsGon
 }
 
 TEST_F(NodeFlows, LeakedUnclaimedInstanceIsDestroyedByTheNextRound) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_TRUE(backend.create_instance(0, 19, {6, 1}));
-  auto r = run_planner_round(ctx);
+  auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r);
   EXPECT_TRUE(backend.instances().empty());
   EXPECT_NE(all_logs().find("leaked instance"), std::string::npos);
@@ -396,7 +400,7 @@ TEST_F(NodeFlows, LeakedUnclaimedInstanceIsDestroyedByTheNextRound) {
 // vanished or leaked. The soak once lost a job's instance this way. The reconcile holds the
 // hardware lock, so the prolog waits for it.
 TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->running = {42};
   NodeContext prolog_ctx = ctx;
   std::mutex log_mutex;
@@ -417,7 +421,7 @@ TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
     // Give the prolog every chance to finish inside the planner's reconcile.
     for (int i = 0; i < 100 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   };
-  auto round = run_planner_round(ctx);
+  auto round = run_planner_round(ctx, planner);
   prolog.join();
   backend.after_list = nullptr;
   ASSERT_TRUE(round) << round.error().message;
@@ -434,7 +438,7 @@ TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
   EXPECT_EQ(all_logs().find("vanished"), std::string::npos) << all_logs();
   EXPECT_EQ(all_logs().find("leaked"), std::string::npos) << all_logs();
   // And the next round, with nobody racing, finds the node consistent.
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto problems = verify_node(ctx);
   ASSERT_TRUE(problems);
   EXPECT_TRUE(problems->empty()) << problems->front();
@@ -445,17 +449,17 @@ TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
 // prolog must then cancel. The planner keeps such instances out of the advertisement until their
 // job ends; one odd answer from Slurm changes nothing.
 TEST_F(NodeFlows, InstancesARestartedSlurmctldForgotLeaveTheAdvertisementUntilTheirJobEnds) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto pro = run_prolog(ctx, {7, "alice", "gpu", "2g.20gb:2"});
   ASSERT_TRUE(pro && !pro->rejected);
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   const int offered = advertised()["2g.20gb"];  // job 7's two and any planned slots
   ASSERT_GE(offered, 2);
 
   slurm->ledger = nullptr;  // slurmctld restarted: GresUsed no longer counts job 7
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(advertised()["2g.20gb"], offered) << "changed on one observation";
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(advertised()["2g.20gb"], offered - 2) << "Slurm could hand job 7's instances out again";
   EXPECT_NE(all_logs().find("slurmctld does not count instances jobs here hold (2g.20gb:2;"), std::string::npos)
       << all_logs();
@@ -467,10 +471,10 @@ TEST_F(NodeFlows, InstancesARestartedSlurmctldForgotLeaveTheAdvertisementUntilTh
 
   // Once the job is gone, its capacity comes back.
   ASSERT_TRUE(run_epilog(ctx, 7, "completed"));
-  ASSERT_TRUE(run_planner_round(ctx));
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_GE(advertised()["2g.20gb"], 2);
-  EXPECT_TRUE(ctx.slurm_uncounted.empty());
+  EXPECT_TRUE(planner.slurm_uncounted.empty());
   EXPECT_NE(all_logs().find("slurmctld counts every instance jobs here hold again"), std::string::npos);
   problems = verify_node(ctx);
   ASSERT_TRUE(problems);
@@ -480,12 +484,12 @@ TEST_F(NodeFlows, InstancesARestartedSlurmctldForgotLeaveTheAdvertisementUntilTh
 // An instance that vanished from the hardware under a job still ends in the history, so the
 // history accounts for every instance a prolog made.
 TEST_F(NodeFlows, InstanceVanishedUnderAJobIsForgottenWithAHistoryRecord) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->running = {42};
   auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1"});
   ASSERT_TRUE(pro && !pro->rejected);
   ASSERT_TRUE(backend.destroy_instance(pro->instances[0].gpu, pro->instances[0].gpu_instance_id));
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_TRUE(store->load()->instances.empty());
   auto history = store->history();
   ASSERT_TRUE(history);
@@ -505,21 +509,21 @@ namespace {
 // that shrink may the space be offered as other profiles (else Slurm may start a job on the old
 // profile where the prolog finds no room, and cancel it).
 TEST_F(NodeFlows, ReleasedCapacityIsOfferedAgainOnlyAfterSlurmTookTheShrink) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1"});
   ASSERT_TRUE(pro && !pro->rejected);
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->used.clear();
   ASSERT_TRUE(run_epilog(ctx, 7, "completed"));
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:4g.40gb:1\n";
   slurm->polls_until_adopt = 1'000'000;  // slurmctld does not take the new split
   ctx.confirm_timeout_ms = 50;
-  auto r = run_planner_round(ctx);
+  auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_FALSE(r->shrink_confirmed);
   EXPECT_EQ(advertised()["4g.40gb"], 0) << "grew before Slurm took the shrink";
   slurm->polls_until_adopt = 0;
-  r = run_planner_round(ctx);
+  r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->shrink_confirmed);
   EXPECT_EQ(advertised()["4g.40gb"], 1);
@@ -535,17 +539,17 @@ namespace {
 // idle layout and stay (growing by re-planning around the kept slots put a dropped slot back,
 // and every round dropped it again).
 TEST_F(NodeFlows, ReturnToTheIdleLayoutSettlesInsteadOfChurning) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   const auto idle = advertised();
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:2g.20gb:6\n";
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_GE(advertised()["2g.20gb"], 6);
   slurm->squeue = "";
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(run_planner_round(ctx));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(advertised(), idle);
   const auto generation = store->load()->plan.generation;
   for (int i = 0; i < 4; ++i) {
-    auto r = run_planner_round(ctx);
+    auto r = run_planner_round(ctx, planner);
     ASSERT_TRUE(r);
     EXPECT_FALSE(r->advertisement_changed) << "round " << i;
   }

@@ -7,7 +7,7 @@
 #include <climits>
 #include <string>
 
-#include "vgpu/slurm_text.h"
+#include "vgpu/node/slurm_text.h"
 
 namespace vgpu {
 namespace {

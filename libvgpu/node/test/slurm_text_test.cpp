@@ -1,4 +1,4 @@
-#include "vgpu/slurm_text.h"
+#include "vgpu/node/slurm_text.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // How a split reaches slurmctld depends on slurmctld's release: SIGHUP to slurmd before 23.11;
 // from 23.11 `scontrol update` at the constant total, sent once slurmd itself reports the split
-// (slurmd-report.json, written by the plugin inside slurmd). node_agent.h, SplitPublisher.
+// (slurmd-report.json, written by the plugin inside slurmd). vgpu/node/split_publisher.h.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "contract/slurmd_report.h"
+#include "vgpu/contract/slurmd_report.h"
+#include "vgpu/node/split_publisher.h"
 #include "node_doubles.h"
 
 namespace vgpu {
@@ -41,7 +42,7 @@ class SplitPublisherTest : public ::testing::Test {
 
   // What the plugin inside slurmd writes once it reports `counts`.
   void slurmd_reports(const std::map<std::string, std::uint64_t, std::less<>>& counts) {
-    std::ofstream(dir / "n1" / "slurmd-report.json") << gres::render_slurmd_report({"n1", 7, counts});
+    std::ofstream(dir / "n1" / "slurmd-report.json") << contract::render_slurmd_report({"n1", 7, counts});
   }
 
   fs::path dir;

@@ -5,6 +5,9 @@
 #include <filesystem>
 
 #include "node_doubles.h"
+#include "vgpu/node/epilog.h"
+#include "vgpu/node/planner.h"
+#include "vgpu/node/prolog.h"
 
 namespace vgpu {
 namespace {
@@ -97,6 +100,7 @@ class VizSessions : public ::testing::Test {
   FakeViz viz;
   testing::CountingPublisher publisher;
   NodeContext ctx;
+  PlannerState planner;
   std::string logs;
   std::int64_t clock = 1'800'000'000;
 };
@@ -192,9 +196,9 @@ TEST_F(VizSessions, EpilogThatCannotStopTheVmLeavesItStoppingAndThePlannerStopsI
 
   viz.fail_stop = false;
   slurm->running = {};  // Slurm no longer runs job 14 here
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_TRUE(viz.live.contains(14)) << "one missing answer is not enough";
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_TRUE(viz.live.empty());
   EXPECT_TRUE(vms().empty());
   EXPECT_NE(logs.find("job 14 is no longer running here"), std::string::npos) << logs;
@@ -204,8 +208,8 @@ TEST_F(VizSessions, PlannerKeepsVmsOfRunningJobsAndReapsSessionsTheLedgerNeverSa
   ASSERT_TRUE(prolog(15, "viz", "viz-small:1"));
   viz.live.insert(99);  // a session whose prolog died before its ledger record
   slurm->running = {15};
-  ASSERT_TRUE(run_planner_round(ctx));
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(viz.reaps, 1);
   EXPECT_EQ(viz.live, (std::set<JobId>{15}));
   ASSERT_EQ(vms().size(), 1u);
@@ -214,11 +218,11 @@ TEST_F(VizSessions, PlannerKeepsVmsOfRunningJobsAndReapsSessionsTheLedgerNeverSa
 }
 
 TEST_F(VizSessions, PlannerAsksSlurmForTheNodesJobsOnlyWhenThereAreSessions) {
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(slurm->node_job_queries, 0);
   ASSERT_TRUE(prolog(16, "viz", "viz-small:1"));
   slurm->running = {16};
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(slurm->node_job_queries, 1);
   EXPECT_EQ(viz.reaps, 0);
 }
@@ -230,13 +234,13 @@ TEST_F(VizSessions, PlannerReleasesInstancesOfJobsSlurmNoLongerRunsAndNeverThose
   ASSERT_TRUE(prolog(21, "gpu", "3g.40gb:1"));
   ASSERT_EQ(backend.instances().size(), 2u);
   slurm->running = {21};  // job 20's epilog never ran
-  ASSERT_TRUE(run_planner_round(ctx));  // first miss
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // first miss
   EXPECT_EQ(slurm->node_job_queries, 1);
-  ASSERT_TRUE(run_planner_round(ctx));  // too soon to ask again: no query, no release
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // too soon to ask again: no query, no release
   EXPECT_EQ(slurm->node_job_queries, 1);
   EXPECT_EQ(backend.instances().size(), 2u);
-  clock += ctx.ended_job_check_s;
-  ASSERT_TRUE(run_planner_round(ctx));  // second miss: released
+  clock += planner.ended_job_check_s;
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // second miss: released
   ASSERT_EQ(backend.instances().size(), 1u);
   EXPECT_EQ(backend.instances()[0].profile, "3g.40gb");
   auto l = store->load();
@@ -250,18 +254,18 @@ TEST_F(VizSessions, PlannerReleasesInstancesOfJobsSlurmNoLongerRunsAndNeverThose
 TEST_F(VizSessions, AJobBackInSlurmsAnswerLosesItsMissMark) {
   ASSERT_TRUE(prolog(22, "gpu", "1g.10gb:1"));
   slurm->running = {};
-  ASSERT_TRUE(run_planner_round(ctx));  // missed once (e.g. slurmctld answered mid-restart)
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // missed once (e.g. slurmctld answered mid-restart)
   slurm->running = {22};
-  clock += ctx.ended_job_check_s;
-  ASSERT_TRUE(run_planner_round(ctx));  // seen again: mark cleared
+  clock += planner.ended_job_check_s;
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // seen again: mark cleared
   slurm->running = {};
-  clock += ctx.ended_job_check_s;
-  ASSERT_TRUE(run_planner_round(ctx));  // missed once more: still only once in a row
+  clock += planner.ended_job_check_s;
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // missed once more: still only once in a row
   EXPECT_EQ(backend.instances().size(), 1u);
 }
 
 TEST_F(VizSessions, AdvertisementOffersEachPoolAtItsSessionLimitAndVerifyAgrees) {
-  auto round = run_planner_round(ctx);
+  auto round = run_planner_round(ctx, planner);
   ASSERT_TRUE(round) << round.error().message;
   auto ad = read_advertised_counts(ctx);
   ASSERT_TRUE(ad);
@@ -281,7 +285,7 @@ TEST_F(VizSessions, AdvertisementOffersEachPoolAtItsSessionLimitAndVerifyAgrees)
 
 TEST_F(VizSessions, NodeWithoutVizAdvertisesNoPool) {
   ctx.viz = nullptr;
-  ASSERT_TRUE(run_planner_round(ctx));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
   auto ad = read_advertised_counts(ctx);
   ASSERT_TRUE(ad);
   EXPECT_FALSE(ad->contains("viz-small"));

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vgpu/policy.h"
+#include "vgpu/policy/policy.h"
 
 namespace vgpu {
 namespace {
@@ -186,9 +186,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{pool("name"), "3g.999gb", "partitions.p.viz_pools[0].name",
                  "spelled like a MIG profile"},
         BadValue{pool("name"), "my pool", "partitions.p.viz_pools[0].name",
-                 "must be 1 to 64 letters, digits"},
-        BadValue{pool("name"), std::string(65, 'a'), "partitions.p.viz_pools[0].name",
-                 "must be 1 to 64"},
+                 "must be a vgpu type name (1 to 32 of [A-Za-z0-9._+-]"},
+        // 33 characters: once accepted here, then refused by the plugin and the job records.
+        BadValue{pool("name"), std::string(33, 'a'), "partitions.p.viz_pools[0].name",
+                 "must be a vgpu type name"},
         BadValue{pool("attach"), "vfio", "partitions.p.viz_pools[0].attach",
                  "must be one of \"mdev\", \"sriov-vf\", \"mig-vgpu\", \"passthrough\", \"none\""},
         BadValue{pool("gpu_type"), "nvidia-558", "partitions.p.viz_pools[0].gpu_type",

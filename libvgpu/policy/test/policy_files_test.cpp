@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "vgpu/policy.h"
+#include "vgpu/policy/policy.h"
 
 namespace vgpu {
 namespace {

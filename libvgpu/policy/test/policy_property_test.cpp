@@ -11,8 +11,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "vgpu/json_source_map.h"
-#include "vgpu/policy.h"
+#include "vgpu/policy/json_source_map.h"
+#include "vgpu/policy/policy.h"
 
 namespace vgpu {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vgpu/policy.h"
+#include "vgpu/policy/policy.h"
 
 namespace vgpu {
 namespace {

@@ -1,0 +1,84 @@
+#include "vgpu/contract/job_record.h"
+
+#include "vgpu/contract/names.h"
+#include "vgpu/contract/strict_json.h"
+
+namespace vgpu::contract {
+namespace {
+
+bool is_valid_mig_uuid(std::string_view uuid) {
+  if (uuid.size() <= 4 || uuid.size() > 128 || uuid.substr(0, 4) != "MIG-") return false;
+  for (char c : uuid) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '/';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Errors other than the keys' are prefixed by the caller with `where`.
+Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string& where) {
+  if (auto ok = require_keys(obj, where, {"profile", "mig_uuid", "gpu"}); !ok) return std::unexpected(ok.error());
+  MigInstance inst;
+  auto profile = require_string(obj, "profile");
+  if (!profile) return std::unexpected(profile.error());
+  if (!is_valid_type_name(*profile)) return fail(ErrorCode::corrupt, "profile '" + *profile + "' is not valid");
+  inst.profile = *profile;
+  auto uuid = require_string(obj, "mig_uuid");
+  if (!uuid) return std::unexpected(uuid.error());
+  if (!is_valid_mig_uuid(*uuid)) return fail(ErrorCode::corrupt, "mig_uuid '" + *uuid + "' is not a MIG UUID");
+  inst.mig_uuid = *uuid;
+  auto gpu = require_unsigned(obj, "gpu");
+  if (!gpu) return std::unexpected(gpu.error());
+  inst.gpu = *gpu;
+  return inst;
+}
+
+}  // namespace
+
+std::string render_job_record(const JobRecord& record) {
+  nlohmann::json instances = nlohmann::json::array();
+  for (const auto& inst : record.instances)
+    instances.push_back({{"profile", inst.profile}, {"mig_uuid", inst.mig_uuid}, {"gpu", inst.gpu}});
+  nlohmann::json doc = {{"format", kJobRecordFormat},
+                        {"version", kJobRecordVersion},
+                        {"job_id", record.job_id},
+                        {"instances", instances}};
+  return doc.dump(2) + "\n";
+}
+
+Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id) {
+  auto doc = parse_strict_json(text);
+  if (!doc) return std::unexpected(doc.error());
+  if (auto ok = require_exact_keys(*doc, {"format", "version", "job_id", "instances"}); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto ok = require_header(*doc, kJobRecordFormat, kJobRecordVersion); !ok) return std::unexpected(ok.error());
+  JobRecord record;
+  auto job_id = require_unsigned(*doc, "job_id");
+  if (!job_id) return std::unexpected(job_id.error());
+  if (*job_id != expected_job_id) {
+    return fail(ErrorCode::corrupt, "field 'job_id' is " + std::to_string(*job_id) + ", expected " +
+                                        std::to_string(expected_job_id));
+  }
+  record.job_id = expected_job_id;
+  const auto& instances = doc->at("instances");
+  if (!instances.is_array()) return fail(ErrorCode::corrupt, "field 'instances' must be an array");
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    const std::string where = "instances[" + std::to_string(i) + "]";
+    auto inst = parse_instance(instances[i], where);
+    if (!inst) {
+      if (inst.error().message.starts_with(where)) return std::unexpected(inst.error());
+      return std::unexpected(inst.error().within(where));
+    }
+    for (const auto& seen : record.instances) {
+      if (seen.mig_uuid == inst->mig_uuid) {
+        return fail(ErrorCode::corrupt, "instances[" + std::to_string(i) + "]: mig_uuid '" + inst->mig_uuid +
+                                            "' listed twice");
+      }
+    }
+    record.instances.push_back(std::move(*inst));
+  }
+  return record;
+}
+
+}  // namespace vgpu::contract

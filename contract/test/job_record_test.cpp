@@ -1,0 +1,81 @@
+#include "vgpu/contract/job_env.h"
+#include "vgpu/contract/job_record.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using namespace vgpu::contract;
+using ::testing::HasSubstr;
+
+namespace {
+const char* kTwoInstances = R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
+  {"profile":"1g.10gb","mig_uuid":"MIG-4b1e3a6c-0000-5a1b-9d0e-111111111111","gpu":0},
+  {"profile":"1g.10gb","mig_uuid":"MIG-4b1e3a6c-0000-5a1b-9d0e-222222222222","gpu":1}]})";
+
+std::string error_of(std::string_view text, vgpu::JobId job = 42) {
+  auto rec = parse_job_record(text, job);
+  EXPECT_FALSE(rec.has_value()) << text;
+  return rec ? "" : rec.error().message;
+}
+
+std::string with_instances(std::string instances) {
+  return R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":)" + instances + "}";
+}
+}  // namespace
+
+TEST(JobRecord, ParsesInstancesInOrder) {
+  auto rec = parse_job_record(kTwoInstances, 42);
+  ASSERT_TRUE(rec) << rec.error().message;
+  ASSERT_EQ(rec->instances.size(), 2U);
+  EXPECT_EQ(rec->instances[1].mig_uuid, "MIG-4b1e3a6c-0000-5a1b-9d0e-222222222222");
+  EXPECT_EQ(rec->instances[1].gpu, 1U);
+}
+
+TEST(JobRecord, EnvironmentListsExactlyTheJobsInstances) {
+  auto rec = parse_job_record(kTwoInstances, 42);
+  ASSERT_TRUE(rec);
+  auto env = job_environment(*rec);
+  ASSERT_EQ(env.size(), 3U);
+  EXPECT_EQ(env[0].name, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(env[0].value, "MIG-4b1e3a6c-0000-5a1b-9d0e-111111111111,MIG-4b1e3a6c-0000-5a1b-9d0e-222222222222");
+  EXPECT_EQ(env[1].name, "VGPU_PROFILES");
+  EXPECT_EQ(env[1].value, "1g.10gb,1g.10gb");
+  EXPECT_EQ(env[2].name, "VGPU_INSTANCES");
+  EXPECT_EQ(env[2].value, "2");
+}
+
+TEST(JobRecord, HiddenEnvironmentExposesNoDevice) {
+  auto env = hidden_environment();
+  ASSERT_FALSE(env.empty());
+  EXPECT_EQ(env[0].name, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(env[0].value, "");
+}
+
+TEST(JobRecord, RefusesRecordOfAnotherJob) {
+  EXPECT_THAT(error_of(kTwoInstances, 43), HasSubstr("'job_id' is 42, expected 43"));
+}
+
+TEST(JobRecord, RefusesBadInstancesWithTheirIndex) {
+  EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"GPU-123","gpu":0}])")),
+              HasSubstr("instances[0]: mig_uuid 'GPU-123' is not a MIG UUID"));
+  EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a,b","gpu":0}])")),
+              HasSubstr("not a MIG UUID"));
+  EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0},
+    {"profile":"bad profile","mig_uuid":"MIG-b","gpu":0}])")), HasSubstr("instances[1]: profile 'bad profile'"));
+  EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a"}])")),
+              HasSubstr("instances[0].gpu: required field missing"));
+  EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":-2}])")),
+              HasSubstr("'gpu' must be a non-negative integer"));
+  EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0},
+    {"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":1}])")), HasSubstr("listed twice"));
+  EXPECT_THAT(error_of(with_instances(R"({})")), HasSubstr("'instances' must be an array"));
+}
+
+TEST(JobRecord, RefusesCorruptHeader) {
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":"42","instances":[]})"),
+              HasSubstr("'job_id' must be a non-negative integer"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":42})"), HasSubstr("instances: required field missing"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job"})"), HasSubstr("required field missing"));
+  EXPECT_THAT(error_of("{\"format\":\"slurm-vgpu-job\",\"version\":1,\"job_id\":42,\"instances\":[]"),
+              HasSubstr("not valid JSON"));
+}

@@ -1,0 +1,84 @@
+// The partitioning-backend interface: one small interface, many backends (NVML/MIG now; vGPU
+// mdev, SR-IOV, AMD MxGPU later), in the spirit of NVIDIA mig-parted. Everything here is
+// hardware-neutral; a backend translates its device API into these values.
+//
+// Reading and changing are separate interfaces on purpose: tools that must never change a GPU
+// (the probe run on production nodes) are handed a GpuReader and cannot reach a mutation.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/core/catalog.h"
+#include "vgpu/base/error.h"
+
+namespace vgpu {
+
+enum class MigMode { disabled, enabled, unsupported };
+std::string_view to_string(MigMode mode);
+
+struct GpuInfo {
+  int index = 0;             // the backend's device index (NVML index)
+  std::string product_name;  // as the device reports it: "NVIDIA H100 80GB HBM3"
+  std::string uuid;          // "GPU-..."
+  std::string pci_bus_id;    // "00000000:00:06.0"
+  int memory_mib = 0;
+  MigMode mig_current = MigMode::unsupported;
+  MigMode mig_pending = MigMode::unsupported;
+  int minor = -1;            // /dev/nvidia<minor>
+};
+
+// One GPU instance and (if it has one) the compute instance that spans it. The product always
+// creates exactly one CI per GI, but listing reports what is there, including a GI without a CI.
+struct InstanceInfo {
+  int gpu = 0;
+  int gi_id = 0;
+  std::optional<int> ci_id;
+  int profile_id = 0;  // GPU-instance profile id (nvmlGpuInstanceProfileInfo.id)
+  Placement placement;
+  std::string mig_uuid;  // "MIG-..."; empty while the GI has no CI
+  std::string profile;   // profile name as the device reports it, "MIG " dropped: "3g.40gb"
+  bool operator==(const InstanceInfo&) const = default;
+};
+
+// What a job needs to use one instance: CUDA_VISIBLE_DEVICES and the cgroup device allow-list.
+struct JobDevices {
+  std::string mig_uuid;
+  std::vector<std::string> device_files;
+};
+
+// GPUs and instances of a node at one moment: the input to the ledger's rebuild from hardware.
+struct NodeSnapshot {
+  std::string backend;
+  std::vector<GpuInfo> gpus;
+  std::vector<InstanceInfo> instances;
+  std::vector<std::string> notes;  // why the list may be short ("NVML library not found: ...")
+};
+
+class GpuReader {
+ public:
+  virtual ~GpuReader() = default;
+  [[nodiscard]] virtual std::string_view backend_name() const = 0;
+  // An empty list with a note when the driver is absent: a node without GPUs is not an error.
+  virtual Result<std::vector<GpuInfo>> discover() = 0;
+  // Why discover() may be empty; empty when the backend is usable.
+  [[nodiscard]] virtual std::string unavailable_reason() const = 0;
+  // The profile catalog and legal placements as the device reports them, for compare_models().
+  virtual Result<GpuModel> read_catalog(int gpu) = 0;
+  virtual Result<std::vector<InstanceInfo>> list_instances(int gpu) = 0;
+};
+
+class GpuBackend : public GpuReader {
+ public:
+  // A GPU instance of `profile_id` at exactly `placement`, plus one compute instance spanning it.
+  // If the CI cannot be created the GI is destroyed again, so a failure leaves nothing behind.
+  virtual Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) = 0;
+  // Destroys the GI's compute instances, then the GI.
+  virtual Result<void> destroy_instance(int gpu, int gi_id) = 0;
+};
+
+Result<NodeSnapshot> take_snapshot(GpuReader& reader);
+
+}  // namespace vgpu

@@ -1,0 +1,186 @@
+// The node ledger: the durable, node-local record of which GPUs a node has, which MIG instances
+// exist on them and who owns each, the viz VMs, and the plan last advertised to Slurm. This header
+// is the in-memory value and the pure operations on it; ledger_json.h is its on-disk format and
+// ledger_store.h the locked, crash-safe file that holds it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/core/catalog.h"
+#include "vgpu/base/error.h"
+#include "vgpu/base/job_id.h"
+
+namespace vgpu {
+
+
+enum class InstanceState { creating, ready, scrubbing, quarantined, destroying };
+enum class VmState { starting, running, stopping };
+
+std::string_view to_string(InstanceState state);
+std::string_view to_string(VmState state);
+std::optional<InstanceState> parse_instance_state(std::string_view text);
+std::optional<VmState> parse_vm_state(std::string_view text);
+
+struct LedgerGpu {
+  int index = 0;           // NVML device index
+  std::string uuid;        // "GPU-..."
+  std::string model;       // catalog short name, "H100-80GB"
+  std::string pci_bus_id;  // "0000:00:06.0"
+  bool operator==(const LedgerGpu&) const = default;
+};
+
+struct LedgerInstance {
+  int gpu = 0;  // LedgerGpu::index
+  std::string profile;
+  Placement placement;
+  int gpu_instance_id = 0;      // NVML GPU-instance id
+  int compute_instance_id = 0;  // NVML compute-instance id inside it
+  std::string mig_uuid;         // "MIG-..."
+  std::optional<JobId> job;     // none: idle, being scrubbed, or orphaned
+  std::string user;             // owner's user name; empty when job is none
+  InstanceState state = InstanceState::creating;
+  std::int64_t created_at = 0;  // Unix seconds
+  bool orphaned = false;        // found on the hardware with no known owner (rebuild)
+  bool operator==(const LedgerInstance&) const = default;
+};
+
+struct VizVm {
+  JobId job = 0;
+  std::string domain;  // libvirt domain name
+  std::string device;  // mdev uuid, VF BDF or MIG uuid handed to the VM
+  VmState state = VmState::starting;
+  bool operator==(const VizVm&) const = default;
+};
+
+struct PlanSlot {
+  int gpu = 0;
+  std::string profile;
+  Placement placement;
+  std::optional<JobId> claimed_by_job;  // Slurm may already have allocated this slot to the job
+  bool operator==(const PlanSlot&) const = default;
+};
+
+struct AdvertisedPlan {
+  std::uint64_t generation = 0;
+  std::vector<PlanSlot> slots;
+  bool operator==(const AdvertisedPlan&) const = default;
+};
+
+// One tenancy, for accounting: kept in history.jsonl beside the ledger, not in ledger.json.
+struct HistoryRecord {
+  JobId job = 0;
+  std::string user;
+  int gpu = 0;
+  std::string profile;
+  Placement placement;
+  std::string mig_uuid;
+  std::int64_t start_time = 0;  // Unix seconds
+  std::int64_t end_time = 0;
+  std::string end_reason;  // "completed", "failed", "cancelled", "node_fail", ...
+  bool operator==(const HistoryRecord&) const = default;
+};
+
+struct Ledger {
+  std::string node;
+  std::vector<LedgerGpu> gpus;
+  std::vector<LedgerInstance> instances;
+  std::vector<VizVm> vms;
+  AdvertisedPlan plan;
+  // Records made during the current LedgerStore::update(); the store appends them to
+  // history.jsonl before it replaces ledger.json. Never serialized into ledger.json.
+  std::vector<HistoryRecord> new_history;
+  bool operator==(const Ledger&) const = default;
+
+  [[nodiscard]] const LedgerGpu* find_gpu(int index) const;
+};
+
+// Cross-field rules the on-disk format promises: unique GPUs, instances and slots on known GPUs
+// with profiles of that GPU's model at legal placements, instances and plan slots jointly
+// placeable on each GPU, unique MIG uuids / GPU-instance ids / VM domains, owners consistent.
+// Errors are `corrupt` and name the field path and value: "instances[2].placement: {2,4} ...".
+Result<void> validate(const Ledger& ledger, const Catalog& catalog = Catalog::builtin());
+
+// ---- pure operations used by prolog, epilog and the planner ----
+
+std::vector<const LedgerInstance*> instances_of_job(const Ledger& ledger, JobId job);
+
+// Marks `count` unclaimed plan slots of `profile` as allocated to `job`. Slots the job already
+// holds count toward `count`, so a retried prolog claims nothing twice. On error nothing changes.
+Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, int count);
+// Returns the job's claimed slots to the plan (job cancelled before its instances existed).
+int release_claims(Ledger& ledger, JobId job);
+
+// Records a new instance. A plan slot claimed by the same job at the same GPU and placement is
+// consumed (the slot became this instance); otherwise the instance must fit beside everything.
+Result<void> add_instance(Ledger& ledger, LedgerInstance instance,
+                          const Catalog& catalog = Catalog::builtin());
+// Forgets an instance once it is destroyed on the hardware.
+Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id);
+// Forgets an instance that vanished from the hardware without us; a job that still owned it
+// gets its history record (end reason "vanished"), so the history accounts for every instance.
+Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_id, std::int64_t now);
+
+// Ends a job's tenancy: one history record per instance it owned, the instances lose their owner
+// and go to `scrubbing` (they still exist until the epilog destroys them), and its claims are
+// released. Returns how many instances it owned; 0 is not an error (epilog retries).
+int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_view end_reason);
+
+// ---- the hardware's own view, for rebuild and reconcile ----
+
+struct HardwareGpu {
+  int index = 0;
+  std::string uuid;
+  std::string model;  // catalog short name or an NVML product name
+  std::string pci_bus_id;
+};
+
+struct HardwareInstance {
+  int gpu = 0;
+  std::string profile;
+  Placement placement;
+  int gpu_instance_id = 0;
+  int compute_instance_id = 0;
+  std::string mig_uuid;
+};
+
+struct HardwareView {
+  std::vector<HardwareGpu> gpus;
+  std::vector<HardwareInstance> instances;
+};
+
+// A fresh ledger describing exactly what the hardware has. Every instance is `orphaned`, owned by
+// nobody and `quarantined`: it may still hold a former tenant's data, so it is never handed out
+// before reconcile decides to scrub or destroy it. The plan is empty (generation 0).
+Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view,
+                                     std::int64_t now,
+                                     const Catalog& catalog = Catalog::builtin());
+
+enum class DifferenceKind {
+  missing_gpu,       // in the ledger, not on the hardware
+  unknown_gpu,       // on the hardware, not in the ledger
+  gpu_mismatch,      // same index, different uuid/model/bus id
+  leaked_instance,   // on the hardware, not in the ledger
+  missing_instance,  // in the ledger, not on the hardware
+  mismatched_instance,  // same GPU and GPU-instance id, different uuid/profile/placement/CI id
+};
+std::string_view to_string(DifferenceKind kind);
+
+struct Difference {
+  DifferenceKind kind;
+  int gpu = 0;
+  std::optional<int> gpu_instance_id;
+  std::string detail;  // "ledger MIG-a != hardware MIG-b"
+  bool operator==(const Difference&) const = default;
+};
+
+// What differs between the ledger and the hardware; empty means they agree. Instances are matched
+// by (GPU index, GPU-instance id), the identity NVML itself uses.
+std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view,
+                                  const Catalog& catalog = Catalog::builtin());
+
+}  // namespace vgpu

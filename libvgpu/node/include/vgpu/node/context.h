@@ -1,0 +1,35 @@
+// What a node flow runs against: this node's name and state directory, its policy and ledger, the
+// GPU backend and the ports (ports.h). Wiring only: the planner's own state across rounds is
+// PlannerState (planner.h), owned by the planner.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "vgpu/backend/backend.h"
+#include "vgpu/ledger/ledger_store.h"
+#include "vgpu/node/ports.h"
+#include "vgpu/policy/policy.h"
+
+namespace vgpu {
+
+struct NodeContext {
+  std::string node;
+  std::string state_dir;  // $VGPU_STATE_DIR; this node's files live in <state_dir>/<node>/
+  const PolicyFile* policy = nullptr;
+  LedgerStore* ledger = nullptr;
+  GpuBackend* backend = nullptr;
+  SlurmClient* slurm = nullptr;
+  Scrubber* scrubber = nullptr;
+  VizLauncher* viz = nullptr;  // null: this node offers no viz pools
+  SplitPublisher* publisher = nullptr;  // hands advertisement.json's split to slurmctld
+  std::function<std::int64_t()> now;     // Unix seconds
+  std::function<void(const std::string&)> log;
+  int confirm_timeout_ms = 8000;  // how long a shrink waits for slurmctld to take the new split
+  int confirm_poll_ms = 250;
+
+  [[nodiscard]] std::string node_dir() const { return state_dir + "/" + node; }
+};
+
+}  // namespace vgpu

@@ -1,0 +1,50 @@
+// The node's state as the flows share it: the ledger (loaded, or rebuilt from the hardware), the
+// files the plugin reads (advertisement.json, jobs/<id>.json) and what the node advertises.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "vgpu/node/context.h"
+
+namespace vgpu {
+
+// The hardware's view in ledger terms (profile ids mapped to names through the catalog).
+HardwareView hardware_view_from_snapshot(const NodeSnapshot& snapshot, const Catalog& catalog);
+
+// Job id -> MIG uuids named by every jobs/<id>.json of the node; names of unreadable records go
+// to `unreadable` when given.
+std::map<JobId, std::set<std::string>> read_job_records(const NodeContext& ctx,
+                                                        std::vector<std::string>* unreadable = nullptr);
+
+// Everything that disagrees between the ledger, the hardware, the advertisement file and the
+// job records; empty when the node is consistent. `vgpu-planner --verify` prints it.
+Result<std::vector<std::string>> verify_node(NodeContext& ctx);
+
+// The partitions (from the policy) this node serves, in policy order.
+std::vector<const PartitionPolicy*> node_partitions(const PolicyFile& policy, const std::string& node);
+
+// Loads the ledger; when there is none (first start, or a corrupt one was set aside) rebuilds it
+// from the hardware and re-adopts instances named in surviving jobs/<id>.json records.
+Result<Ledger> ensure_ledger(const NodeContext& ctx);
+
+// What Slurm should see for this node: instances owned by jobs plus every plan slot, by profile.
+std::map<std::string, int> advertised_counts(const Ledger& ledger);
+// The same plus the node's viz pools, each at its max_sessions (Slurm counts the sessions),
+// less what slurmctld holds as free but jobs here own (`uncounted`, PlannerState).
+std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger,
+                                              const std::map<std::string, int>& uncounted = {});
+// Per profile: the instances and claimed slots jobs hold here (what Slurm should count as used).
+std::map<std::string, int> held_by_jobs(const Ledger& ledger);
+// Per profile: how many instances and claims of jobs here exceed what Slurm reports as used.
+std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGres& slurm);
+
+Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
+                                 const std::map<std::string, int>& counts);
+Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx);
+Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances);
+
+}  // namespace vgpu

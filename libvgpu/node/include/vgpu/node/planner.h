@@ -1,0 +1,57 @@
+// The planner daemon's round (vgpu-planner): reconcile the ledger with the hardware, turn Slurm's
+// pending jobs into demand, re-plan the free space and hand the new split to Slurm without ever
+// withdrawing a slot a job may already hold (docs/design.md, "The handover").
+//   - Slurm only allocates what the advertisement lists; the prolog claims a planned slot for
+//     every allocated unit under the ledger lock, then creates the instance at that placement.
+//   - A re-plan that drops advertised slots first shrinks the advertisement to the slots that
+//     survive, keeps the dropped ones claimable, and only frees them once slurmctld reports the
+//     shrunk split and no allocation of those types lacks a claim. Then it grows to the new plan.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "vgpu/node/context.h"
+
+namespace vgpu {
+
+// What the planner learns across rounds; the daemon owns one and passes it to every round.
+struct PlannerState {
+  // A shrink of the advertisement (capacity ended jobs gave back) that slurmctld has not yet been
+  // seen to take; growth waits for it.
+  bool shrink_unconfirmed = false;
+  // Instances (and claims) of jobs Slurm no longer runs here -- an epilog that never ran or died
+  // before releasing -- are released by the planner: a job must be missing from two queries in
+  // a row (no release on one odd answer), queried at most every `ended_job_check_s` (viz VMs:
+  // every round while any exist).
+  int ended_job_check_s = 60;
+  std::int64_t last_ended_job_check = 0;
+  std::set<JobId> missing_once;
+  // Instances, by profile, that jobs here hold but slurmctld does not count as used: a restarted
+  // slurmctld recovers running jobs' typed allocations before the node re-registers its split,
+  // and never counts them again. They leave the advertisement (node_advertisement) until the jobs
+  // end, so Slurm cannot hand them out a second time. Refreshed every round; only what two rounds
+  // in a row saw counts (a job that just ended in Slurm is released a moment later).
+  std::map<std::string, int> slurm_uncounted;
+  std::map<std::string, int> slurm_uncounted_last_seen;
+  // Rounds in a row that found slurmctld's split differing from the advertisement.
+  int split_mismatch_rounds = 0;
+};
+
+struct PlannerRoundResult {
+  bool advertisement_changed = false;
+  bool shrink_confirmed = true;
+  std::map<std::string, int> advertised;
+  std::vector<std::string> notes;
+};
+// One planning round: reconcile with the hardware, read demand, re-plan, hand over to Slurm.
+Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& state);
+
+// Jobs that own instances, claims or VMs here but that Slurm no longer runs here get the
+// epilog's treatment (release, scrub, destroy, stop the VM). See PlannerState.
+void release_ended_jobs(NodeContext& ctx, PlannerState& state, std::vector<std::string>& notes);
+
+}  // namespace vgpu

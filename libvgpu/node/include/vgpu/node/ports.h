@@ -1,0 +1,87 @@
+// The node flows' ports: what the prolog, the epilog and the planner talk to beyond this node's
+// GPUs and state files. The adapters over Slurm's commands, vgpu-scrub and vgpu-viz live in the
+// program that wires them (nodeagent/adapters/); tests drive the flows with doubles
+// (libvgpu/node/test/node_doubles.h).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "vgpu/base/error.h"
+#include "vgpu/ledger/ledger.h"
+#include "vgpu/node/slurm_text.h"
+
+namespace vgpu {
+
+class SlurmClient {
+ public:
+  virtual ~SlurmClient() = default;
+  virtual Result<PendingJobs> pending_jobs() = 0;
+  virtual Result<NodeGres> node_gres(const std::string& node) = 0;
+  // Cancels a job that must not run, leaving `reason` in its Comment for squeue/scontrol.
+  virtual Result<void> reject_job(JobId job, const std::string& reason) = 0;
+  // Jobs Slurm has running (or configuring, completing) on `node`: who may keep a viz VM.
+  virtual Result<std::set<JobId>> jobs_on_node(const std::string& /*node*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot list a node's jobs");
+  }
+  // What the job asked for per node (`squeue -j <job> -o %b`: "gres/vgpu:1g.10gb:2"), for a prolog
+  // that got no VGPU_ALLOC although its job may hold vgpu (vgpu_alloc_for_prolog).
+  virtual Result<std::string> job_tres_per_node(JobId /*job*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot list a job's GRES");
+  }
+  // slurmctld's own release (`scontrol show config`), which decides how a split reaches it.
+  virtual Result<SlurmVersion> controller_version() {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot ask slurmctld's version");
+  }
+  // `scontrol update NodeName=<node> Gres=<value>` (see gres_split_value).
+  virtual Result<void> set_node_gres(const std::string& /*node*/, const std::string& /*value*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot update a node's GRES");
+  }
+};
+
+enum class ScrubStatus { scrubbed, unavailable, failed };
+struct ScrubOutcome {
+  ScrubStatus status = ScrubStatus::failed;
+  std::string detail;
+};
+class Scrubber {
+ public:
+  virtual ~Scrubber() = default;
+  virtual ScrubOutcome scrub(const std::string& mig_uuid) = 0;
+};
+
+// The host side of viz sessions (a VM with a (v)GPU per job, shown through noVNC): runs
+// vgpu-viz, which owns libvirt, sysfs and websockify. See docs/viz.md.
+struct VizStartRequest {
+  JobId job = 0;
+  std::string pool;
+  std::string user;  // the job's user: owns the session's access file
+};
+struct VizStarted {
+  std::string domain;
+  std::string device;  // "none", "mdev:<parent>", ...
+};
+class VizLauncher {
+ public:
+  virtual ~VizLauncher() = default;
+  virtual Result<VizStarted> start(const VizStartRequest& request) = 0;
+  // Destroys the job's VM, device, token and access file; success when nothing is left.
+  virtual Result<void> stop(JobId job) = 0;
+  // Jobs that have a session record on this node.
+  virtual Result<std::set<JobId>> sessions() = 0;
+  // Removes every session, domain and device whose job is not in `live`; the jobs removed.
+  virtual Result<std::set<JobId>> reap(const std::set<JobId>& live) = 0;
+};
+
+// Hands the split just written to advertisement.json to slurmctld, the way the controller's
+
+// Hands the split just written to advertisement.json to slurmctld, the way the controller's
+// release needs (split_publisher.h).
+class SplitPublisher {
+ public:
+  virtual ~SplitPublisher() = default;
+  virtual Result<void> publish(const std::map<std::string, int>& counts) = 0;
+};
+
+}  // namespace vgpu

@@ -1,0 +1,32 @@
+// How a node's new split reaches slurmctld: per Slurm release (docs/slurm.md).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "vgpu/node/context.h"
+
+namespace vgpu {
+
+// How a node's new split reaches slurmctld (docs/slurm.md, "How a split reaches slurmctld"):
+//   before 23.11  slurmd re-registers on SIGHUP and gres_vgpu.so reports advertisement.json; the
+//                 permanent zero-count type makes slurmctld take a same-total split;
+//   23.11 on      slurmctld ignores a same-total split at registration unless the node has a
+//                 zero-count type, so the split is set with `scontrol update NodeName=..
+//                 Gres=..` (same total, every type listed). slurmctld still applies slurmd's own
+//                 report at its restart and while a zero-count type exists, deleting what the
+//                 report lacks (running jobs' allocations included), so the update is sent only
+//                 once slurmd reports the same split: the plugin follows advertisement.json inside
+//                 slurmd and records what it reports in slurmd-report.json.
+// The controller's release is asked before the first handover, again after recheck_s and after
+// any failed handover, so an upgrade of slurmctld across 23.11 is followed.
+enum class SplitHandover { sighup, scontrol_update };
+SplitHandover split_handover_for(const SlurmVersion& controller);
+struct SplitPublisherTiming {
+  int recheck_s = 600;
+  int slurmd_report_ms = 5000;  // how long to wait for slurmd to report a new split
+};
+std::unique_ptr<SplitPublisher> make_split_publisher(NodeContext& ctx, std::function<bool()> signal_slurmd,
+                                                     SplitPublisherTiming timing = {});
+
+}  // namespace vgpu

@@ -1,0 +1,153 @@
+// Admin policy files: one JSON file per cluster (or partition set) that steers slurm-vgpu per
+// Slurm partition: which MIG profiles may be asked for, per-job/per-user limits, which nodes and
+// GPUs take part, the idle layout to fall back to, scrubbing, and viz (VM) pools.
+//
+// Parsing is strict and exhaustive: an unknown field, a wrong type or a bad value is an error
+// naming file:line:column and the field path, and every error in the file is reported at once.
+// The schema, as admins read it, is docs/policy.md.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/core/catalog.h"
+#include "vgpu/base/error.h"
+#include "vgpu/core/planner.h"
+#include "vgpu/policy/policy_hostlist.h"
+
+namespace vgpu {
+
+inline constexpr int kPolicyVersion = 1;
+
+struct PlannerKnobs {
+  int period_s = 5;        // how often each node re-plans its advertisement
+  int starvation_s = 120;  // pending this long, a request may reserve a GPU to drain for it
+};
+
+// A bootable VM image for viz sessions.
+struct VmImage {
+  std::string name;
+  std::string kernel;  // absolute paths without ".." components
+  std::string initrd;
+  std::optional<std::string> cmdline;
+  std::optional<std::string> disk;
+};
+
+enum class VizAttach { mdev, sriov_vf, mig_vgpu, passthrough, none };
+enum class VizDisplay { vnc, spice };
+std::string_view to_string(VizAttach attach);  // as spelled in the file: "sriov-vf"
+std::string_view to_string(VizDisplay display);
+
+struct Geometry {
+  int width = 0;
+  int height = 0;
+};
+
+// A pool of viz VMs; users ask for one with --gres=vgpu:<name>:1.
+struct VizPool {
+  std::string name;
+  std::string partition;  // the partition whose viz_pools list holds it
+  VizAttach attach = VizAttach::none;
+  std::string gpu_type;   // mdev type id, vGPU type name or MIG profile; empty for attach none
+  std::string image;      // key of PolicyFile::images
+  int memory_mib = 0;
+  int vcpus = 0;
+  int max_sessions = 0;
+  VizDisplay display = VizDisplay::vnc;
+  std::optional<Geometry> max_geometry;
+};
+
+enum class ScrubMode { required, optional };
+std::string_view to_string(ScrubMode mode);
+
+struct PartitionPolicy {
+  // How the file stated the allowed profiles.
+  enum class ProfileRule {
+    every_profile,          // "profiles" absent: every profile of every model
+    same_for_every_model,   // a list: those names, on every model that has them
+    per_model,              // an object keyed by model: only the models named, each its own list
+  };
+
+  std::string name;
+  ProfileRule profile_rule = ProfileRule::every_profile;
+  std::vector<std::string> profiles;                            // same_for_every_model
+  std::map<std::string, std::vector<std::string>> profiles_by_model;  // per_model
+  std::optional<int> max_instances_per_job;
+  std::optional<int> max_instances_per_user;
+  std::optional<Hostlist> nodes;         // nullopt: every node of the partition
+  std::optional<std::vector<int>> gpus;  // nullopt: every GPU ("all")
+  std::vector<std::string> idle_layout;
+  ScrubMode scrub = ScrubMode::required;
+  std::vector<VizPool> viz_pools;
+
+  // Allowed profile names on `model`, in the catalog's order. Empty: the partition does not use
+  // GPUs of this model at all.
+  [[nodiscard]] std::vector<std::string> allowed_profiles_for(const GpuModel& model) const;
+  [[nodiscard]] bool uses_model(const GpuModel& model) const {
+    return !allowed_profiles_for(model).empty();
+  }
+  [[nodiscard]] bool allows_node(std::string_view node_name) const;
+  [[nodiscard]] bool allows_gpu(int index) const;
+  [[nodiscard]] const VizPool* find_viz_pool(std::string_view pool_name) const;
+  // What the planner needs for one GPU model; an error when the partition does not use it
+  // (the planner reads an empty allow-list as "everything", so that case must not reach it).
+  [[nodiscard]] Result<PlannerConfig> planner_config_for(const GpuModel& model) const;
+};
+
+struct PolicyFile {
+  int version = kPolicyVersion;
+  std::string source;  // the file label errors were reported against
+  PlannerKnobs planner;
+  std::map<std::string, VmImage> images;
+  std::vector<PartitionPolicy> partitions;  // sorted by name
+
+  [[nodiscard]] const PartitionPolicy* partition(std::string_view name) const;
+  [[nodiscard]] const VizPool* find_viz_pool(std::string_view pool_name) const;
+  [[nodiscard]] const VmImage* image(std::string_view name) const;
+};
+
+// One problem found in a policy file. line 0: not tied to a position (e.g. the file is unreadable).
+struct PolicyDiagnostic {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string path;  // "partitions.infer.max_instances_per_job"; empty for syntax errors
+  std::string message;
+  // "policy.json:14:23: partitions.infer.max_instances_per_job: must be an integer >= 1, got \"four\""
+  [[nodiscard]] std::string to_string() const;
+};
+
+struct PolicyCheck {
+  std::optional<PolicyFile> policy;  // set exactly when diagnostics is empty
+  std::vector<PolicyDiagnostic> diagnostics;  // in file order
+  bool io_error = false;  // the file could not be read at all
+  [[nodiscard]] bool ok() const { return diagnostics.empty(); }
+};
+
+// Every error, with positions, for tools that show them (vgpuctl policy check).
+PolicyCheck check_policy(std::string_view text, std::string_view file_label);
+PolicyCheck check_policy_file(const std::string& path);
+
+// The same as a Result: on failure the message holds every diagnostic, one per line.
+Result<PolicyFile> parse_policy(std::string_view text, std::string_view file_label);
+Result<PolicyFile> load_policy_file(const std::string& path);
+
+// Whether a job may ask `partition` for `count` instances of `profile` on a `model` GPU. The
+// error explains every violation (and lists what is allowed); the submit filter and the prolog
+// call this.
+Result<void> validate_request(const PartitionPolicy& partition, const GpuModel& model,
+                              std::string_view profile, int count);
+
+// The idle layout as the planner would place it on an empty GPU of `model`; an error names the
+// entry that does not fit.
+Result<GpuLayout> place_idle_layout(const PartitionPolicy& partition, const GpuModel& model);
+
+// For humans: partitions, profiles per model, limits, nodes, idle layouts drawn, viz pools.
+std::string summary(const PolicyFile& policy);
+// The parsed policy as JSON text (vgpuctl policy check --json).
+std::string summary_json(const PolicyFile& policy);
+
+}  // namespace vgpu

@@ -1,0 +1,26 @@
+// The real ports of the node flows (vgpu/node/ports.h): Slurm's own commands, vgpu-scrub and
+// vgpu-viz, each run without a shell. Wired by NodeRuntime; the flows never see these types.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "vgpu/node/ports.h"
+
+namespace vgpu::agent {
+
+// squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN). With $VGPU_DEMAND_FILE set, pending jobs
+// are read from that file (written once per period for the whole cluster by `vgpu-planner
+// --publish-demand`) instead of asking slurmctld from every node.
+std::unique_ptr<SlurmClient> make_command_slurm_client();
+// The pending-job listing in the format parse_pending_jobs() reads (one squeue call).
+Result<std::string> squeue_pending_text();
+
+// Runs vgpu-scrub ($VGPU_SCRUB or the installed path) with CUDA_VISIBLE_DEVICES=<mig uuid>.
+std::unique_ptr<Scrubber> make_command_scrubber();
+
+// Runs $VGPU_VIZ (default: vgpu-viz from PATH; its config from $VGPU_VIZ_CONFIG) with the node's
+// policy file, where the viz pools are declared.
+std::unique_ptr<VizLauncher> make_command_viz_launcher(std::string policy_path);
+
+}  // namespace vgpu::agent

@@ -1,0 +1,143 @@
+// SlurmClient over Slurm's own commands. Arguments are passed as argv (no shell), and the job's
+// rejection reason is sanitized because it ends up in scontrol's key=value syntax.
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <charconv>
+#include <cstdlib>
+#include <ctime>
+
+#include "install_paths.h"
+#include "adapters.h"
+#include "vgpu/contract/demand_file.h"
+#include "process.h"
+#include "vgpu/base/text_split.h"
+
+namespace vgpu::agent {
+namespace {
+
+std::string tool(const char* name) {
+  const char* dir = std::getenv("VGPU_SLURM_BIN");
+  return dir && *dir ? fmt::format("{}/{}", dir, name) : std::string(name);
+}
+
+Result<std::string> run_ok(const std::vector<std::string>& argv) {
+  CommandOptions opts;
+  opts.timeout = std::chrono::seconds(20);
+  opts.set_env["TZ"] = "UTC";  // squeue prints times in the caller's zone; parse_slurm_time expects UTC
+  auto r = run_command(argv, opts);
+  if (!r) return std::unexpected(r.error());
+  if (r->timed_out) return fail(ErrorCode::unavailable, fmt::format("{}: timed out", argv[0]));
+  if (r->exit_code != 0)
+    return fail(ErrorCode::unavailable, fmt::format("{} exited {}: {}", argv[0], r->exit_code, r->err));
+  return r->out;
+}
+
+}  // namespace
+
+Result<std::string> squeue_pending_text() {
+  return run_ok({tool("squeue"), "-h", "-t", "PD", "-o", std::string(kSqueuePendingFormat)});
+}
+
+namespace {
+
+class CommandSlurmClient final : public SlurmClient {
+ public:
+  Result<PendingJobs> pending_jobs() override {
+    // A large cluster publishes demand once (vgpu-planner --publish-demand) instead of every
+    // node asking slurmctld; a stale file is an error, so the planner keeps its current plan.
+    if (const char* file = std::getenv("VGPU_DEMAND_FILE"); file && *file) {
+      auto text = contract::read_demand_file(posix_file_system(), file, ::geteuid(),
+                                             static_cast<std::int64_t>(std::time(nullptr)));
+      if (!text) return std::unexpected(text.error());
+      return parse_pending_jobs(*text);
+    }
+    auto out = squeue_pending_text();
+    if (!out) return std::unexpected(out.error());
+    return parse_pending_jobs(*out);
+  }
+
+  Result<NodeGres> node_gres(const std::string& node) override {
+    auto out = run_ok({tool("scontrol"), "-o", "-d", "show", "node", node});
+    if (!out) return std::unexpected(out.error());
+    return parse_scontrol_node(*out, "vgpu");
+  }
+
+  Result<std::string> job_tres_per_node(JobId job) override {
+    return run_ok({tool("squeue"), "-h", "-j", std::to_string(job), "-o", "%b"});
+  }
+
+  Result<SlurmVersion> controller_version() override {
+    auto out = run_ok({tool("scontrol"), "show", "config"});
+    if (!out) return std::unexpected(out.error());
+    return parse_show_config_version(*out);
+  }
+
+  Result<void> set_node_gres(const std::string& node, const std::string& value) override {
+    auto out = run_ok({tool("scontrol"), "update", "NodeName=" + node, "Gres=" + value});
+    if (!out) return std::unexpected(out.error());
+    return {};
+  }
+
+  Result<std::set<JobId>> jobs_on_node(const std::string& node) override {
+    auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
+    if (!out) return std::unexpected(out.error());
+    return parse_job_id_lines(*out, fmt::format("squeue -w {}", node));
+  }
+
+  Result<void> reject_job(JobId job, const std::string& reason) override {
+    std::string clean;
+    for (char c : reason) clean += (c == '\n' || c == '\r' || c == '\'' || c == '"') ? ' ' : c;
+    if (clean.size() > 900) clean.resize(900);
+    std::string id = std::to_string(job);
+    // An array task: slurmctld refuses its own number, and the array's number names every task.
+    // The prolog's environment says which task this is when Slurm puts it there (not for every
+    // launch path), else slurmctld does.
+    const char* env_job = std::getenv("SLURM_JOB_ID");
+    const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
+    const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+    auto numeric = [](const char* s) {
+      return s && *s && std::string_view(s).find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    if (env_job && id == env_job && numeric(array) && numeric(task)) {
+      id = fmt::format("{}_{}", array, task);
+    } else if (auto shown = run_ok({tool("scontrol"), "-o", "show", "job", id}); shown) {
+      id = job_name_for_signals(job, *shown);
+    }
+    auto commented = run_ok({tool("scontrol"), "update", "JobId=" + id, "Comment=" + clean});
+    auto cancelled = run_ok({tool("scancel"), id});
+    if (!cancelled) return std::unexpected(cancelled.error());
+    if (!commented) return std::unexpected(commented.error());
+    return {};
+  }
+};
+
+class CommandScrubber final : public Scrubber {
+ public:
+  ScrubOutcome scrub(const std::string& mig_uuid) override {
+    const char* env = std::getenv("VGPU_SCRUB");
+    std::string program = env && *env ? env : std::string(kInstalledScrub);
+    CommandOptions opts;
+    opts.timeout = std::chrono::minutes(5);
+    opts.set_env["CUDA_VISIBLE_DEVICES"] = mig_uuid;
+    auto r = run_command({program}, opts);
+    if (!r) return {ScrubStatus::unavailable, r.error().message};
+    std::string last = r->out.substr(0, 300);
+    if (r->exit_code == 0) return {ScrubStatus::scrubbed, last};
+    if (r->exit_code == 2) return {ScrubStatus::unavailable, "no CUDA device or driver: " + last};
+    return {ScrubStatus::failed, fmt::format("vgpu-scrub exited {}{}: {}", r->exit_code,
+                                             r->timed_out ? " (timed out)" : "", last + r->err.substr(0, 300))};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<SlurmClient> make_command_slurm_client() { return std::make_unique<CommandSlurmClient>(); }
+std::unique_ptr<Scrubber> make_command_scrubber() { return std::make_unique<CommandScrubber>(); }
+
+}  // namespace vgpu::agent
