@@ -15,6 +15,7 @@ std::string render_slurmd_report(const SlurmdReport& report) {
                         {"version", kSlurmdReportVersion},
                         {"node", report.node},
                         {"generation", report.generation},
+                        {"total", report.total},
                         {"counts", counts}};
   return doc.dump() + "\n";
 }
@@ -22,7 +23,7 @@ std::string render_slurmd_report(const SlurmdReport& report) {
 Result<SlurmdReport> parse_slurmd_report(std::string_view text, std::string_view expected_node) {
   auto doc = parse_strict_json(text);
   if (!doc) return std::unexpected(doc.error());
-  if (auto ok = require_exact_keys(*doc, {"format", "version", "node", "generation", "counts"}); !ok)
+  if (auto ok = require_exact_keys(*doc, {"format", "version", "node", "generation", "total", "counts"}); !ok)
     return std::unexpected(ok.error());
   if (auto ok = require_header(*doc, kSlurmdReportFormat, kSlurmdReportVersion); !ok) return std::unexpected(ok.error());
   SlurmdReport report;
@@ -34,6 +35,9 @@ Result<SlurmdReport> parse_slurmd_report(std::string_view text, std::string_view
   auto generation = require_unsigned(*doc, "generation");
   if (!generation) return std::unexpected(generation.error());
   report.generation = *generation;
+  auto total = require_unsigned(*doc, "total");
+  if (!total) return std::unexpected(total.error());
+  report.total = *total;
   const auto& counts = doc->at("counts");
   if (!counts.is_object()) return fail(ErrorCode::corrupt, "field 'counts' must be an object");
   for (const auto& item : counts.items()) {
@@ -43,6 +47,12 @@ Result<SlurmdReport> parse_slurmd_report(std::string_view text, std::string_view
       return fail(ErrorCode::corrupt, "counts '" + item.key() + "': count must be a positive integer, got " +
                                           item.value().dump());
     report.counts.emplace(item.key(), item.value().get<std::uint64_t>());
+  }
+  std::uint64_t sum = 0;
+  for (const auto& [type, n] : report.counts) {
+    if (n > report.total - sum)
+      return fail(ErrorCode::corrupt, "counts add up to more than field 'total' (" + std::to_string(report.total) + ")");
+    sum += n;
   }
   return report;
 }

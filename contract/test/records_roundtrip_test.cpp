@@ -38,7 +38,7 @@ TEST(Records, JobRecordRoundTrips) {
 }
 
 TEST(Records, SlurmdReportRoundTrips) {
-  SlurmdReport report{"n1", 9, {{"1g.10gb", 4}, {"7g.80gb", 1}}};
+  SlurmdReport report{"n1", 9, 14, {{"1g.10gb", 4}, {"7g.80gb", 1}}};
   auto back = parse_slurmd_report(render_slurmd_report(report), "n1");
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, report);

@@ -7,30 +7,33 @@ namespace vgpu::contract {
 namespace {
 
 TEST(SlurmdReport, RoundTrips) {
-  SlurmdReport report{"n1", 42, {{"1g.10gb", 4}, {"viz-small", 2}}};
+  SlurmdReport report{"n1", 42, 14, {{"1g.10gb", 4}, {"viz-small", 2}}};
   auto parsed = parse_slurmd_report(render_slurmd_report(report), "n1");
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(*parsed, report);
 }
 
 TEST(SlurmdReport, ZeroCountsAreLeftOutWhenWritten) {
-  auto text = render_slurmd_report({"n1", 1, {{"1g.10gb", 0}, {"2g.20gb", 1}}});
+  auto text = render_slurmd_report({"n1", 1, 14, {{"1g.10gb", 0}, {"2g.20gb", 1}}});
   auto parsed = parse_slurmd_report(text, "n1");
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed->counts, (std::map<std::string, std::uint64_t, std::less<>>{{"2g.20gb", 1}}));
 }
 
 TEST(SlurmdReport, StrictAboutWhatItReads) {
-  const std::string head = R"({"format":"slurm-vgpu-slurmd-report","version":1,"node":"n1","generation":3,)";
+  const std::string head = R"({"format":"slurm-vgpu-slurmd-report","version":1,"node":"n1","generation":3,"total":14,)";
   struct Case {
     std::string text;
     std::string expect;
   };
   for (const Case& c : std::vector<Case>{
-           {head + R"("counts":{},"extra":1})", "extra: unknown field (known here: format, version, node, generation, counts)"},
+           {head + R"("counts":{},"extra":1})", "extra: unknown field (known here: format, version, node, generation, total, counts)"},
            {head + R"("counts":{"1g.10gb":0}})", "count must be a positive integer"},
            {head + R"("counts":{"free":3}})", "not a valid type name"},
-           {R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n1","generation":3,"counts":{}})",
+           {head + R"("counts":{"1g.10gb":10,"2g.20gb":5}})", "counts add up to more than field 'total' (14)"},
+           {R"({"format":"slurm-vgpu-slurmd-report","version":1,"node":"n1","generation":3,"counts":{}})",
+            "total: required field missing"},
+           {R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n1","generation":3,"total":14,"counts":{}})",
             "format is 'slurm-vgpu-advertisement'"},
            {head + R"("counts":[]})", "field 'counts' must be an object"},
        }) {

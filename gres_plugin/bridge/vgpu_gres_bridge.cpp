@@ -142,8 +142,11 @@ extern "C" int vgpu_gres_write_slurmd_report(const vgpu_reported_t* rep, char* m
     SlurmdReport report;
     report.node = rep->node;
     report.generation = rep->generation;
-    for (int i = 0; i < rep->advertised_cnt; ++i)
+    report.total = rep->free_cnt;
+    for (int i = 0; i < rep->advertised_cnt; ++i) {
+      report.total += rep->advertised[i].count;
       if (rep->advertised[i].count > 0) report.counts.emplace(rep->advertised[i].type, rep->advertised[i].count);
+    }
     // Not durable: after a power cut slurmd starts again and rewrites it.
     std::string dir = resolve_state_dir(std::getenv("VGPU_STATE_DIR")) + "/" + report.node;
     if (auto ok = atomic_replace(vgpu::posix_file_system(), dir, "slurmd-report.json", render_slurmd_report(report),

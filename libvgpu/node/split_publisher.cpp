@@ -23,13 +23,17 @@ std::string_view describe(SplitHandover h) {
 }
 
 // What slurmd reports right now, by the plugin's own record (contract/slurmd_report.h).
-std::optional<std::map<std::string, int>> slurmd_reports(const NodeContext& ctx) {
+std::optional<contract::SlurmdReport> slurmd_report(const NodeContext& ctx) {
   auto text = contract::read_small_file(contract::slurmd_report_path(ctx.state_dir, ctx.node));
   if (!text) return std::nullopt;
   auto report = contract::parse_slurmd_report(*text, ctx.node);
   if (!report) return std::nullopt;
+  return *report;
+}
+
+std::map<std::string, int> counts_of(const contract::SlurmdReport& report) {
   std::map<std::string, int> counts;
-  for (const auto& [type, n] : report->counts) counts[type] = static_cast<int>(n);
+  for (const auto& [type, n] : report.counts) counts[type] = static_cast<int>(n);
   return counts;
 }
 
@@ -76,17 +80,36 @@ class SlurmSplitPublisher final : public SplitPublisher {
   // zero-count type, deleting what the report lacks (allocations of running jobs included); the
   // plugin keeps that report equal to advertisement.json. A split goes to slurmctld only once
   // slurmd reports it, so any registration slurmctld applies afterwards carries the same split.
-  void wait_for_slurmd(const std::map<std::string, int>& counts) {
+  // Returns slurmd's latest report, which carries the node's constant total.
+  std::optional<contract::SlurmdReport> wait_for_slurmd(const std::map<std::string, int>& counts) {
     const auto want = positive(counts);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timing_.slurmd_report_ms);
+    std::optional<contract::SlurmdReport> report;
     while (true) {
-      if (auto reported = slurmd_reports(ctx_); reported && *reported == want) return;
+      report = slurmd_report(ctx_);
+      if (report && counts_of(*report) == want) return report;
       if (std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ctx_.log(fmt::format("vgpu: node {}: slurmd does not report the new split after {} ms (is gres_vgpu.so of this "
                          "release loaded in slurmd?); handing it to slurmctld anyway",
                          ctx_.node, timing_.slurmd_report_ms));
+    return report;
+  }
+
+  // The total slurmd reports at every registration. slurmctld's `Gres=` may sum to more for a
+  // while (contract/slurmd_report.h says why), so it is only the fallback when slurmd has
+  // written no report at all.
+  int node_total(const std::optional<contract::SlurmdReport>& report, const NodeGres& node) {
+    const int shown = std::accumulate(node.configured.begin(), node.configured.end(), 0,
+                                      [](int sum, const auto& kv) { return sum + kv.second; });
+    if (!report) return shown;
+    const int total = static_cast<int>(report->total);
+    if (shown != total)
+      ctx_.log(fmt::format("vgpu: node {}: slurmctld shows a vgpu total of {} but slurmd reports {}; handing over "
+                           "a split of {}",
+                           ctx_.node, shown, total, total));
+    return total;
   }
 
   Result<void> publish_once(const std::map<std::string, int>& counts) {
@@ -96,12 +119,10 @@ class SlurmSplitPublisher final : public SplitPublisher {
       if (signal_slurmd_()) return {};
       return fail(ErrorCode::unavailable, "could not SIGHUP slurmd");
     }
-    wait_for_slurmd(counts);
+    auto report = wait_for_slurmd(counts);
     auto node = ctx_.slurm->node_gres(ctx_.node);
     if (!node) return std::unexpected(node.error());
-    const int total = std::accumulate(node->configured.begin(), node->configured.end(), 0,
-                                      [](int sum, const auto& kv) { return sum + kv.second; });
-    auto value = gres_split_value("vgpu", counts, total);
+    auto value = gres_split_value("vgpu", counts, node_total(report, *node));
     if (!value) return std::unexpected(value.error());
     return ctx_.slurm->set_node_gres(ctx_.node, *value);
   }

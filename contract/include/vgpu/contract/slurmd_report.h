@@ -20,6 +20,12 @@ inline constexpr std::uint64_t kSlurmdReportVersion = 1;
 struct SlurmdReport {
   std::string node;
   std::uint64_t generation = 0;  // of the advertisement it reports
+  // The node's constant vgpu total as slurmd reads it from slurm.conf (counts plus the padding).
+  // The planner hands slurmctld a split of exactly this total: slurmctld's own `Gres=` view can
+  // show more for a while (it keeps a type's last reported count until a registration lists the
+  // type again), and a split summed from that view makes slurmctld expect a total slurmd never
+  // reports, so the next registration invalidates the node ("count reported lower than configured").
+  std::uint64_t total = 0;
   std::map<std::string, std::uint64_t, std::less<>> counts;  // non-zero types, without the padding
   bool operator==(const SlurmdReport&) const = default;
 };
