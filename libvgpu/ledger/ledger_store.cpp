@@ -198,11 +198,14 @@ Result<Ledger> LedgerStore::update(const Mutator& mutate) {
   auto ledger = read_locked();
   if (!ledger) return ledger;
   ledger->new_history.clear();
+  const std::string before = serialize_ledger(*ledger);
   if (auto r = mutate(*ledger); !r) return std::unexpected(r.error());
   if (auto r = validate(*ledger, *catalog_); !r)
     return fail(ErrorCode::conflict,
                 fmt::format("{}: update refused, it would leave the ledger invalid: {}",
                             ledger_path(), r.error().message));
+  // Most planner rounds change nothing: rewriting then costs two fsyncs and wakes every reader.
+  if (ledger->new_history.empty() && serialize_ledger(*ledger) == before) return ledger;
   // History first: a crash after this and before the rename repeats the record on retry, which
   // history() folds away; the other order could lose it.
   if (auto r = append_history(ledger->new_history); !r) return std::unexpected(r.error());

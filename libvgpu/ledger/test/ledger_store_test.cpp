@@ -88,6 +88,26 @@ TEST(LedgerStore, UpdateAppliesTheMutatorAndReturnsTheCommittedLedger) {
   EXPECT_EQ(*store.load(), *r);
 }
 
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_ino;
+}
+
+// A planner round that changes nothing must not cost two fsyncs: the file is not replaced.
+TEST(LedgerStore, UpdateThatChangesNothingLeavesTheFileInPlace) {
+  ScratchDir scratch;
+  LedgerStore store(scratch.ledger_dir());
+  ASSERT_TRUE(store.replace(sample_ledger()));
+  const ino_t before = inode_of(store.ledger_path());
+  auto r = store.update([](Ledger&) -> Result<void> { return {}; });
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, sample_ledger());
+  EXPECT_EQ(inode_of(store.ledger_path()), before) << "an unchanged ledger was rewritten";
+  ASSERT_TRUE(store.update([](Ledger& l) -> Result<void> { return claim_slots(l, 77, "1g.10gb", 1); }));
+  EXPECT_NE(inode_of(store.ledger_path()), before) << "a change was not written";
+}
+
 TEST(LedgerStore, MutatorErrorLeavesTheFileByteForByteUntouched) {
   ScratchDir scratch;
   LedgerStore store(scratch.ledger_dir());
