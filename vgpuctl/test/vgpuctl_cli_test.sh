@@ -35,6 +35,13 @@ out=$("$vgpuctl" plan --running "0:3g.40gb@2" 2>&1); rc=$?
 out=$("$vgpuctl" plan --running "0:3g.40gb@0,0:4g.40gb@0" 2>&1); rc=$?
 [ $rc = 2 ] && [[ $out == *"overlap"* ]] || fail "plan overlapping running: rc=$rc $out"
 
+example=$(dirname "$0")/../../examples/policy.json
+out=$("$vgpuctl" submit-table "$example" --default-partition infer); rc=$?
+[ $rc = 0 ] && [[ $out == *'return { default = "infer", partitions = {'* ]] &&
+  [[ $out == *'["train"] = {"3g.40gb", "4g.40gb", "7g.80gb"}'* ]] || fail "submit-table: rc=$rc $out"
+out=$("$vgpuctl" submit-table "$example" --default-partition nope 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"default partition 'nope' is not in the policy"* ]] || fail "submit-table bad default: rc=$rc $out"
+
 empty=$(mktemp -d)
 out=$("$vgpuctl" status --state-dir "$empty" 2>&1); rc=$?
 rmdir "$empty"

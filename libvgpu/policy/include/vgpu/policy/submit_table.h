@@ -1,0 +1,22 @@
+// vgpu_profiles.lua: the table the job_submit filter (jobsubmit/job_submit.lua) reads to refuse,
+// at submission, a vgpu type no node of the partition could ever serve. Generated from the policy
+// and the GPU catalog (`vgpuctl submit-table`), so the filter, the planner and the prolog agree
+// on what each partition offers; nobody writes the table by hand.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "vgpu/base/error.h"
+#include "vgpu/core/catalog.h"
+#include "vgpu/policy/policy.h"
+
+namespace vgpu {
+
+// Per partition: every profile the policy allows on any model of `catalog` (catalog order), then
+// the partition's viz pool names. `default_partition` is the one slurm.conf marks Default=YES (a
+// job that names no partition is checked against it); it must be a partition of the policy.
+Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog& catalog,
+                                        std::string_view default_partition);
+
+}  // namespace vgpu

@@ -1,0 +1,47 @@
+// The job_submit filter's table is generated from the policy and the catalog (submit_table.h).
+#include "vgpu/policy/submit_table.h"
+
+#include <gtest/gtest.h>
+
+namespace vgpu {
+namespace {
+
+PolicyFile policy(std::string_view text) {
+  auto parsed = parse_policy(text, "site-policy.json");
+  if (!parsed) throw std::runtime_error(parsed.error().message);
+  return *parsed;
+}
+
+constexpr std::string_view kTwoPartitions = R"({
+  "version": 1,
+  "partitions": {
+    "train": {"profiles": ["7g.80gb", "3g.40gb"]},
+    "infer": {"profiles": {"H100-80GB": ["1g.10gb"], "A30-24GB": ["1g.6gb"]}}
+  }
+})";
+
+TEST(SubmitTable, EachPartitionOffersWhatItsPolicyAllowsOnAnyModelInCatalogOrder) {
+  auto table = render_submit_table(policy(kTwoPartitions), Catalog::builtin(), "infer");
+  ASSERT_TRUE(table) << table.error().message;
+  EXPECT_NE(table->find(R"(return { default = "infer", partitions = {)"), std::string::npos) << *table;
+  EXPECT_NE(table->find(R"(["infer"] = {"1g.10gb", "1g.6gb"},)"), std::string::npos) << *table;
+  EXPECT_NE(table->find(R"(["train"] = {"3g.40gb", "7g.80gb"},)"), std::string::npos) << *table;
+  EXPECT_NE(table->find("from site-policy.json"), std::string::npos) << *table;
+}
+
+TEST(SubmitTable, APartitionWithoutAProfileListOffersEveryProfileOfEveryModel) {
+  auto table = render_submit_table(policy(R"({"version": 1, "partitions": {"all": {}}})"), Catalog::builtin(), "all");
+  ASSERT_TRUE(table) << table.error().message;
+  for (const auto& model : Catalog::builtin().models())
+    for (const auto& p : model.profiles)
+      EXPECT_NE(table->find("\"" + p.name + "\""), std::string::npos) << p.name << " missing:\n" << *table;
+}
+
+TEST(SubmitTable, TheDefaultPartitionMustBeInThePolicy) {
+  auto table = render_submit_table(policy(kTwoPartitions), Catalog::builtin(), "debug");
+  ASSERT_FALSE(table);
+  EXPECT_EQ(table.error().message, "default partition 'debug' is not in the policy site-policy.json");
+}
+
+}  // namespace
+}  // namespace vgpu
