@@ -3,9 +3,14 @@
 // by a node-wide cleanup lock, so work left by a crashed epilog is never lost.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <ranges>
+#include <utility>
+#include <vector>
 
 #include "node_lock.h"
 #include "node_model.h"
@@ -22,19 +27,17 @@ bool scrub_required(const NodeContext& ctx) {
   return false;
 }
 
-Result<void> set_state(NodeContext& ctx, int gpu, int gi, InstanceState state) {
-  auto r = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    for (auto& inst : l.instances)
-      if (inst.gpu == gpu && inst.gpu_instance_id == gi) inst.state = state;
-    return {};
-  });
-  if (!r) return std::unexpected(r.error());
-  return {};
-}
+using InstanceKey = std::pair<int, int>;  // GPU, GPU instance id
+
+InstanceKey key_of(const LedgerInstance& inst) { return {inst.gpu, inst.gpu_instance_id}; }
 
 }  // namespace
 
-// Scrubs and destroys every ownerless instance waiting in scrubbing/destroying.
+// Scrubs and destroys every ownerless instance waiting in scrubbing/destroying. Two ledger writes
+// however many instances: the scrub outcomes (destroying or quarantined) once every scrub is done,
+// then the removals once every destroy is done. A crash in between repeats work, never skips it:
+// an instance still marked scrubbing is scrubbed again, one marked destroying but already gone is
+// taken as destroyed (not_found).
 Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   EpilogResult result;
   NodeLock lock(cleanup_lock_path(ctx));
@@ -42,47 +45,77 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   auto ledger = ctx.ledger->load();
   if (!ledger) return std::unexpected(ledger.error());
   const bool required = scrub_required(ctx);
+  auto what_of = [](const LedgerInstance& inst) {
+    return fmt::format("GPU {} {}@{} {}", inst.gpu, inst.profile, inst.placement.start, inst.mig_uuid);
+  };
+
+  std::map<InstanceKey, InstanceState> scrubbed;  // the outcome of each scrub
+  std::vector<const LedgerInstance*> to_destroy;
   for (const auto& inst : ledger->instances) {
     if (inst.job || (inst.state != InstanceState::scrubbing && inst.state != InstanceState::destroying)) continue;
-    std::string what = fmt::format("GPU {} {}@{} {}", inst.gpu, inst.profile, inst.placement.start, inst.mig_uuid);
-    if (inst.state == InstanceState::scrubbing) {
-      ScrubOutcome s = ctx.scrubber->scrub(inst.mig_uuid);
-      crash_point("release.after_scrub");
-      bool quarantine = s.status == ScrubStatus::failed || (s.status == ScrubStatus::unavailable && required);
-      if (quarantine) {
-        ctx.log(fmt::format("vgpu: epilog: {}: scrub {}: {}; QUARANTINED, never handed out again until an admin "
-                            "releases it", what, s.status == ScrubStatus::failed ? "failed" : "unavailable", s.detail));
-        if (auto ok = set_state(ctx, inst.gpu, inst.gpu_instance_id, InstanceState::quarantined); !ok)
-          result.problems.push_back(ok.error().message);
-        ++result.quarantined;
-        continue;
-      }
-      if (s.status == ScrubStatus::unavailable)
-        ctx.log(fmt::format("vgpu: epilog: {}: scrub unavailable ({}); policy says optional, destroying", what, s.detail));
-      if (auto ok = set_state(ctx, inst.gpu, inst.gpu_instance_id, InstanceState::destroying); !ok) {
-        result.problems.push_back(ok.error().message);
-        continue;
-      }
-    }
-    NodeLock hardware(hardware_lock_path(ctx));
-    if (!hardware.held()) {
-      result.problems.push_back(fmt::format("{}: cannot take {}", what, hardware_lock_path(ctx)));
+    if (inst.state == InstanceState::destroying) {
+      to_destroy.push_back(&inst);
       continue;
     }
-    auto destroyed = ctx.backend->destroy_instance(inst.gpu, inst.gpu_instance_id);
+    ScrubOutcome s = ctx.scrubber->scrub(inst.mig_uuid);
+    crash_point("release.after_scrub");
+    bool quarantine = s.status == ScrubStatus::failed || (s.status == ScrubStatus::unavailable && required);
+    if (quarantine) {
+      ctx.log(fmt::format("vgpu: epilog: {}: scrub {}: {}; QUARANTINED, never handed out again until an admin "
+                          "releases it", what_of(inst), s.status == ScrubStatus::failed ? "failed" : "unavailable", s.detail));
+      scrubbed[key_of(inst)] = InstanceState::quarantined;
+      continue;
+    }
+    if (s.status == ScrubStatus::unavailable)
+      ctx.log(fmt::format("vgpu: epilog: {}: scrub unavailable ({}); policy says optional, destroying", what_of(inst),
+                          s.detail));
+    scrubbed[key_of(inst)] = InstanceState::destroying;
+    to_destroy.push_back(&inst);
+  }
+  if (!scrubbed.empty()) {
+    auto marked = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+      for (auto& inst : l.instances)
+        if (auto it = scrubbed.find(key_of(inst)); it != scrubbed.end()) inst.state = it->second;
+      return {};
+    });
+    if (!marked) {
+      // Unrecorded outcomes: those instances stay in scrubbing and the next pass scrubs them again.
+      result.problems.push_back(fmt::format("recording {} scrub outcome(s): {}", scrubbed.size(), marked.error().message));
+      std::erase_if(to_destroy, [&](const LedgerInstance* inst) { return scrubbed.contains(key_of(*inst)); });
+    } else {
+      result.quarantined += static_cast<int>(std::ranges::count(scrubbed | std::views::values, InstanceState::quarantined));
+    }
+  }
+  if (to_destroy.empty()) return result;
+
+  NodeLock hardware(hardware_lock_path(ctx));
+  if (!hardware.held()) {
+    result.problems.push_back(fmt::format("cannot take {}", hardware_lock_path(ctx)));
+    return result;
+  }
+  std::vector<InstanceKey> gone;
+  for (const auto* inst : to_destroy) {
+    auto destroyed = ctx.backend->destroy_instance(inst->gpu, inst->gpu_instance_id);
     if (!destroyed && destroyed.error().code != ErrorCode::not_found) {
-      result.problems.push_back(fmt::format("{}: destroy: {}", what, destroyed.error().message));
+      result.problems.push_back(fmt::format("{}: destroy: {}", what_of(*inst), destroyed.error().message));
       continue;
     }
     crash_point("release.after_destroy");
-    auto removed = ctx.ledger->update([&](Ledger& l) { return remove_instance(l, inst.gpu, inst.gpu_instance_id); });
-    if (!removed) {
-      result.problems.push_back(fmt::format("{}: ledger: {}", what, removed.error().message));
-      continue;
-    }
-    crash_point("release.after_ledger_remove");
-    ++result.destroyed;
+    gone.push_back(key_of(*inst));
   }
+  if (gone.empty()) return result;
+  auto removed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    for (const auto& [gpu, gi] : gone)
+      if (auto ok = remove_instance(l, gpu, gi); !ok) return ok;
+    return {};
+  });
+  if (!removed) {
+    result.problems.push_back(fmt::format("removing {} destroyed instance(s) from the ledger: {}", gone.size(),
+                                          removed.error().message));
+    return result;
+  }
+  crash_point("release.after_ledger_remove");
+  result.destroyed += static_cast<int>(gone.size());
   return result;
 }
 

@@ -142,10 +142,26 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   }
   crash_point("prolog.after_claim");
 
-  // Create and record as one step for the planner's reconcile (node_lock.h).
+  // Create and record as one step for the planner's reconcile (node_lock.h). The claim above is
+  // durable, so the instances are recorded together in one write: one that a crash leaves
+  // unrecorded sits at a placement this job claimed, and the rerun adopts it (below).
   std::optional<NodeLock> hardware(std::in_place, hardware_lock_path(ctx));
   if (!hardware->held())
     return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+  std::vector<LedgerInstance> made;
+  // Records what exists so far: also before a refusal, so the epilog releases it.
+  auto record_made = [&]() -> Result<Ledger> {
+    return ctx.ledger->update([&](Ledger& l) -> Result<void> {
+      for (const auto& inst : made)
+        if (auto ok = add_instance(l, inst); !ok) return ok;
+      return {};
+    });
+  };
+  auto reject_after_create = [&](std::string reason) -> Result<PrologResult> {
+    if (auto recorded = record_made(); !recorded)
+      ctx.log(fmt::format("{}: recording the instances made so far: {}", where, recorded.error().message));
+    return reject(std::move(reason));
+  };
   for (const auto& slot : claimed->plan.slots) {
     if (slot.claimed_by_job != req.job) continue;
     auto gpu_model = node::model_of(*claimed, slot.gpu);
@@ -164,7 +180,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
         if (hw.ci_id) {
           info = hw;
         } else if (auto gone = ctx.backend->destroy_instance(slot.gpu, hw.gi_id); !gone) {
-          return reject(fmt::format("node {}: GPU {}: GPU instance {} at slice {} has no compute instance and "
+          return reject_after_create(fmt::format("node {}: GPU {}: GPU instance {} at slice {} has no compute instance and "
                                     "could not be destroyed: {}",
                                     ctx.node, slot.gpu, hw.gi_id, slot.placement.start, gone.error().message));
         } else {
@@ -175,8 +191,8 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     if (!info) {
       auto created = ctx.backend->create_instance(slot.gpu, profile->nvml_profile_id, slot.placement);
       if (!created)
-        return reject(fmt::format("node {}: GPU {}: creating {} at slice {}: {}", ctx.node, slot.gpu, slot.profile,
-                                  slot.placement.start, created.error().message));
+        return reject_after_create(fmt::format("node {}: GPU {}: creating {} at slice {}: {}", ctx.node, slot.gpu,
+                                               slot.profile, slot.placement.start, created.error().message));
       info = *created;
     }
     crash_point("prolog.after_create");
@@ -191,14 +207,13 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     inst.user = req.user;
     inst.state = InstanceState::ready;
     inst.created_at = ctx.now();
-    auto recorded = ctx.ledger->update([&](Ledger& l) { return add_instance(l, inst); });
-    if (!recorded) return std::unexpected(recorded.error().within(where));
-    crash_point("prolog.after_record_instance");
+    made.push_back(std::move(inst));
   }
+  auto final_ledger = record_made();
+  if (!final_ledger) return std::unexpected(final_ledger.error().within(where));
+  crash_point("prolog.after_record_instance");
   hardware.reset();
 
-  auto final_ledger = ctx.ledger->load();
-  if (!final_ledger) return std::unexpected(final_ledger.error().within(where));
   for (const auto* inst : instances_of_job(*final_ledger, req.job)) result.instances.push_back(*inst);
   if (auto ok = write_job_record(ctx, req.job, result.instances); !ok)
     return std::unexpected(ok.error().within(where));
