@@ -16,7 +16,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVGPU_TSAN=ON
 cmake --build "$build" -j "$(nproc)" --target vgpu_ledger_tests vgpu_nvml_tests
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:history_size=4}
-# Threads: *ThreadsConcurrency* and NvmlConcurrencyTest. Processes: LedgerConcurrency and the
+# Threads: *ThreadsConcurrency*, NvmlConcurrencyTest and the ledger lock's waiting helper
+# (LedgerStore.AWriter*). Processes: LedgerConcurrency and the
 # two-process fake-NVML race (a TSan build of the helper, so the fake's own locking is checked).
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)" \
-  -R '^(LedgerConcurrency|LedgerThreadsConcurrency|NvmlConcurrencyTest)\.|^NvmlBackendTest\.Concurrent'
+  -R '^(LedgerConcurrency|LedgerThreadsConcurrency|NvmlConcurrencyTest)\.|^NvmlBackendTest\.Concurrent|^LedgerStore\.AWriter'

@@ -10,6 +10,10 @@
 #include <cerrno>
 #include <ctime>
 #include <set>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -85,28 +89,74 @@ Result<void> LedgerStore::check_directory() const {
   return check_trusted(*info, dir_, /*want_directory=*/true);
 }
 
+namespace {
+
+// A contended lock is waited for in the kernel's queue (woken the moment the holder unlocks, not
+// at the next poll), by a helper thread, so the wait can still end at a timeout without signals.
+// The helper holds a dup of the caller's descriptor: flock belongs to the open file description,
+// so the lock it takes is the caller's. A caller that gave up leaves the helper to close the dup,
+// which releases whatever it got. The helper calls flock(2) directly: once it returns, the caller
+// may be using the FileSystem seam again.
+struct LockWaiter {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  bool abandoned = false;
+  int error = 0;
+};
+
+// 0, or the errno of the blocking flock; ETIMEDOUT when `timeout` passed first.
+int wait_for_flock(int fd, int operation, std::chrono::steady_clock::duration timeout) {
+  const int wait_fd = ::dup(fd);
+  if (wait_fd < 0) return errno;
+  auto waiter = std::make_shared<LockWaiter>();
+  try {
+    std::thread([waiter, wait_fd, operation] {
+      int rc;
+      while ((rc = ::flock(wait_fd, operation)) != 0 && errno == EINTR) {
+      }
+      const int err = rc == 0 ? 0 : errno;
+      std::lock_guard guard(waiter->mutex);
+      if (!waiter->abandoned) {
+        waiter->done = true;
+        waiter->error = err;
+        waiter->done_cv.notify_one();
+      }
+      ::close(wait_fd);  // the caller's descriptor keeps the lock; an abandoned one releases it
+    }).detach();
+  } catch (const std::system_error& e) {
+    ::close(wait_fd);
+    return e.code().value() ? e.code().value() : EAGAIN;
+  }
+  std::unique_lock guard(waiter->mutex);
+  if (!waiter->done_cv.wait_for(guard, timeout, [&] { return waiter->done; })) {
+    waiter->abandoned = true;
+    return ETIMEDOUT;
+  }
+  return waiter->error;
+}
+
+}  // namespace
+
 Result<LedgerStore::Lock> LedgerStore::lock(int operation) const {
   if (auto r = check_directory(); !r) return std::unexpected(r.error());
   auto file = file_ops::open(*fs_, lock_path(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (!file) return std::unexpected(file.error());
-  // Polling with LOCK_NB keeps the wait bounded without signals (which slurmd threads share).
-  auto deadline = std::chrono::steady_clock::now() + options_.lock_timeout;
-  auto pause = std::chrono::milliseconds(1);
   for (;;) {
     auto r = fs_->flock(file->fd(), operation | LOCK_NB);
     if (r) return Lock(std::move(*file));
     if (r.error() == EINTR) continue;
-    if (r.error() != EWOULDBLOCK)
-      return std::unexpected(file_ops::sys_error("flock", lock_path(), r.error()));
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline)
-      return fail(ErrorCode::unavailable,
-                  fmt::format("flock {}: still held by another process after {} ms (lock "
-                              "timeout); is a prolog or epilog stuck?",
-                              lock_path(), options_.lock_timeout.count()));
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    if (r.error() != EWOULDBLOCK) return std::unexpected(file_ops::sys_error("flock", lock_path(), r.error()));
+    break;
   }
+  const int err = wait_for_flock(file->fd(), operation, options_.lock_timeout);
+  if (err == 0) return Lock(std::move(*file));
+  if (err == ETIMEDOUT)
+    return fail(ErrorCode::unavailable,
+                fmt::format("flock {}: still held by another process after {} ms (lock "
+                            "timeout); is a prolog or epilog stuck?",
+                            lock_path(), options_.lock_timeout.count()));
+  return std::unexpected(file_ops::sys_error("flock", lock_path(), err));
 }
 
 std::string LedgerStore::set_aside(const std::string& why) const {

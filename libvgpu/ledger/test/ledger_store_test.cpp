@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "sample_ledger.h"
 #include "vgpu/ledger/ledger_json.h"
@@ -253,6 +254,51 @@ TEST(LedgerStore, LockWaitTimesOutWithAClearError) {
   EXPECT_GE(waited, 150ms);
   EXPECT_LT(waited, 10s);  // bounded, not a hang; generous for a loaded sanitizer build
   EXPECT_TRUE(store.load());  // released: works again
+}
+
+// A contended lock is waited for, not refused: the writer gets it once the holder lets go.
+TEST(LedgerStore, AWriterWaitsForTheHolderAndThenWrites) {
+  ScratchDir scratch;
+  LedgerStoreOptions options;
+  options.lock_timeout = 20s;
+  LedgerStore store(scratch.ledger_dir(), options);
+  ASSERT_TRUE(store.replace(sample_ledger()));
+  int held = ::open(store.lock_path().c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  std::thread holder([held] {
+    std::this_thread::sleep_for(100ms);
+    ::close(held);
+  });
+  auto r = store.update([](Ledger& l) -> Result<void> { return claim_slots(l, 77, "1g.10gb", 1); });
+  holder.join();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(store.load()->plan.slots[1].claimed_by_job, 77u);
+}
+
+// A writer that gave up leaves nothing locked behind once the holder is gone.
+TEST(LedgerStore, AWriterThatTimedOutDoesNotKeepTheLock) {
+  ScratchDir scratch;
+  LedgerStoreOptions options;
+  options.lock_timeout = 100ms;
+  LedgerStore store(scratch.ledger_dir(), options);
+  ASSERT_TRUE(store.replace(sample_ledger()));
+  int held = ::open(store.lock_path().c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  ASSERT_FALSE(store.update([](Ledger&) -> Result<void> { return {}; }));
+  ::close(held);
+  LedgerStoreOptions patient;
+  patient.lock_timeout = 20s;
+  LedgerStore again(scratch.ledger_dir(), patient);
+  auto r = again.update([](Ledger& l) -> Result<void> { return claim_slots(l, 78, "1g.10gb", 1); });
+  ASSERT_TRUE(r) << r.error().message;
+  int probe = ::open(again.lock_path().c_str(), O_RDWR | O_CLOEXEC);
+  bool free_again = false;
+  for (int i = 0; i < 200 && !free_again; ++i) {  // the abandoned waiter lets go right after it wins
+    free_again = ::flock(probe, LOCK_EX | LOCK_NB) == 0;
+    if (!free_again) std::this_thread::sleep_for(10ms);
+  }
+  ::close(probe);
+  EXPECT_TRUE(free_again) << "the lock stayed held after every writer was done";
 }
 
 TEST(LedgerStore, ReadersShareTheLockButWritersWait) {
