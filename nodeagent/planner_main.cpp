@@ -1,11 +1,14 @@
-// vgpu-planner: the per-node planning daemon. Every period (policy planner.period_s), or at once
-// when an epilog pokes it with SIGUSR1, it runs one planning round for its node. SIGTERM stops it.
+// vgpu-planner: the per-node planning daemon. Every period (policy planner.period_s), or shortly
+// after an epilog pokes it with SIGUSR1, it runs one planning round for its node. SIGTERM stops it.
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 
@@ -16,6 +19,23 @@
 #include "vgpu/node/planner.h"
 
 namespace {
+
+// Every epilog pokes (SIGUSR1). When jobs end in a burst, one round a moment after the last poke
+// serves them all: further pokes within kPokeSettle restart the wait, up to kPokeSettleMax in all.
+// Returns the signal that ended the wait early (SIGTERM/SIGINT), or 0.
+constexpr auto kPokeSettle = std::chrono::milliseconds(200);
+constexpr auto kPokeSettleMax = std::chrono::milliseconds(1000);
+int settle_pokes(const sigset_t& signals) {
+  const auto give_up = std::chrono::steady_clock::now() + kPokeSettleMax;
+  while (true) {
+    const auto left = std::min<std::chrono::steady_clock::duration>(kPokeSettle, give_up - std::chrono::steady_clock::now());
+    if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec wait{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig != SIGUSR1) return sig < 0 ? 0 : sig;
+  }
+}
 
 // One squeue per period for the whole cluster, written atomically for every node's planner.
 int publish_demand(const std::string& path, int period, const sigset_t& signals) {
@@ -97,6 +117,7 @@ int main(int argc, char** argv) {
       if (once) return round ? 0 : 1;
       timespec wait{period, 0};
       int sig = sigtimedwait(&signals, nullptr, &wait);
+      if (sig == SIGUSR1) sig = settle_pokes(signals);
       if (sig == SIGTERM || sig == SIGINT) break;
     }
     std::remove((*rt)->planner_pidfile().c_str());
