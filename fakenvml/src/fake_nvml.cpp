@@ -2,6 +2,7 @@
 // shared state file. It answers with the codes the real library documents for each situation, so
 // the production NVML backend runs against it unchanged.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,9 +12,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fixture.h"
+#include "latency.h"
 #include "mig_uuid.h"
 #include "nvml_abi.h"
 #include "state.h"
@@ -37,6 +40,7 @@ struct Globals {
   int init_count = 0;
   std::optional<Fixture> fixture;
   std::unique_ptr<StateStore> store;
+  Latency latency;
   std::vector<std::unique_ptr<Handle>> handles;
   std::set<const Handle*> valid;
 };
@@ -123,6 +127,13 @@ std::vector<MigEntry> mig_devices(const State& s, const Gpu& gpu) {
   return out;
 }
 
+// A successful reconfiguration takes this long, with the process lock held: the driver serializes
+// MIG changes on a GPU too.
+nvmlReturn_t after(nvmlReturn_t rc, unsigned ms) {
+  if (rc == NVML_SUCCESS && ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return rc;
+}
+
 std::string state_path_from_env() {
   const char* p = std::getenv("VGPU_FAKE_NVML_STATE");
   return p ? p : "";
@@ -156,6 +167,13 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
     std::fprintf(stderr, "fake-nvml: %s\n", error.c_str());
     return NVML_ERROR_UNKNOWN;
   }
+  const char* latency_text = std::getenv("VGPU_FAKE_NVML_LATENCY_MS");
+  auto latency = parse_latency(latency_text ? latency_text : "", error);
+  if (!latency) {
+    std::fprintf(stderr, "fake-nvml: %s\n", error.c_str());
+    return NVML_ERROR_UNKNOWN;
+  }
+  G.latency = *latency;
   G.fixture = std::move(fixture);
   G.store = std::make_unique<StateStore>(state_path_from_env());
   G.init_count = 1;
@@ -407,7 +425,7 @@ FAKE_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     return pl.start == placement->start && pl.size == placement->size;
   });
   if (!legal) return NVML_ERROR_INVALID_ARGUMENT;
-  return g().store->with(true, [&](State& s) {
+  return after(g().store->with(true, [&](State& s) {
     auto& live = s.gpus[gpu.uuid];
     unsigned same_profile = 0, used_compute = 0;
     std::uint32_t used_mask = 0;
@@ -428,7 +446,8 @@ FAKE_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     live.push_back(gi);
     *gpuInstance = as_gi(gi_handle(h, gi));
     return NVML_SUCCESS;
-  });
+  }),
+               g().latency.gi_create_ms);
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
@@ -490,7 +509,7 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvml
 
 FAKE_API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance) {
   ENTER();
-  return with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
+  return after(with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
     if (!gi.cis.empty()) return NVML_ERROR_IN_USE;  // compute instances must go first
     auto& live = s.gpus[gpu_of(h).uuid];
     std::uint64_t serial = gi.serial;
@@ -498,7 +517,8 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance) {
                               [&](const GiState& x) { return x.serial == serial; }),
                live.end());
     return NVML_SUCCESS;
-  });
+  }),
+               g().latency.gi_destroy_ms);
 }
 
 FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
@@ -535,7 +555,7 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpu
                                                            nvmlComputeInstance_t* computeInstance) {
   ENTER();
   if (!computeInstance) return NVML_ERROR_INVALID_ARGUMENT;
-  return with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
+  return after(with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
     const Gpu& gpu = gpu_of(h);
     const CiProfile* c = ci_profile_by_id(gpu, profileId);
     const GiProfile* gp = gi_profile_by_id(gpu, gi.profile_id);
@@ -550,7 +570,8 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpu
     gi.cis.push_back(ci);
     *computeInstance = as_ci(intern({Kind::compute_instance, h->gpu, gi.id, id, gi.serial, ci.serial}));
     return NVML_SUCCESS;
-  });
+  }),
+               g().latency.ci_create_ms);
 }
 
 FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
@@ -604,10 +625,11 @@ FAKE_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t comput
 
 FAKE_API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance) {
   ENTER();
-  return with_ci(computeInstance, true, [&](const Handle*, GiState& gi, auto it) {
+  return after(with_ci(computeInstance, true, [&](const Handle*, GiState& gi, auto it) {
     gi.cis.erase(it);
     return NVML_SUCCESS;
-  });
+  }),
+               g().latency.ci_destroy_ms);
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
