@@ -1,41 +1,58 @@
 #!/usr/bin/env bash
 # Per-job overhead of slurm-vgpu on the real local Slurm cluster (three slurmd, two simulated
-# H100s each): the same burst of short jobs runs twice, once with vgpu (gres_vgpu.so, prolog,
-# epilog, planners, fake NVML) and once on the same cluster with a plain count-only GRES (no
-# plugin, no prolog/epilog), and the script prints jobs/minute for both, their ratio, the
-# submit->start latency and the prolog/epilog time per job.
-#   VP_BIN=<build dir> benchmarks/slurm_overhead.sh [jobs]
+# H100s each). The same burst of zero-length jobs runs on two clusters with the same slots from
+# the start: with vgpu (gres_vgpu.so, prolog, epilog, planners, fake NVML; the idle layout is
+# 7 x 1g.10gb per GPU, so 14 1g.10gb slots per node before the first job) and with a plain
+# count-only GRES (Gres=vgpu:1g.10gb:14 per node, no plugin, no prolog/epilog). Each side runs
+# REPS bursts of JOBS jobs on one cluster; the script prints jobs/minute (median and range), their
+# ratio, submit->start, and the prolog's and epilog's own duration per job (measured around the
+# hook by the harness's wrapper: with PrologFlags=Alloc, Slurm's StartTime comes before the
+# prolog ends, so start times alone would hide it).
+#   VP_BIN=<build dir> benchmarks/slurm_overhead.sh [JOBS=200] [REPS=5] [--json FILE]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+json_out=""
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --json) json_out=$2; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+JOBS=${args[0]:-${OVERHEAD_JOBS:-200}}
+REPS=${args[1]:-${OVERHEAD_REPS:-5}}
+export VP_IDLE_LAYOUT='["1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb"]'
 . "$here/../tests/e2e/lib.sh"
-JOBS=${1:-${OVERHEAD_JOBS:-42}}
 results=$(mktemp -d /tmp/vgpu-overhead.XXXXXX)
 
-burst() { # $1 label; submits $JOBS 1g.10gb jobs at once, waits, records timings
-  local label=$1 ids=() t0 t1 j
+burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records timings
+  local label=$1 rep=$2 ids=() t0 t1 j
   t0=$(date +%s.%N)
   for _ in $(seq "$JOBS"); do
-    ids+=("$(sbatch --parsable -p "$2" --gres=vgpu:1g.10gb:1 -o /dev/null --wrap true)")
+    ids+=("$(sbatch --parsable -p infer --gres=vgpu:1g.10gb:1 -o /dev/null --wrap true)")
   done
   for j in "${ids[@]}"; do
     while squeue -h -j "$j" 2>/dev/null | grep -q .; do sleep 0.1; done
   done
   t1=$(date +%s.%N)
-  for j in "${ids[@]}"; do scontrol show job -o "$j"; done > "$results/$label.jobs"
-  echo "$label $(echo "$t1 - $t0" | bc)" >> "$results/walls.txt"
-  grep -c 'JobState=COMPLETED' "$results/$label.jobs" | sed "s/^/$label completed: /"
+  for j in "${ids[@]}"; do scontrol show job -o "$j"; done >> "$results/$label.jobs"
+  echo "$label $rep $(echo "$t1 - $t0" | bc)" >> "$results/walls.txt"
+  echo "$label burst $rep: $(grep -c 'JobState=COMPLETED' <(for j in "${ids[@]}"; do scontrol show job -o "$j"; done)) of $JOBS completed"
 }
 
-echo "== with vgpu ($JOBS jobs of vgpu:1g.10gb:1)"
+echo "== with vgpu: $REPS x $JOBS jobs of vgpu:1g.10gb:1, 14 1g.10gb slots per node from the start"
 VC_RUN=$(mktemp -d /tmp/vgpu-cluster.XXXXXX)
 vp_start 2>/dev/null
-burst vgpu infer
+for rep in $(seq "$REPS"); do
+  vp_wait_settled 60 || echo "WARNING: advertisements not settled before burst $rep"
+  burst vgpu "$rep"
+done
 cp "$VC_RUN/log/hook-ms.txt" "$results/hooks.txt" 2>/dev/null
 vp_check 2>/dev/null || echo "WARNING: vgpu run ended inconsistent"
 vp_stop >/dev/null 2>&1
 rm -rf "$VC_RUN"
 
-echo "== plain count-only GRES (no plugin, no prolog/epilog)"
+echo "== plain count-only GRES: the same $REPS x $JOBS jobs, Gres=vgpu:1g.10gb:$VC_TOTAL per node (no plugin, no prolog/epilog)"
 unset VC_INITIALIZED VC_CTLD_PORT VC_PROLOG VC_EPILOG
 VC_RUN=$(mktemp -d /tmp/vgpu-cluster.XXXXXX)
 vc_init
@@ -46,15 +63,21 @@ sed -i -E "s|^PluginDir=.*|PluginDir=$VC_SLURM_LIBDIR|; s|Gres=[^ ]*|Gres=vgpu:1
 vc_ctld_start -c -i || vc_fail "slurmctld"
 for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n"; done
 vc_wait_idle 60 || vc_fail "nodes not idle"
-burst plain infer
+for rep in $(seq "$REPS"); do burst plain "$rep"; done
 vc_stop >/dev/null 2>&1
 rm -rf "$VC_RUN"
 
-python3 - "$results" "$JOBS" <<'PY'
-import re, statistics, sys
+build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
+sanitized=$(grep -m1 '^VGPU_SANITIZE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
+machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build ${build_type:-?} sanitizers ${sanitized:-?}"
+python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS" <<'PY'
+import json, re, statistics, sys
 from datetime import datetime
-d, n = sys.argv[1], int(sys.argv[2])
-walls = dict(l.split() for l in open(f"{d}/walls.txt"))
+d, n, reps, machine, json_out, command = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+jpm = {"vgpu": [], "plain": []}
+for line in open(f"{d}/walls.txt"):
+    label, _, wall = line.split()
+    jpm[label].append(60 * n / float(wall))
 def lat(label):
     out = []
     for l in open(f"{d}/{label}.jobs"):
@@ -62,20 +85,37 @@ def lat(label):
         t = lambda s: datetime.strptime(s, "%Y-%m-%dT%H:%M:%S")
         out.append((t(f["StartTime"]) - t(f["SubmitTime"])).total_seconds())
     return out
-print(f"{'':24s}{'vgpu':>10s}{'plain':>10s}")
-jpm = {k: 60 * n / float(v) for k, v in walls.items()}
-print(f"{'jobs/minute':24s}{jpm['vgpu']:10.1f}{jpm['plain']:10.1f}   ratio vgpu/plain {jpm['vgpu'] / jpm['plain']:.2f}")
+def pct(v, q):
+    v = sorted(v)
+    return v[round(q * (len(v) - 1))]
+med = {k: statistics.median(v) for k, v in jpm.items()}
+ratio = med["vgpu"] / med["plain"]
+print(f"machine: {machine}")
+print(f"command: {command}")
+print(f"{'':26s}{'vgpu':>22s}{'plain':>22s}")
+rng = lambda v: f"{statistics.median(v):7.1f} ({min(v):.0f}-{max(v):.0f})"
+print(f"{'jobs/minute median (range)':26s}{rng(jpm['vgpu']):>22s}{rng(jpm['plain']):>22s}   ratio of medians {ratio:.2f}")
 for k in ("vgpu", "plain"):
     l = lat(k)
-    print(f"submit->start {k:10s} mean {statistics.mean(l):.1f} s, max {max(l):.0f} s (1 s resolution)")
+    print(f"submit->start {k:6s} median {statistics.median(l):.0f} s, p95 {pct(l, 0.95):.0f} s, max {max(l):.0f} s (Slurm's 1 s resolution)")
+out = {"jobs": n, "reps": reps, "machine": machine, "command": command,
+       "jobs_per_min_vgpu": round(med["vgpu"], 1), "jobs_per_min_plain": round(med["plain"], 1),
+       "jobs_per_min_vgpu_reps": [round(x, 1) for x in jpm["vgpu"]],
+       "jobs_per_min_plain_reps": [round(x, 1) for x in jpm["plain"]], "ratio": round(ratio, 3)}
 try:
     hooks = {}
     for l in open(f"{d}/hooks.txt"):
         kind, job, ms = l.split(); hooks.setdefault(kind, []).append(int(ms))
     for kind, v in sorted(hooks.items()):
-        v.sort()
-        print(f"{kind:8s} per job: median {statistics.median(v):.0f} ms, p95 {v[int(0.95 * (len(v) - 1))]} ms over {len(v)} runs")
+        print(f"{kind:8s} per job: median {statistics.median(v):.0f} ms, p95 {pct(v, 0.95)} ms over {len(v)} runs")
+        out[f"{kind}_ms_p50"] = statistics.median(v)
+        out[f"{kind}_ms_p95"] = pct(v, 0.95)
 except FileNotFoundError:
     print("no hook timings")
+if json_out:
+    with open(json_out, "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+    print(f"json: {json_out}")
 PY
 rm -rf "$results"

@@ -16,6 +16,7 @@
 #
 # Settings: VC_NODES (default "n1 n2 n3"), VP_GPUS=2 H100-80GB per node, VP_PERIOD=1 s,
 # VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance).
+# VP_IDLE_LAYOUT: the infer partition's idle layout per GPU as a JSON list (benchmarks set 7 x 1g.10gb).
 
 VP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VP_SRC=$(cd "$VP_LIB_DIR/../.." && pwd)
@@ -51,6 +52,7 @@ VP_FAKE_LIB=$VP_BIN/fakenvml/libnvidia-ml.so.1
 _vp_nodelist() { echo "$VC_NODES" | tr ' ' ','; }
 
 _vp_policy_write() {
+  local idle_layout=${VP_IDLE_LAYOUT:-'["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb"]'}
   cat > "$VC_RUN/etc/vgpu-policy.json" <<JSON
 {
   "version": 1,
@@ -61,7 +63,7 @@ _vp_policy_write() {
       "max_instances_per_job": 7,
       "max_instances_per_user": 64,
       "nodes": ["$(_vp_nodelist)"],
-      "idle_layout": ["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb"],
+      "idle_layout": $idle_layout,
       "scrub": "$VP_SCRUB"
     },
     "train": {
