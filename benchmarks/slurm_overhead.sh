@@ -22,6 +22,9 @@ done
 JOBS=${args[0]:-${OVERHEAD_JOBS:-200}}
 REPS=${args[1]:-${OVERHEAD_REPS:-5}}
 export VP_IDLE_LAYOUT='["1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb"]'
+# Seven 1g.10gb fit an H100-80GB, not every model that has the profile (an A100-40GB holds four),
+# and the policy checks the idle layout on every model the partition uses.
+export VP_INFER_PROFILES='{"H100-80GB": ["1g.10gb", "1g.20gb", "2g.20gb"]}'
 . "$here/../tests/e2e/lib.sh"
 results=$(mktemp -d /tmp/vgpu-overhead.XXXXXX)
 
@@ -42,7 +45,7 @@ burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records 
 
 echo "== with vgpu: $REPS x $JOBS jobs of vgpu:1g.10gb:1, 14 1g.10gb slots per node from the start"
 VC_RUN=$(mktemp -d /tmp/vgpu-cluster.XXXXXX)
-vp_start 2>/dev/null
+vp_start  # a failure prints FAIL: and exits
 for rep in $(seq "$REPS"); do
   vp_wait_settled 60 || echo "WARNING: advertisements not settled before burst $rep"
   burst vgpu "$rep"

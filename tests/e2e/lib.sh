@@ -16,7 +16,8 @@
 #
 # Settings: VC_NODES (default "n1 n2 n3"), VP_GPUS=2 H100-80GB per node, VP_PERIOD=1 s,
 # VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance).
-# VP_IDLE_LAYOUT: the infer partition's idle layout per GPU as a JSON list (benchmarks set 7 x 1g.10gb).
+# VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
+# the policy's JSON (the overhead benchmark sets 7 x 1g.10gb, for H100-80GB only).
 
 VP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VP_SRC=$(cd "$VP_LIB_DIR/../.." && pwd)
@@ -53,13 +54,14 @@ _vp_nodelist() { echo "$VC_NODES" | tr ' ' ','; }
 
 _vp_policy_write() {
   local idle_layout=${VP_IDLE_LAYOUT:-'["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb"]'}
+  local infer_profiles=${VP_INFER_PROFILES:-'["1g.10gb", "1g.20gb", "2g.20gb"]'}
   cat > "$VC_RUN/etc/vgpu-policy.json" <<JSON
 {
   "version": 1,
   "planner": {"period_s": $VP_PERIOD, "starvation_s": $VP_STARVATION},
   "partitions": {
     "infer": {
-      "profiles": ["1g.10gb", "1g.20gb", "2g.20gb"],
+      "profiles": $infer_profiles,
       "max_instances_per_job": 7,
       "max_instances_per_user": 64,
       "nodes": ["$(_vp_nodelist)"],
