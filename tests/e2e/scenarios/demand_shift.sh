@@ -25,7 +25,9 @@ for g in 7g.80gb:1 7g.80gb:1 7g.80gb:1 4g.40gb:1 4g.40gb:1; do big+=("$(vp_sbatc
 waits=()
 after_7g=0
 for j in "${big[@]}"; do
-  vp_wait_running "$j" 60 || vc_fail "big job $j did not start: $(scontrol show job "$j" | grep -o 'Reason=[^ ]*')"
+  # Started: while we waited for the ones before it, a 5-s job may have run to the end already.
+  vc_wait_job "$j" "RUNNING|COMPLETING|COMPLETED" 60 ||
+    vc_fail "big job $j did not start: $(scontrol show job "$j" | grep -o 'Reason=[^ ]*')"
   waits+=("$(echo "$(date +%s.%N) - $submitted" | bc)")
   # Sample as each one starts: on a fast machine the first 5-s jobs may be gone before the last starts.
   vp_status > "$VC_RUN/out/layout-now.txt"
@@ -44,7 +46,9 @@ vp_assert_completed "${big[@]}"
 echo "--- small again: the layout goes back to small slices"
 small=()
 for _ in $(seq 4); do small+=("$(vp_sbatch -p infer --gres=vgpu:1g.10gb:7 "$job" 2)"); done
-for j in "${small[@]}"; do vp_wait_running "$j" 60 || vc_fail "small job $j did not start after the big phase"; done
+for j in "${small[@]}"; do
+  vc_wait_job "$j" "RUNNING|COMPLETING|COMPLETED" 60 || vc_fail "small job $j did not start after the big phase"
+done
 for j in "${small[@]}"; do vp_wait_done "$j" 90; done
 vp_assert_completed "${small[@]}"
 
