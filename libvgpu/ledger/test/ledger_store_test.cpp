@@ -44,6 +44,24 @@ LedgerStoreOptions pinned_clock() {
   return o;
 }
 
+// A store whose lock waits at most `timeout`, over a replaced sample ledger.
+LedgerStoreOptions waiting_at_most(std::chrono::milliseconds timeout) {
+  LedgerStoreOptions o;
+  o.lock_timeout = timeout;
+  return o;
+}
+
+// Another open file description holding the store's lock with `operation`, as another process
+// would; -1 when it could not.
+int hold_lock(const LedgerStore& store, int operation) {
+  int fd = ::open(store.lock_path().c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0 && ::flock(fd, operation) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 TEST(LedgerStore, LoadWithoutALedgerIsNotFound) {
   ScratchDir scratch;
   LedgerStore store(scratch.ledger_dir());
@@ -234,13 +252,10 @@ TEST(LedgerStore, SymlinkedLedgerIsNotFollowed) {
 
 TEST(LedgerStore, LockWaitTimesOutWithAClearError) {
   ScratchDir scratch;
-  LedgerStoreOptions options;
-  options.lock_timeout = 150ms;
-  LedgerStore store(scratch.ledger_dir(), options);
+  LedgerStore store(scratch.ledger_dir(), waiting_at_most(150ms));
   ASSERT_TRUE(store.replace(sample_ledger()));
-  int held = ::open(store.lock_path().c_str(), O_RDWR | O_CLOEXEC);
+  int held = hold_lock(store, LOCK_EX);
   ASSERT_GE(held, 0);
-  ASSERT_EQ(::flock(held, LOCK_EX), 0);
   auto start = std::chrono::steady_clock::now();
   auto r = store.load();
   auto waited = std::chrono::steady_clock::now() - start;
@@ -259,12 +274,10 @@ TEST(LedgerStore, LockWaitTimesOutWithAClearError) {
 // A contended lock is waited for, not refused: the writer gets it once the holder lets go.
 TEST(LedgerStore, AWriterWaitsForTheHolderAndThenWrites) {
   ScratchDir scratch;
-  LedgerStoreOptions options;
-  options.lock_timeout = 20s;
-  LedgerStore store(scratch.ledger_dir(), options);
+  LedgerStore store(scratch.ledger_dir(), waiting_at_most(20s));
   ASSERT_TRUE(store.replace(sample_ledger()));
-  int held = ::open(store.lock_path().c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  int held = hold_lock(store, LOCK_EX);
+  ASSERT_GE(held, 0);
   std::thread holder([held] {
     std::this_thread::sleep_for(100ms);
     ::close(held);
@@ -278,17 +291,13 @@ TEST(LedgerStore, AWriterWaitsForTheHolderAndThenWrites) {
 // A writer that gave up leaves nothing locked behind once the holder is gone.
 TEST(LedgerStore, AWriterThatTimedOutDoesNotKeepTheLock) {
   ScratchDir scratch;
-  LedgerStoreOptions options;
-  options.lock_timeout = 100ms;
-  LedgerStore store(scratch.ledger_dir(), options);
+  LedgerStore store(scratch.ledger_dir(), waiting_at_most(100ms));
   ASSERT_TRUE(store.replace(sample_ledger()));
-  int held = ::open(store.lock_path().c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  int held = hold_lock(store, LOCK_EX);
+  ASSERT_GE(held, 0);
   ASSERT_FALSE(store.update([](Ledger&) -> Result<void> { return {}; }));
   ::close(held);
-  LedgerStoreOptions patient;
-  patient.lock_timeout = 20s;
-  LedgerStore again(scratch.ledger_dir(), patient);
+  LedgerStore again(scratch.ledger_dir(), waiting_at_most(20s));
   auto r = again.update([](Ledger& l) -> Result<void> { return claim_slots(l, 78, "1g.10gb", 1); });
   ASSERT_TRUE(r) << r.error().message;
   int probe = ::open(again.lock_path().c_str(), O_RDWR | O_CLOEXEC);
@@ -303,12 +312,10 @@ TEST(LedgerStore, AWriterThatTimedOutDoesNotKeepTheLock) {
 
 TEST(LedgerStore, ReadersShareTheLockButWritersWait) {
   ScratchDir scratch;
-  LedgerStoreOptions options;
-  options.lock_timeout = 100ms;
-  LedgerStore store(scratch.ledger_dir(), options);
+  LedgerStore store(scratch.ledger_dir(), waiting_at_most(100ms));
   ASSERT_TRUE(store.replace(sample_ledger()));
-  int reader = ::open(store.lock_path().c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_EQ(::flock(reader, LOCK_SH), 0);
+  int reader = hold_lock(store, LOCK_SH);
+  ASSERT_GE(reader, 0);
   EXPECT_TRUE(store.load());
   auto w = store.update([](Ledger&) -> Result<void> { return {}; });
   ::close(reader);
