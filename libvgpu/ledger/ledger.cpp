@@ -92,6 +92,28 @@ Result<void> place_on(std::map<int, GpuLayout>& layouts, const Ledger& ledger,
 
 }  // namespace
 
+namespace {
+bool released(const LedgerInstance& inst) {
+  return !inst.job && (inst.state == InstanceState::scrubbing || inst.state == InstanceState::destroying);
+}
+}  // namespace
+
+std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger) {
+  std::vector<std::optional<std::size_t>> backing(ledger.plan.slots.size());
+  std::vector<bool> taken(ledger.instances.size(), false);
+  for (std::size_t s = 0; s < ledger.plan.slots.size(); ++s) {
+    const auto& slot = ledger.plan.slots[s];
+    for (std::size_t i = 0; i < ledger.instances.size(); ++i) {
+      const auto& inst = ledger.instances[i];
+      if (taken[i] || !released(inst) || inst.gpu != slot.gpu || inst.placement != slot.placement) continue;
+      taken[i] = true;
+      backing[s] = i;
+      break;
+    }
+  }
+  return backing;
+}
+
 Result<void> validate(const Ledger& ledger, const Catalog& catalog) {
   if (ledger.node.empty()) return corrupt("node", "must not be empty");
   std::set<int> gpu_indexes;
@@ -111,12 +133,16 @@ Result<void> validate(const Ledger& ledger, const Catalog& catalog) {
   std::map<int, GpuLayout> layouts;
   std::set<std::string> mig_uuids;
   std::set<std::pair<int, int>> gi_ids;
+  // A backed slot and the instance backing it are one space: the slot is placed below.
+  std::vector<bool> backs(ledger.instances.size(), false);
+  for (const auto& b : slot_backings(ledger))
+    if (b) backs[*b] = true;
   for (std::size_t i = 0; i < ledger.instances.size(); ++i) {
     const auto& inst = ledger.instances[i];
     std::string path = fmt::format("instances[{}]", i);
-    if (auto r = place_on(layouts, ledger, catalog, path, inst.gpu, inst.profile, inst.placement);
-        !r)
-      return r;
+    if (!backs[i])
+      if (auto r = place_on(layouts, ledger, catalog, path, inst.gpu, inst.profile, inst.placement); !r)
+        return r;
     if (!mig_uuids.insert(inst.mig_uuid).second)
       return corrupt(path + ".mig_uuid", fmt::format("{}: duplicate instance", inst.mig_uuid));
     if (!gi_ids.insert({inst.gpu, inst.gpu_instance_id}).second)
@@ -158,12 +184,16 @@ Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, in
   if (count < 1)
     return fail(ErrorCode::invalid_argument, fmt::format("job {}: count {}: must be >= 1", job,
                                                          count));
-  std::vector<PlanSlot*> mine, free;
-  for (auto& slot : ledger.plan.slots) {
+  std::vector<PlanSlot*> mine, free, backed;
+  const auto backing = slot_backings(ledger);
+  for (std::size_t i = 0; i < ledger.plan.slots.size(); ++i) {
+    auto& slot = ledger.plan.slots[i];
     if (slot.profile != profile) continue;
     if (slot.claimed_by_job == job) mine.push_back(&slot);
-    else if (!slot.claimed_by_job) free.push_back(&slot);
+    else if (!slot.claimed_by_job) (backing[i] ? backed : free).push_back(&slot);
   }
+  // A backed slot makes the prolog wait for a scrub: last resort.
+  free.insert(free.end(), backed.begin(), backed.end());
   auto have = static_cast<int>(mine.size());
   if (have >= count) return {};
   auto need = static_cast<std::size_t>(count - have);
@@ -204,6 +234,21 @@ Result<void> add_instance(Ledger& ledger, LedgerInstance instance, const Catalog
   return {};
 }
 
+Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
+  auto it = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
+    return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id;
+  });
+  if (it == ledger.instances.end())
+    return fail(ErrorCode::not_found, fmt::format("GPU {} GPU-instance {}: not in the ledger", gpu,
+                                                  gpu_instance_id));
+  const auto index = static_cast<std::size_t>(it - ledger.instances.begin());
+  const auto backing = slot_backings(ledger);
+  for (std::size_t s = backing.size(); s-- > 0;)
+    if (backing[s] == index) ledger.plan.slots.erase(ledger.plan.slots.begin() + static_cast<std::ptrdiff_t>(s));
+  it->state = InstanceState::quarantined;
+  return {};
+}
+
 Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
   auto it = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
     return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id;
@@ -235,6 +280,7 @@ int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_vie
     inst.job.reset();
     inst.user.clear();
     inst.state = InstanceState::scrubbing;
+    ledger.plan.slots.push_back({inst.gpu, inst.profile, inst.placement, std::nullopt});
     ++owned;
   }
   release_claims(ledger, job);

@@ -206,13 +206,14 @@ PlanSlot read_slot(const json& j, const std::string& path) {
   return s;
 }
 
-void check_header(const json& j, std::string_view format, int version) {
+void check_header(const json& j, std::string_view format, int oldest, int newest) {
   const json& f = j.at("format");
   if (!f.is_string() || f.get_ref<const std::string&>() != format)
     bad("format", fmt::format("{}: expected \"{}\"", brief(f), format));
   const json& v = j.at("version");
-  if (!v.is_number_integer() || v.get<std::int64_t>() != version)
-    bad("version", fmt::format("{}: this build reads version {} only", brief(v), version));
+  if (!v.is_number_integer() || v.get<std::int64_t>() < oldest || v.get<std::int64_t>() > newest)
+    bad("version", oldest == newest ? fmt::format("{}: this build reads version {} only", brief(v), newest)
+                                    : fmt::format("{}: this build reads versions {} to {}", brief(v), oldest, newest));
 }
 
 // nlohmann keeps the last of duplicate keys silently; a strict format must not, so the parser
@@ -287,7 +288,7 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
   try {
     const json& j = *doc;
     expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"});
-    check_header(j, kLedgerFormat, kLedgerVersion);
+    check_header(j, kLedgerFormat, kLedgerOldestReadableVersion, kLedgerVersion);
     ledger.node = read_string(j, "node", "");
     const json& gpus = read_array(j, "gpus", "");
     for (std::size_t i = 0; i < gpus.size(); ++i)
@@ -334,7 +335,7 @@ Result<HistoryRecord> parse_history_record(std::string_view line) {
     const json& j = *doc;
     expect_fields(j, "", {"format", "version", "job", "user", "gpu", "profile", "placement",
                           "mig_uuid", "start_time", "end_time", "end_reason"});
-    check_header(j, kHistoryFormat, kHistoryVersion);
+    check_header(j, kHistoryFormat, kHistoryVersion, kHistoryVersion);
     HistoryRecord r;
     r.job = read_job(j, "job", "");
     r.user = read_string(j, "user", "", /*allow_empty=*/true);

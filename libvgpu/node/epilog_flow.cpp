@@ -74,8 +74,15 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   }
   if (!scrubbed.empty()) {
     auto marked = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-      for (auto& inst : l.instances)
-        if (auto it = scrubbed.find(key_of(inst)); it != scrubbed.end()) inst.state = it->second;
+      for (const auto& [at, state] : scrubbed) {
+        if (state == InstanceState::quarantined) {
+          if (auto ok = quarantine_instance(l, at.first, at.second); !ok && ok.error().code != ErrorCode::not_found)
+            return ok;
+          continue;
+        }
+        for (auto& inst : l.instances)
+          if (key_of(inst) == at) inst.state = state;
+      }
       return {};
     });
     if (!marked) {

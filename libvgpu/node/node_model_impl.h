@@ -23,8 +23,17 @@ Result<std::vector<GpuLayout>> layouts_of(const Ledger& ledger, Pred include_slo
     if (!p) return fail(ErrorCode::corrupt, fmt::format("{}: unknown profile {}", what, profile));
     return within(layouts[i].place(*p, pl), fmt::format("{} {}@{} on GPU {}", what, profile, pl.start, gpu));
   };
-  for (const auto& inst : ledger.instances)
+  // A backed slot and its released instance are one space (slot_backings): placed once, as the
+  // slot when the slot is included, else as the instance.
+  std::vector<bool> placed_as_slot(ledger.instances.size(), false);
+  const auto backing = slot_backings(ledger);
+  for (std::size_t s = 0; s < ledger.plan.slots.size(); ++s)
+    if (backing[s] && include_slot(ledger.plan.slots[s])) placed_as_slot[*backing[s]] = true;
+  for (std::size_t i = 0; i < ledger.instances.size(); ++i) {
+    const auto& inst = ledger.instances[i];
+    if (placed_as_slot[i]) continue;
     if (auto ok = place(inst.gpu, inst.profile, inst.placement, "instance"); !ok) return std::unexpected(ok.error());
+  }
   for (const auto& slot : ledger.plan.slots)
     if (include_slot(slot))
       if (auto ok = place(slot.gpu, slot.profile, slot.placement, "plan slot"); !ok) return std::unexpected(ok.error());

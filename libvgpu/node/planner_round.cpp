@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "node_lock.h"
@@ -60,13 +61,15 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
                               std::vector<std::string>* notes = nullptr) {
   Desired none;
   if (l.gpus.empty() || parts.empty()) return none;
-  auto layouts = node::layouts_of(l, [](const PlanSlot& s) { return s.claimed_by_job.has_value(); });
+  // Claimed and fixed slots are placed by layouts_of: a backed slot is the same space as its
+  // released instance, so placing it again beside the instance would be a false conflict.
+  auto is_fixed = [&](const PlanSlot& s) { return std::ranges::find(fixed, key(s), key) != fixed.end(); };
+  auto layouts = node::layouts_of(l, [&](const PlanSlot& s) { return s.claimed_by_job.has_value() || is_fixed(s); });
   if (!layouts) return std::unexpected(layouts.error());
   for (const auto& s : fixed)
-    for (std::size_t g = 0; g < l.gpus.size(); ++g)
-      if (l.gpus[g].index == s.gpu)
-        if (const Profile* p = (*layouts)[g].model().find_profile(s.profile))
-          if (auto ok = (*layouts)[g].place(*p, s.placement); !ok) return std::unexpected(ok.error());
+    if (std::ranges::none_of(l.plan.slots, [&](const PlanSlot& x) { return !x.claimed_by_job && key(x) == key(s); }))
+      return fail(ErrorCode::corrupt, fmt::format("fixed slot {}@{} on GPU {} is not in the plan", s.profile,
+                                                  s.placement.start, s.gpu));
   int served_by_fixed = 0;
   for (const auto& s : fixed)
     for (auto& d : demand)
@@ -111,6 +114,17 @@ std::vector<PlanSlot> unclaimed(const Ledger& l) {
   std::vector<PlanSlot> out;
   for (const auto& s : l.plan.slots)
     if (!s.claimed_by_job) out.push_back(s);
+  return out;
+}
+
+// Unclaimed slots still backed by a released instance: their space is re-planned only once the
+// instance is gone, so even a plan from scratch keeps them (else each job's end would cost a
+// shrink and a grow of the same space).
+std::vector<PlanSlot> backed_unclaimed(const Ledger& l) {
+  std::vector<PlanSlot> out;
+  const auto backing = slot_backings(l);
+  for (std::size_t i = 0; i < l.plan.slots.size(); ++i)
+    if (backing[i] && !l.plan.slots[i].claimed_by_job) out.push_back(l.plan.slots[i]);
   return out;
 }
 
@@ -181,22 +195,36 @@ bool wait_until_slurm_caught_up(NodeContext& ctx, const PlannerState& state, con
   return false;
 }
 
-// Capacity that ended jobs gave back (their instances destroyed) leaves the advertisement.
-// Slurm must be seen to take that shrink before the space is offered as other profiles, or it
-// may still start a pending job on the old profile where the prolog then finds no room.
-Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state, PlannerRoundResult& result) {
+// Types of which `a` has more than `b`.
+bool has_more(const std::map<std::string, int>& a, const std::map<std::string, int>& b) {
+  for (const auto& [type, n] : a) {
+    if (type == "never" || type == "free") continue;
+    auto it = b.find(type);
+    if (n > (it == b.end() ? 0 : it->second)) return true;
+  }
+  return false;
+}
+
+// Capacity that left the advertisement outside a handover (an instance quarantined or vanished,
+// jobs a restarted slurmctld no longer counts) must be seen taken by Slurm before the space is
+// offered as other profiles, or Slurm may still start a pending job on the old count where the
+// prolog then finds no room. (A job's end changes nothing: its place stays as a backed slot.)
+// Slurm's own view decides, not this process's memory: a planner restarted while the shrink was
+// on its way finds slurmctld still configured above the advertisement and waits as well.
+Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state, const std::optional<NodeGres>& slurm_view,
+                                         PlannerRoundResult& result) {
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
   auto published = read_advertised_counts(ctx);
   const auto now_counts = node_advertisement(ctx, *l, state.slurm_uncounted);
-  bool shrinks = state.shrink_unconfirmed;
-  if (published)
-    for (const auto& [type, n] : *published) {
-      auto it = now_counts.find(type);
-      if (n > (it == now_counts.end() ? 0 : it->second)) shrinks = true;
-    }
-  if (!shrinks) return true;
+  const bool slurm_above = slurm_view && has_more(slurm_view->configured, now_counts);
+  if (!state.shrink_unconfirmed && !slurm_above && !(published && has_more(*published, now_counts))) return true;
+  const bool file_current = published && same_counts(*published, now_counts);
   if (auto ok = publish(ctx, state, *l, result); !ok) return std::unexpected(ok.error());
+  // The file already says it but slurmctld does not: the notice was lost (a planner killed between
+  // the two), so give it again.
+  if (slurm_above && file_current)
+    if (auto ok = ctx.publisher->publish(now_counts); !ok) result.notes.push_back(ok.error().message);
   if (wait_until_slurm_caught_up(ctx, state, {})) {
     state.shrink_unconfirmed = false;
     return true;
@@ -315,9 +343,11 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     result.notes.push_back("cleanup: " + cleaned.error().message);
   release_ended_jobs(ctx, state, result.notes);
   // Without an answer from Slurm, what was last learnt from it stays.
+  std::optional<NodeGres> slurm_view;
   if (auto node = ctx.slurm->node_gres(ctx.node); node) {
     refresh_slurm_uncounted(ctx, state, *node, where, result);
     resync_slurm_split(ctx, state, *node, result);
+    slurm_view = std::move(*node);
   }
 
   auto pending = ctx.slurm->pending_jobs();
@@ -331,7 +361,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   for (const auto& e : pending->errors) result.notes.push_back(e);
   const auto parts = node_partitions(*ctx.policy, ctx.node);
   const auto demand = node_demand(ctx, *pending, parts);
-  auto confirmed = released_capacity_confirmed(ctx, state, result);
+  auto confirmed = released_capacity_confirmed(ctx, state, slurm_view, result);
   if (!confirmed) return std::unexpected(confirmed.error().within(where));
   if (!*confirmed) return result;
 
@@ -342,7 +372,8 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     // Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so
     // drop slots) only when that serves more demand or must reserve a GPU for starving demand;
     // otherwise each shrink-and-grow would re-place the kept slots and the plan would churn.
-    auto scratch = desired_slots(l, parts, demand, {}, &result.notes);
+    const auto backed = backed_unclaimed(l);
+    auto scratch = desired_slots(l, parts, demand, backed, &result.notes);
     if (!scratch) return std::unexpected(scratch.error());
     const auto current = unclaimed(l);
     auto sticky = desired_slots(l, parts, demand, current);
@@ -354,7 +385,8 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
       desired = current;
       desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
     } else {
-      desired = scratch->slots;
+      desired = backed;
+      desired.insert(desired.end(), scratch->slots.begin(), scratch->slots.end());
     }
     chosen = desired;
     dropped = minus(current, desired);

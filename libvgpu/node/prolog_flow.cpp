@@ -12,6 +12,7 @@
 #include "vgpu/core/gres_request.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/base/text_split.h"
+#include "vgpu/node/epilog.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/prolog.h"
 
@@ -59,6 +60,13 @@ Result<void> claim_or_place(Ledger& l, const PartitionPolicy& part, JobId job, c
   return {};
 }
 
+bool claims_backed_slot(const Ledger& l, JobId job) {
+  const auto backing = slot_backings(l);
+  for (std::size_t i = 0; i < l.plan.slots.size(); ++i)
+    if (backing[i] && l.plan.slots[i].claimed_by_job == job) return true;
+  return false;
+}
+
 }  // namespace
 
 Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient& slurm, JobId job,
@@ -91,7 +99,6 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       ctx.log(fmt::format("{}: could not cancel the job: {}", where, r.error().message));
     return result;
   };
-
   auto alloc = parse_vgpu_alloc(req.alloc);
   if (!alloc) return reject(alloc.error().message);
   std::vector<GresRequest> mig, viz;
@@ -130,17 +137,36 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     return reject(joined);
   }
 
-  auto claimed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    for (const auto& r : mig)
-      if (auto ok = claim_or_place(l, *part, req.job, r); !ok) return ok;
-    return {};
-  });
+  auto claim = [&] {
+    return ctx.ledger->update([&](Ledger& l) -> Result<void> {
+      for (const auto& r : mig)
+        if (auto ok = claim_or_place(l, *part, req.job, r); !ok) return ok;
+      return {};
+    });
+  };
+  auto claimed = claim();
   if (!claimed) {
     if (claimed.error().code == ErrorCode::no_capacity)
       return reject(fmt::format("node {}: {}", ctx.node, claimed.error().message));
     return std::unexpected(claimed.error().within(where));
   }
   crash_point("prolog.after_claim");
+  // A backed slot (the place of a job that just ended) is free once its instance is scrubbed and
+  // destroyed: finish that cleanup here, behind any epilog already at it, before creating. A
+  // scrub that failed quarantines the instance and takes the slot away: claim again, elsewhere.
+  if (claims_backed_slot(*claimed, req.job)) {
+    if (auto cleaned = finish_released_instances(ctx); !cleaned)
+      ctx.log(fmt::format("{}: finishing released instances: {}", where, cleaned.error().message));
+    claimed = claim();
+    if (!claimed) {
+      if (claimed.error().code == ErrorCode::no_capacity)
+        return reject(fmt::format("node {}: {}", ctx.node, claimed.error().message));
+      return std::unexpected(claimed.error().within(where));
+    }
+    if (claims_backed_slot(*claimed, req.job))
+      return reject(fmt::format("node {}: a released instance where this job's instance goes could not be destroyed "
+                                "(see the node's log)", ctx.node));
+  }
 
   // Create and record as one step for the planner's reconcile (node_lock.h). The claim above is
   // durable, so the instances are recorded together in one write: one that a crash leaves

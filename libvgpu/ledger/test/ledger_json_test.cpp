@@ -36,6 +36,18 @@ TEST(LedgerJson, RoundTripPreservesEveryField) {
   EXPECT_EQ(serialize_ledger(*parsed), text);  // stable bytes: no spurious rewrites in diffs
 }
 
+// A node upgraded from a version-1 build keeps its ledger: read as is, written back as version 2.
+TEST(LedgerJson, VersionOneLedgerIsReadAndWrittenBackAsVersionTwo) {
+  auto text = serialize_ledger(sample_ledger());
+  auto at = text.find("\"version\": 2");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 12, "\"version\": 1");
+  auto parsed = parse_ledger(text);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, sample_ledger());
+  EXPECT_NE(serialize_ledger(*parsed).find("\"version\": 2"), std::string::npos);
+}
+
 TEST(LedgerJson, NewHistoryIsNotWrittenIntoTheLedgerFile) {
   Ledger l = sample_ledger();
   retire_job(l, 42, 1'700'001'000, "completed");
@@ -107,7 +119,8 @@ TEST_P(LedgerJsonCorruption, IsRejectedWithTheFieldPathAndValue) {
 const Corruption kCorruptions[] = {
     {"wrong_format", [](auto& j) { j["format"] = "slurm-vgpu-policy"; },
      "format: \"slurm-vgpu-policy\": expected \"slurm-vgpu-ledger\""},
-    {"future_version", [](auto& j) { j["version"] = 2; }, "version: 2: this build reads version 1"},
+    {"future_version", [](auto& j) { j["version"] = 3; }, "version: 3: this build reads versions 1 to 2"},
+    {"version_zero", [](auto& j) { j["version"] = 0; }, "version: 0: this build reads versions 1 to 2"},
     {"version_as_string", [](auto& j) { j["version"] = "1"; }, "version: \"1\""},
     {"missing_version", [](auto& j) { j.erase("version"); }, "version: required field missing"},
     {"unknown_top_field", [](auto& j) { j["extra"] = 1; }, "extra: unknown field"},
@@ -152,8 +165,13 @@ const Corruption kCorruptions[] = {
      "instances[0].placement: {2,4} on GPU 0: {2,4} is not a legal placement of 3g.40gb"},
     {"overlapping_instances", [](auto& j) { j["instances"][1]["placement"]["start"] = 3; },
      "instances[1].placement: {3,1} on GPU 0: memory slices 3-3 overlap"},
-    {"slot_overlaps_instance", [](auto& j) { j["plan"]["slots"][0]["placement"]["start"] = 4; },
-     "plan.slots[0].placement: {4,1} on GPU 0: memory slices 4-4 overlap"},
+    {"slot_overlaps_instance", [](auto& j) { j["plan"]["slots"][0]["placement"]["start"] = 3; },
+     "plan.slots[0].placement: {3,1} on GPU 0: memory slices 3-3 overlap"},
+    // A slot exactly where a released instance is, is a backed slot; over a running one it is not.
+    {"slot_over_a_running_instance", [](auto& j) {
+       j["plan"]["slots"][1]["placement"]["start"] = 4;
+       j["instances"][1]["state"] = "ready";
+     }, "plan.slots[1].placement: {4,1} on GPU 0: memory slices 4-4 overlap"},
     {"duplicate_mig_uuid",
      [](auto& j) { j["instances"][2]["mig_uuid"] = j["instances"][0]["mig_uuid"]; },
      "instances[2].mig_uuid: MIG-0a0a0a0a-0000-0000-0000-000000000001: duplicate instance"},

@@ -138,6 +138,63 @@ TEST(LedgerOps, RetireJobRecordsHistoryAndSendsInstancesToScrub) {
   EXPECT_EQ(l.new_history.size(), 1u);
 }
 
+// A job's end must not change Slurm's count (slurmctld frees the allocation at once and may
+// start the next job of that profile there before any shrink could reach it).
+TEST(LedgerOps, RetiredInstancesPlaceStaysInThePlanAsABackedSlot) {
+  Ledger l = sample_ledger();
+  const auto slots_before = l.plan.slots.size();
+  ASSERT_EQ(retire_job(l, 42, 1'700'009'000, "completed"), 1);
+  ASSERT_EQ(l.plan.slots.size(), slots_before + 1);
+  EXPECT_EQ(l.plan.slots.back(), (PlanSlot{0, "3g.40gb", {0, 4}, std::nullopt}));
+  auto backing = slot_backings(l);
+  ASSERT_EQ(backing.size(), l.plan.slots.size());
+  EXPECT_EQ(backing.back(), 0u) << "backed by the instance it replaces";
+  EXPECT_TRUE(validate(l)) << "the slot and its released instance are one space";
+  Ledger twice = l;
+  twice.plan.slots.push_back(twice.plan.slots.back());
+  EXPECT_FALSE(validate(twice)) << "one instance backs one slot; a second is a real overlap";
+  ASSERT_TRUE(remove_instance(l, 0, 2));
+  EXPECT_FALSE(slot_backings(l).back()) << "destroyed: the slot holds the space alone";
+  EXPECT_TRUE(validate(l));
+}
+
+TEST(LedgerOps, OnlyAReleasedInstanceBacksASlot) {
+  Ledger l = sample_ledger();
+  l.plan.slots.push_back({0, "3g.40gb", {0, 4}, std::nullopt});  // over job 42's running instance
+  EXPECT_FALSE(slot_backings(l).back());
+  EXPECT_FALSE(validate(l));
+  Ledger q = sample_ledger();
+  q.plan.slots.push_back({1, "7g.40gb", {0, 8}, std::nullopt});  // over a quarantined one
+  EXPECT_FALSE(slot_backings(q).back());
+  EXPECT_FALSE(validate(q));
+}
+
+// Claiming a backed slot makes the prolog wait for a scrub; a free slot does not.
+TEST(LedgerOps, ClaimTakesASlotWithNothingToWaitForFirst) {
+  Ledger l = sample_ledger();
+  l.plan.slots.insert(l.plan.slots.begin(), PlanSlot{0, "1g.10gb", {4, 1}, std::nullopt});  // over the scrubbing one
+  ASSERT_TRUE(validate(l));
+  ASSERT_TRUE(claim_slots(l, 50, "1g.10gb", 1));
+  EXPECT_FALSE(l.plan.slots[0].claimed_by_job) << "the backed slot is the last resort";
+  EXPECT_EQ(l.plan.slots[2].claimed_by_job, 50u);
+  ASSERT_TRUE(claim_slots(l, 50, "1g.10gb", 2));
+  EXPECT_EQ(l.plan.slots[0].claimed_by_job, 50u);
+}
+
+TEST(LedgerOps, QuarantiningAReleasedInstanceTakesItsSlotAway) {
+  Ledger l = sample_ledger();
+  ASSERT_EQ(retire_job(l, 42, 1'700'009'000, "completed"), 1);
+  const auto slots = l.plan.slots.size();
+  ASSERT_TRUE(quarantine_instance(l, 0, 2));
+  EXPECT_EQ(l.instances[0].state, InstanceState::quarantined);
+  EXPECT_EQ(l.plan.slots.size(), slots - 1);
+  EXPECT_TRUE(std::ranges::none_of(l.plan.slots, [](const PlanSlot& s) { return s.profile == "3g.40gb"; }));
+  EXPECT_TRUE(validate(l));
+  auto unknown = quarantine_instance(l, 0, 99);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::not_found);
+}
+
 TEST(LedgerOps, RebuildFromHardwareMarksEveryInstanceOrphanedAndQuarantined) {
   HardwareView view = sample_hardware();
   view.gpus[0].model = "NVIDIA H100 80GB HBM3";  // NVML's product name maps to the catalog

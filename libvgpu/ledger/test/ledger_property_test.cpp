@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -64,6 +66,12 @@ struct Interpreter {
         if (l.plan.slots.empty()) break;
         PlanSlot slot = l.plan.slots[static_cast<std::size_t>(a) % l.plan.slots.size()];
         if (!slot.claimed_by_job) break;
+        // A backed slot: the prolog finishes the released instance's cleanup first.
+        const auto index = static_cast<std::size_t>(a) % l.plan.slots.size();
+        if (auto backing = slot_backings(l)[index]) {
+          const auto& gone = l.instances[*backing];
+          RC_ASSERT(remove_instance(l, gone.gpu, gone.gpu_instance_id));
+        }
         int id = next_id++;
         LedgerInstance inst{slot.gpu, slot.profile, slot.placement, id, 0,
                             fmt::format("MIG-prop-{}", id), slot.claimed_by_job,
@@ -90,11 +98,18 @@ struct Interpreter {
       case 6:
         if (!l.vms.empty()) l.vms.erase(l.vms.begin() + a % static_cast<int>(l.vms.size()));
         break;
-      case 7:
-        if (!l.instances.empty())
-          l.instances[static_cast<std::size_t>(a) % l.instances.size()].state =
-              static_cast<InstanceState>(b % 5);
+      case 7: {  // a state change; an instance backing a slot only moves on through its cleanup
+        if (l.instances.empty()) break;
+        const auto index = static_cast<std::size_t>(a) % l.instances.size();
+        auto& inst = l.instances[index];
+        const auto state = static_cast<InstanceState>(b % 5);
+        const auto backings = slot_backings(l);
+        const bool backs = std::ranges::find(backings, std::optional<std::size_t>(index)) != backings.end();
+        if (!backs) inst.state = state;
+        else if (state == InstanceState::quarantined) RC_ASSERT(quarantine_instance(l, inst.gpu, inst.gpu_instance_id));
+        else if (state == InstanceState::destroying) inst.state = state;
         break;
+      }
       case 8:
         release_claims(l, job);
         break;

@@ -505,18 +505,23 @@ TEST_F(NodeFlows, InstanceVanishedUnderAJobIsForgottenWithAHistoryRecord) {
 namespace vgpu {
 namespace {
 
-// Capacity an ended job gave back leaves the advertisement first; only once slurmctld has taken
-// that shrink may the space be offered as other profiles (else Slurm may start a job on the old
-// profile where the prolog finds no room, and cancel it).
+// A job's end leaves its place in the plan (a backed slot): the advertisement does not change,
+// so Slurm may start the next job of that profile there at once. The space goes to another
+// profile only through the handover: shrink, slurmctld takes it, then grow.
 TEST_F(NodeFlows, ReleasedCapacityIsOfferedAgainOnlyAfterSlurmTookTheShrink) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1"});
   ASSERT_TRUE(pro && !pro->rejected);
   ASSERT_TRUE(run_planner_round(ctx, planner));
+  const auto before = advertised();
+  const int published = sighups;
   slurm->used.clear();
   ASSERT_TRUE(run_epilog(ctx, 7, "completed"));
+  EXPECT_EQ(advertised_counts(*store->load()), before) << "a job's end changed Slurm's count";
+  EXPECT_EQ(sighups, published);
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:4g.40gb:1\n";
-  slurm->polls_until_adopt = 1'000'000;  // slurmctld does not take the new split
+  slurm->configured = before;            // slurmctld holds the current split
+  slurm->polls_until_adopt = 1'000'000;  // and does not take a new one
   ctx.confirm_timeout_ms = 50;
   auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r) << r.error().message;
@@ -558,3 +563,106 @@ TEST_F(NodeFlows, ReturnToTheIdleLayoutSettlesInsteadOfChurning) {
 
 }  // namespace
 }  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+// The next job of the ended job's profile, started by Slurm while the epilog is still scrubbing:
+// its prolog claims the backed slot, finishes the cleanup itself, then creates at that place.
+TEST_F(NodeFlows, JobStartedOnAJustReleasedPlaceWaitsForTheScrubAndRuns) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  std::vector<std::string> filled;
+  for (JobId job = 20; job < 22; ++job) {  // every 3g.40gb slot of the idle layout
+    auto pro = run_prolog(ctx, {job, "alice", "gpu", "3g.40gb:1"});
+    ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
+    filled.push_back(pro->instances[0].mig_uuid);
+  }
+  // The epilog of job 20 retired it and died before scrubbing (crash point epilog.after_retire).
+  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {
+    retire_job(l, 20, 1'800'000'100, "completed");
+    return {};
+  }));
+  ASSERT_EQ(advertised_counts(*store->load())["3g.40gb"], 2);
+  auto next = run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1"});
+  ASSERT_TRUE(next) << next.error().message;
+  ASSERT_FALSE(next->rejected) << next->reason;
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{filled[0]}) << "the former tenant's instance was scrubbed first";
+  ASSERT_EQ(backend.instances().size(), 2u);
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(instances_of_job(*l, 30).size(), 1u);
+  EXPECT_TRUE(std::ranges::none_of(slot_backings(*l), [](const auto& b) { return b.has_value(); }));
+}
+
+// The same, but the scrub fails: the instance is quarantined and its place is gone. The job gets
+// free space elsewhere if there is any; it is not started on the quarantined place.
+TEST_F(NodeFlows, JobOnAReleasedPlaceWhoseScrubFailsMovesToFreeSpace) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto first = run_prolog(ctx, {20, "alice", "gpu", "3g.40gb:1"});
+  ASSERT_TRUE(first && !first->rejected);
+  auto other = run_prolog(ctx, {21, "alice", "gpu", "3g.40gb:1"});
+  ASSERT_TRUE(other && !other->rejected);
+  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {
+    retire_job(l, 20, 1'800'000'100, "completed");
+    return {};
+  }));
+  // Everything else unclaimed leaves the plan, so the backed slot is the only 3g.40gb one.
+  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {
+    const auto backing = slot_backings(l);
+    std::vector<PlanSlot> kept;
+    for (std::size_t i = 0; i < l.plan.slots.size(); ++i)
+      if (backing[i] || l.plan.slots[i].claimed_by_job) kept.push_back(l.plan.slots[i]);
+    l.plan.slots = kept;
+    return {};
+  }));
+  scrubber.status = ScrubStatus::failed;
+  auto next = run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1"});
+  ASSERT_TRUE(next) << next.error().message;
+  ASSERT_FALSE(next->rejected) << next->reason;
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  const auto mine = instances_of_job(*l, 30);
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_NE(mine[0]->mig_uuid, first->instances[0].mig_uuid);
+  EXPECT_TRUE(std::ranges::any_of(l->instances, [](const LedgerInstance& i) { return i.state == InstanceState::quarantined; }));
+  EXPECT_TRUE(validate(*l));
+}
+
+// A planner killed while slurmctld had not yet taken a shrink (here: a quarantined instance's
+// place left the advertisement) must not, once restarted, offer that space as other profiles:
+// its memory of the shrink is gone, but slurmctld's view still shows the old count.
+TEST_F(NodeFlows, RestartedPlannerWaitsForAShrinkItsPredecessorPublished) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1"});
+  ASSERT_TRUE(pro && !pro->rejected);
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  slurm->used.clear();
+  scrubber.status = ScrubStatus::failed;
+  ASSERT_TRUE(run_epilog(ctx, 7, "completed"));
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:1g.10gb:7\n";
+  slurm->follows_file = false;  // slurmctld keeps the count it had
+  ctx.confirm_timeout_ms = 20;
+  const auto slurm_before = slurm->configured = advertised();
+  PlannerState first_life;
+  auto r = run_planner_round(ctx, first_life);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->shrink_confirmed);
+  EXPECT_LT(advertised()["3g.40gb"], slurm_before.at("3g.40gb")) << "the shrink is published";
+  const auto shrunk = advertised();
+  const int notices = sighups;
+  PlannerState second_life;  // killed and restarted: the file already says what it published
+  r = run_planner_round(ctx, second_life);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->shrink_confirmed);
+  EXPECT_EQ(advertised(), shrunk) << "grew before slurmctld took the shrink";
+  EXPECT_GT(sighups, notices) << "slurmctld is told again";
+  slurm->follows_file = true;
+  r = run_planner_round(ctx, second_life);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->shrink_confirmed);
+  EXPECT_GT(advertised()["1g.10gb"], shrunk.at("1g.10gb"));
+}
+
+}  // namespace
+}  // namespace vgpu
+

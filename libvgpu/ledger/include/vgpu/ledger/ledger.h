@@ -107,10 +107,19 @@ Result<void> validate(const Ledger& ledger, const Catalog& catalog = Catalog::bu
 
 // ---- pure operations used by prolog, epilog and the planner ----
 
+// A *backed* slot stands where a released instance (no job; scrubbing or destroying) still is, at
+// the same GPU and placement: when a job ends, its instances' places go back to the plan as such
+// slots, so the advertisement, and so Slurm's count, does not change with the job's end. The slot
+// takes the space over once the instance is destroyed; until then it is the same space, placed
+// once. For each plan slot, the index in `instances` of the instance backing it, if any; every
+// released instance backs at most one slot.
+std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger);
+
 std::vector<const LedgerInstance*> instances_of_job(const Ledger& ledger, JobId job);
 
 // Marks `count` unclaimed plan slots of `profile` as allocated to `job`. Slots the job already
-// holds count toward `count`, so a retried prolog claims nothing twice. On error nothing changes.
+// holds count toward `count`, so a retried prolog claims nothing twice. Slots with nothing to wait
+// for come first; a backed slot is claimed only when no other is left. On error nothing changes.
 Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, int count);
 // Returns the job's claimed slots to the plan (job cancelled before its instances existed).
 int release_claims(Ledger& ledger, JobId job);
@@ -119,6 +128,9 @@ int release_claims(Ledger& ledger, JobId job);
 // consumed (the slot became this instance); otherwise the instance must fit beside everything.
 Result<void> add_instance(Ledger& ledger, LedgerInstance instance,
                           const Catalog& catalog = Catalog::builtin());
+// A released instance whose scrub failed is never handed out again: `quarantined`, and the slot
+// it backed leaves the plan (that space is gone until an admin releases it).
+Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id);
 // Forgets an instance once it is destroyed on the hardware.
 Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id);
 // Forgets an instance that vanished from the hardware without us; a job that still owned it
@@ -126,8 +138,9 @@ Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id);
 Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_id, std::int64_t now);
 
 // Ends a job's tenancy: one history record per instance it owned, the instances lose their owner
-// and go to `scrubbing` (they still exist until the epilog destroys them), and its claims are
-// released. Returns how many instances it owned; 0 is not an error (epilog retries).
+// and go to `scrubbing` (they still exist until the epilog destroys them), each leaves a backed
+// slot of its profile at its place (see slot_backings), and the job's claims are released.
+// Returns how many instances it owned; 0 is not an error (epilog retries).
 int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_view end_reason);
 
 // ---- the hardware's own view, for rebuild and reconcile ----
