@@ -99,6 +99,20 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       ctx.log(fmt::format("{}: could not cancel the job: {}", where, r.error().message));
     return result;
   };
+  // A valid job Slurm started where this node has no room after all (slurmctld's view lagging the
+  // node's, as right after a slurmctld restart: docs/design.md) goes back to the queue instead of
+  // being cancelled; only a job Slurm will not requeue is cancelled, with both reasons.
+  auto no_room = [&](std::string reason) -> Result<PrologResult> {
+    std::string why = fmt::format("vgpu: requeued: {} (Slurm started it before the node's advertisement "
+                                  "caught up)", reason);
+    auto requeued = ctx.slurm->requeue_job(req.job, why);
+    if (!requeued) return reject(fmt::format("{}; could not requeue it: {}", reason, requeued.error().message));
+    result.requeued = true;
+    result.reason = std::move(why);
+    ctx.log(fmt::format("{}: {}", where, result.reason));
+    return result;
+  };
+
   auto alloc = parse_vgpu_alloc(req.alloc);
   if (!alloc) return reject(alloc.error().message);
   std::vector<GresRequest> mig, viz;
@@ -147,7 +161,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   auto claimed = claim();
   if (!claimed) {
     if (claimed.error().code == ErrorCode::no_capacity)
-      return reject(fmt::format("node {}: {}", ctx.node, claimed.error().message));
+      return no_room(fmt::format("node {}: {}", ctx.node, claimed.error().message));
     return std::unexpected(claimed.error().within(where));
   }
   crash_point("prolog.after_claim");
@@ -160,12 +174,18 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     claimed = claim();
     if (!claimed) {
       if (claimed.error().code == ErrorCode::no_capacity)
-        return reject(fmt::format("node {}: {}", ctx.node, claimed.error().message));
+        return no_room(fmt::format("node {}: {}", ctx.node, claimed.error().message));
       return std::unexpected(claimed.error().within(where));
     }
-    if (claims_backed_slot(*claimed, req.job))
-      return reject(fmt::format("node {}: a released instance where this job's instance goes could not be destroyed "
-                                "(see the node's log)", ctx.node));
+    if (claims_backed_slot(*claimed, req.job)) {
+      // Give the claims back first: a requeued job must not keep space it does not use.
+      (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
+        release_claims(l, req.job);
+        return {};
+      });
+      return no_room(fmt::format("node {}: a released instance where this job's instance goes could not be "
+                                 "destroyed (see the node's log)", ctx.node));
+    }
   }
 
   // Create and record as one step for the planner's reconcile (node_lock.h). The claim above is

@@ -91,29 +91,44 @@ class CommandSlurmClient final : public SlurmClient {
   }
 
   Result<void> reject_job(JobId job, const std::string& reason) override {
-    std::string clean;
-    for (char c : reason) clean += (c == '\n' || c == '\r' || c == '\'' || c == '"') ? ' ' : c;
-    if (clean.size() > 900) clean.resize(900);
+    const std::string id = name_for_slurm(job);
+    auto commented = comment(id, reason);
+    auto cancelled = run_ok({tool("scancel"), id});
+    if (!cancelled) return std::unexpected(cancelled.error());
+    if (!commented) return std::unexpected(commented.error());
+    return {};
+  }
+
+  Result<void> requeue_job(JobId job, const std::string& reason) override {
+    const std::string id = name_for_slurm(job);
+    auto requeued = run_ok({tool("scontrol"), "requeue", id});
+    if (!requeued) return std::unexpected(requeued.error());
+    if (auto commented = comment(id, reason); !commented) return std::unexpected(commented.error());
+    return {};
+  }
+
+ private:
+  // The name slurmctld takes for this job in scancel/scontrol. An array task: slurmctld refuses
+  // its own number, and the array's number names every task. The prolog's environment says which
+  // task this is when Slurm puts it there (not for every launch path), else slurmctld does.
+  std::string name_for_slurm(JobId job) {
     std::string id = std::to_string(job);
-    // An array task: slurmctld refuses its own number, and the array's number names every task.
-    // The prolog's environment says which task this is when Slurm puts it there (not for every
-    // launch path), else slurmctld does.
     const char* env_job = std::getenv("SLURM_JOB_ID");
     const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
     const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
     auto numeric = [](const char* s) {
       return s && *s && std::string_view(s).find_first_not_of("0123456789") == std::string_view::npos;
     };
-    if (env_job && id == env_job && numeric(array) && numeric(task)) {
-      id = fmt::format("{}_{}", array, task);
-    } else if (auto shown = run_ok({tool("scontrol"), "-o", "show", "job", id}); shown) {
-      id = job_name_for_signals(job, *shown);
-    }
-    auto commented = run_ok({tool("scontrol"), "update", "JobId=" + id, "Comment=" + clean});
-    auto cancelled = run_ok({tool("scancel"), id});
-    if (!cancelled) return std::unexpected(cancelled.error());
-    if (!commented) return std::unexpected(commented.error());
-    return {};
+    if (env_job && id == env_job && numeric(array) && numeric(task)) return fmt::format("{}_{}", array, task);
+    if (auto shown = run_ok({tool("scontrol"), "-o", "show", "job", id}); shown) return job_name_for_signals(job, *shown);
+    return id;
+  }
+
+  Result<std::string> comment(const std::string& id, const std::string& reason) {
+    std::string clean;
+    for (char c : reason) clean += (c == '\n' || c == '\r' || c == '\'' || c == '"') ? ' ' : c;
+    if (clean.size() > 900) clean.resize(900);
+    return run_ok({tool("scontrol"), "update", "JobId=" + id, "Comment=" + clean});
   }
 };
 

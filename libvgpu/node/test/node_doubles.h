@@ -127,6 +127,13 @@ class FakeSlurm final : public SlurmClient {
     rejected.emplace_back(job, reason);
     return {};
   }
+  Result<void> requeue_job(JobId job, const std::string& reason) override {
+    if (!requeue_refusal.empty()) return fail(ErrorCode::unavailable, requeue_refusal);
+    requeued.emplace_back(job, reason);
+    return {};
+  }
+  std::vector<std::pair<JobId, std::string>> requeued;
+  std::string requeue_refusal;  // set: scontrol requeue fails with this
   Result<std::set<JobId>> jobs_on_node(const std::string&) override {
     ++node_job_queries;
     return running;

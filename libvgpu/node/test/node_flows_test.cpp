@@ -666,3 +666,41 @@ TEST_F(NodeFlows, RestartedPlannerWaitsForAShrinkItsPredecessorPublished) {
 }  // namespace
 }  // namespace vgpu
 
+namespace vgpu {
+namespace {
+
+// A valid job Slurm started where the node has no room (slurmctld's view lagging, as right after a
+// slurmctld restart) goes back to the queue: never cancelled for the node's sake.
+TEST_F(NodeFlows, JobStartedWhereTheNodeHasNoRoomIsRequeuedNotCancelled) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // the idle layout: no 7g.80gb anywhere
+  auto pro = run_prolog(ctx, {60, "carol", "gpu", "7g.80gb:1"});
+  ASSERT_TRUE(pro) << pro.error().message;
+  EXPECT_TRUE(pro->requeued);
+  EXPECT_FALSE(pro->rejected);
+  EXPECT_TRUE(slurm->rejected.empty());
+  ASSERT_EQ(slurm->requeued.size(), 1u);
+  EXPECT_EQ(slurm->requeued[0].first, 60u);
+  EXPECT_NE(slurm->requeued[0].second.find("vgpu: requeued: node n1: profile 7g.80gb: 0 of 1 instance(s) fit"),
+            std::string::npos)
+      << slurm->requeued[0].second;
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(std::ranges::none_of(l->plan.slots, [](const PlanSlot& s) { return s.claimed_by_job == 60u; }));
+  EXPECT_TRUE(backend.instances().empty());
+}
+
+TEST_F(NodeFlows, JobWithNoRoomThatSlurmWillNotRequeueIsCancelledWithBothReasons) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  slurm->requeue_refusal = "scontrol requeue 61: Only batch jobs are accepted or processed";
+  auto pro = run_prolog(ctx, {61, "carol", "gpu", "7g.80gb:1"});
+  ASSERT_TRUE(pro) << pro.error().message;
+  EXPECT_TRUE(pro->rejected);
+  ASSERT_EQ(slurm->rejected.size(), 1u);
+  EXPECT_NE(slurm->rejected[0].second.find("0 of 1 instance(s) fit"), std::string::npos);
+  EXPECT_NE(slurm->rejected[0].second.find("could not requeue it: scontrol requeue 61: Only batch jobs"),
+            std::string::npos)
+      << slurm->rejected[0].second;
+}
+
+}  // namespace
+}  // namespace vgpu

@@ -120,6 +120,10 @@ def check(run, plan_path, table_path):
     # Why the product ended a job itself: prolog rejections and errors, per node.
     reason_re = re.compile(r"(vgpu: prolog: job (\d+): (?:rejected|node not ready).*)")
     reasons = collections.defaultdict(list)
+    # Jobs Slurm started where the node had no room after all; their prolog requeued them (they
+    # must still end as planned). Counted and shown, not a failure: never a cancellation.
+    requeue_re = re.compile(r"(vgpu: prolog: job (\d+): vgpu: requeued: .*)")
+    requeued = []
     created = collections.defaultdict(set)   # (node, job) -> {(profile, uuid)}
     history = collections.defaultdict(list)  # (node, job) -> [record]
     hw = {}
@@ -130,6 +134,9 @@ def check(run, plan_path, table_path):
                 r = reason_re.search(line)
                 if r:
                     reasons[int(r.group(2))].append(f"{n}: {r.group(1)}")
+                q = requeue_re.search(line)
+                if q:
+                    requeued.append(f"{n}: {q.group(1)}")
                 m = ready_re.search(line)
                 if m:
                     for item in m.group(2).split(","):
@@ -275,6 +282,9 @@ def check(run, plan_path, table_path):
         c = per_node[n]
         print(f"{n:<6} {c['created']:>8} {c['history']:>9} {hw[n]['serials']:>17} {hw[n]['present']:>11} "
               f"{c['retried_epilog_duplicates']:>16}")
+    print(f"requeued by a prolog (Slurm started the job where the node had no room after all): {len(requeued)}")
+    for q in requeued:
+        print("REQUEUED: " + q)
     if overalloc:
         print(f"over-allocations: {len(overalloc)} job(s) Slurm started where the node's plan had no room "
               "(the prolog cancelled them)")

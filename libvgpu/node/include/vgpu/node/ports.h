@@ -21,6 +21,11 @@ class SlurmClient {
   virtual Result<NodeGres> node_gres(const std::string& node) = 0;
   // Cancels a job that must not run, leaving `reason` in its Comment for squeue/scontrol.
   virtual Result<void> reject_job(JobId job, const std::string& reason) = 0;
+  // Puts a valid job Slurm started where the node had no room back in the queue, `reason` in its
+  // Comment. Fails when Slurm will not requeue it (not a batch job, --no-requeue, JobRequeue=0).
+  virtual Result<void> requeue_job(JobId /*job*/, const std::string& /*reason*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot requeue jobs");
+  }
   // Jobs Slurm has running (or configuring, completing) on `node`: who may keep a viz VM.
   virtual Result<std::set<JobId>> jobs_on_node(const std::string& /*node*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot list a node's jobs");

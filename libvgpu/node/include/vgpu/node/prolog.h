@@ -29,6 +29,7 @@ struct PrologRequest {
 struct PrologResult {
   std::vector<LedgerInstance> instances;  // the job's instances on this node
   bool rejected = false;                  // the job was cancelled with a reason
+  bool requeued = false;                  // no room here after all: the job went back to the queue
   std::string reason;
 };
 // Never an exception; an error means the node could not act at all (the caller logs it and still
