@@ -234,13 +234,23 @@ Result<void> add_instance(Ledger& ledger, LedgerInstance instance, const Catalog
   return {};
 }
 
-Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
+namespace {
+// The instance (gpu, gpu_instance_id), or not_found naming it.
+Result<std::vector<LedgerInstance>::iterator> find_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
   auto it = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
     return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id;
   });
   if (it == ledger.instances.end())
     return fail(ErrorCode::not_found, fmt::format("GPU {} GPU-instance {}: not in the ledger", gpu,
                                                   gpu_instance_id));
+  return it;
+}
+}  // namespace
+
+Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
+  auto found = find_instance(ledger, gpu, gpu_instance_id);
+  if (!found) return std::unexpected(found.error());
+  auto it = *found;
   const auto index = static_cast<std::size_t>(it - ledger.instances.begin());
   const auto backing = slot_backings(ledger);
   for (std::size_t s = backing.size(); s-- > 0;)
@@ -250,24 +260,21 @@ Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
 }
 
 Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
-  auto it = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
-    return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id;
-  });
-  if (it == ledger.instances.end())
-    return fail(ErrorCode::not_found, fmt::format("GPU {} GPU-instance {}: not in the ledger", gpu,
-                                                  gpu_instance_id));
-  ledger.instances.erase(it);
+  auto found = find_instance(ledger, gpu, gpu_instance_id);
+  if (!found) return std::unexpected(found.error());
+  ledger.instances.erase(*found);
   return {};
 }
 
 Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_id, std::int64_t now) {
-  auto it = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
-    return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id;
-  });
-  if (it != ledger.instances.end() && it->job)
+  auto found = find_instance(ledger, gpu, gpu_instance_id);
+  if (!found) return std::unexpected(found.error());
+  const auto& it = *found;
+  if (it->job)
     ledger.new_history.push_back(HistoryRecord{*it->job, it->user, it->gpu, it->profile, it->placement,
                                                it->mig_uuid, it->created_at, now, "vanished"});
-  return remove_instance(ledger, gpu, gpu_instance_id);
+  ledger.instances.erase(it);
+  return {};
 }
 
 int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_view end_reason) {
