@@ -78,14 +78,27 @@ Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient&
   if (!vgpu_partition) return std::string();
   auto text = slurm.job_tres_per_node(job);
   if (!text) return std::unexpected(text.error().within(fmt::format("job {}: what it holds (squeue)", job)));
-  std::string_view line = *text;
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (line.empty() || line == "N/A") return std::string();
-  auto requests = parse_vgpu_gres(line);
-  if (!requests) return std::unexpected(requests.error().within(fmt::format("job {}: squeue %b", job)));
-  std::string alloc;
-  for (const auto& r : *requests) alloc += fmt::format("{}{}:{}", alloc.empty() ? "" : ",", r.type, r.count);
-  return alloc;
+  // The last task of an array carries the array's own id, and `squeue -j <that id>` lists every
+  // task of the array, one line each, spelled by its state ("vgpu:1g.20gb:3" running,
+  // "gres/vgpu:1g.20gb:3" pending). Every task asks the same; lines that differ are an error.
+  std::optional<std::string> alloc;
+  for (auto raw : split_view(*text, '\n')) {
+    std::string_view line = raw;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (line.empty()) continue;
+    std::string this_line;
+    if (line != "N/A") {
+      auto requests = parse_vgpu_gres(line);
+      if (!requests) return std::unexpected(requests.error().within(fmt::format("job {}: squeue %b", job)));
+      for (const auto& r : *requests)
+        this_line += fmt::format("{}{}:{}", this_line.empty() ? "" : ",", r.type, r.count);
+    }
+    if (alloc && *alloc != this_line)
+      return fail(ErrorCode::invalid_argument, fmt::format("job {}: squeue %b: the array's tasks differ ('{}' and '{}')",
+                                                           job, *alloc, this_line));
+    alloc = std::move(this_line);
+  }
+  return alloc.value_or(std::string());
 }
 
 Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {

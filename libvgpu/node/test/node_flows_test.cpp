@@ -122,6 +122,17 @@ TEST_F(NodeFlows, PrologWithoutVgpuAllocAsksSlurmWhatAJobOfAVgpuPartitionHolds) 
   EXPECT_EQ(*alloc, "1g.10gb:2");
   slurm->tres_per_node[43] = "gres:vgpu:1g.10gb:1,gres:gpu:1\n";  // 22.05's spelling
   EXPECT_EQ(*vgpu_alloc_for_prolog(policy, *slurm, 43, "cpu,gpu", ""), "1g.10gb:1");
+  // The last task of an array has the array's id: squeue lists every task, each spelled by its
+  // state (seen on 26.05: a job ran without its instances when this was refused).
+  slurm->tres_per_node[7] = "vgpu:1g.20gb:3\ngres/vgpu:1g.20gb:3\n";
+  auto array = vgpu_alloc_for_prolog(policy, *slurm, 7, "gpu", "");
+  ASSERT_TRUE(array) << array.error().message;
+  EXPECT_EQ(*array, "1g.20gb:3");
+  slurm->tres_per_node[8] = "vgpu:1g.20gb:3\ngres/vgpu:2g.20gb:1\n";
+  auto differ = vgpu_alloc_for_prolog(policy, *slurm, 8, "gpu", "");
+  ASSERT_FALSE(differ);
+  EXPECT_NE(differ.error().message.find("the array's tasks differ ('1g.20gb:3' and '2g.20gb:1')"), std::string::npos)
+      << differ.error().message;
   // A job that holds no vgpu, or a partition no policy serves: nothing, and Slurm is not asked.
   slurm->tres_per_node[44] = "N/A\n";
   EXPECT_EQ(*vgpu_alloc_for_prolog(policy, *slurm, 44, "gpu", ""), "");
