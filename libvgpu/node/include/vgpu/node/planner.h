@@ -20,8 +20,10 @@ namespace vgpu {
 
 // What the planner learns across rounds; the daemon owns one and passes it to every round.
 struct PlannerState {
-  // A shrink of the advertisement (capacity ended jobs gave back) that slurmctld has not yet been
-  // seen to take; growth waits for it.
+  // A shrink of the advertisement outside a handover (a quarantined or vanished instance's slot,
+  // instances slurmctld no longer counts) that slurmctld has not yet been seen to take; growth
+  // waits for it. Only a hint: each round also compares slurmctld's own split, so a restarted
+  // planner that lost this waits too.
   bool shrink_unconfirmed = false;
   // Instances (and claims) of jobs Slurm no longer runs here -- an epilog that never ran or died
   // before releasing -- are released by the planner: a job must be missing from two queries in
