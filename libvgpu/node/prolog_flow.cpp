@@ -9,6 +9,7 @@
 
 #include "node_lock.h"
 #include "node_model.h"
+#include "vgpu/contract/alloc_codec.h"
 #include "vgpu/core/gres_request.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/base/text_split.h"
@@ -91,7 +92,7 @@ Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient&
       auto requests = parse_vgpu_gres(line);
       if (!requests) return std::unexpected(requests.error().within(fmt::format("job {}: squeue %b", job)));
       for (const auto& r : *requests)
-        this_line += fmt::format("{}{}:{}", this_line.empty() ? "" : ",", r.type, r.count);
+        this_line = contract::append_alloc_item(this_line, r.type, static_cast<std::uint64_t>(r.count));
     }
     if (alloc && *alloc != this_line)
       return fail(ErrorCode::invalid_argument, fmt::format("job {}: squeue %b: the array's tasks differ ('{}' and '{}')",
@@ -116,6 +117,11 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // node's, as right after a slurmctld restart: docs/design.md) goes back to the queue instead of
   // being cancelled; only a job Slurm will not requeue is cancelled, with both reasons.
   auto no_room = [&](std::string reason) -> Result<PrologResult> {
+    // A requeued job must not keep space it does not use (no write when it holds nothing).
+    (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
+      release_claims(l, req.job);
+      return {};
+    });
     std::string why = fmt::format("vgpu: requeued: {} (Slurm started it before the node's advertisement "
                                   "caught up)", reason);
     auto requeued = ctx.slurm->requeue_job(req.job, why);
@@ -171,12 +177,13 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       return {};
     });
   };
+  // Why a claim failed: no room is the node's fault, not the job's.
+  auto claim_failed = [&](const Error& e) -> Result<PrologResult> {
+    if (e.code == ErrorCode::no_capacity) return no_room(fmt::format("node {}: {}", ctx.node, e.message));
+    return std::unexpected(e.within(where));
+  };
   auto claimed = claim();
-  if (!claimed) {
-    if (claimed.error().code == ErrorCode::no_capacity)
-      return no_room(fmt::format("node {}: {}", ctx.node, claimed.error().message));
-    return std::unexpected(claimed.error().within(where));
-  }
+  if (!claimed) return claim_failed(claimed.error());
   crash_point("prolog.after_claim");
   // A backed slot (the place of a job that just ended) is free once its instance is scrubbed and
   // destroyed: finish that cleanup here, behind any epilog already at it, before creating. A
@@ -185,20 +192,10 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     if (auto cleaned = finish_released_instances(ctx); !cleaned)
       ctx.log(fmt::format("{}: finishing released instances: {}", where, cleaned.error().message));
     claimed = claim();
-    if (!claimed) {
-      if (claimed.error().code == ErrorCode::no_capacity)
-        return no_room(fmt::format("node {}: {}", ctx.node, claimed.error().message));
-      return std::unexpected(claimed.error().within(where));
-    }
-    if (claims_backed_slot(*claimed, req.job)) {
-      // Give the claims back first: a requeued job must not keep space it does not use.
-      (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
-        release_claims(l, req.job);
-        return {};
-      });
+    if (!claimed) return claim_failed(claimed.error());
+    if (claims_backed_slot(*claimed, req.job))
       return no_room(fmt::format("node {}: a released instance where this job's instance goes could not be "
                                  "destroyed (see the node's log)", ctx.node));
-    }
   }
 
   // Create and record as one step for the planner's reconcile (node_lock.h). The claim above is
