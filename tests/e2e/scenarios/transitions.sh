@@ -2,7 +2,9 @@
 # Slurm's other job transitions keep the guarantees: a running job requeued (scontrol requeue)
 # gives its instances back through the epilog and gets fresh ones when it starts again; a
 # suspended job keeps its instances (the GRES stay allocated to it) and finishes after resume; a
-# job Slurm starts where the node has no room is requeued by its prolog, never cancelled.
+# job Slurm starts where the node has no room is requeued by its prolog, never cancelled; a job
+# preempted (PreemptType=preempt/partition_prio) with PreemptMode=REQUEUE or CANCEL gives its
+# instances back, and the preemptor gets its own.
 # After each: the job sees exactly its own instances, nothing leaked, no drained node.
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -19,6 +21,26 @@ vc_conf_write() {
   else
     echo "AuthInfo=cred_expire=10" >> "$SLURM_CONF"
   fi
+  # Preemption by partition: jobs in `urgent` (PriorityTier 10) preempt those of infer (requeued;
+  # cancelled once the test switches infer to PreemptMode=CANCEL). SUSPEND is left out on purpose: cons_tres takes only the cores of a
+  # suspended job back and keeps its memory and GRES (job_test.c, JOB_RES_ACTION_RESUME), so a
+  # preemptor never gets a suspended job's slices; docs/slurm.md.
+  sed -i -e '1i PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE' \
+    -e 's/^PartitionName=infer .*/& PriorityTier=1 PreemptMode=REQUEUE/' "$SLURM_CONF"
+  echo "PartitionName=urgent Nodes=$(_vp_nodelist) MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF" >> "$SLURM_CONF"
+}
+# The policy serves `urgent` too (the job_submit filter's table is made from it after this).
+eval "_tr_vp_policy_write() $(declare -f _vp_policy_write | tail -n +2)"
+_vp_policy_write() {
+  _tr_vp_policy_write
+  python3 - "$VC_RUN/etc/vgpu-policy.json" <<'PY2' || vc_fail "could not add the urgent partition to the policy"
+import json, sys
+path = sys.argv[1]
+d = json.load(open(path))
+d["partitions"]["urgent"] = {k: v for k, v in d["partitions"]["infer"].items() if k != "idle_layout"}
+json.dump(d, open(path, "w"), indent=1)
+PY2
+  "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null || vc_fail "policy with urgent does not check"
 }
 vp_start
 job=$(vp_job_script)
@@ -26,7 +48,7 @@ job=$(vp_job_script)
 # The MIG uuids in the last line job $1 printed, sorted and comma-joined; and the node.
 last_cvd() { grep '^CVD=' "$VC_RUN/out/$1.out" 2>/dev/null | tail -1 | sed 's/^CVD=\([^ ]*\).*/\1/' | tr ',' '\n' | sort | paste -sd, -; }
 last_node() { grep '^CVD=' "$VC_RUN/out/$1.out" 2>/dev/null | tail -1 | sed 's/.*NODE=//'; }
-cvd_lines() { grep -c '^CVD=' "$VC_RUN/out/$1.out" 2>/dev/null || true; }
+cvd_lines() { local n; n=$(grep -c '^CVD=' "$VC_RUN/out/$1.out" 2>/dev/null); echo "${n:-0}"; }
 wait_cvd_lines() { # $1 job $2 lines [$3 s]
   local t=0 lim=$(( ${3:-90} * 5 ))
   until [ "$(cvd_lines "$1")" -ge "$2" ]; do
@@ -77,6 +99,41 @@ vp_wait_done "$s" 60 || vc_fail "resumed job $s did not finish"
 vp_assert_completed "$s"
 vp_assert_no_instances
 vp_check || vc_fail "inconsistent after suspend/resume"
+
+echo "--- preemption: REQUEUE, then CANCEL"
+# The low job takes both CPUs of n1, so the urgent job (one CPU) can start there only by preempting
+# it. Each holds slices; the preemptor must get fresh instances of its own once the low job's
+# epilog has released the low job's.
+# (A low job in train would need a profile n1 advertises right now: pinned with -w, Slurm refuses
+# at submission a type the node does not list.)
+preempt() { # $1 low gres: sets $low, the preempted job, once the urgent one ran
+  local urgent
+  low=$(vp_sbatch -p infer -w n1 -c 2 --requeue --open-mode=append --gres="$1" "$job" 60)
+  wait_cvd_lines "$low" 1 60 || vc_fail "low job $low did not start"
+  assert_sees_own_now "$low"
+  urgent=$(vp_sbatch -p urgent -w n1 -c 1 --gres=vgpu:1g.10gb:1 "$job" 3)
+  wait_cvd_lines "$urgent" 1 90 || vc_fail "urgent job $urgent did not start: $(squeue -h -j "$urgent" -o '%T %r')"
+  assert_sees_own_now "$urgent"
+  [ -z "$(vp_ledger_uuids n1 "$low")" ] || vc_fail "preempted job $low still holds $(vp_ledger_uuids n1 "$low") on n1"
+  vp_wait_done "$urgent" 60 || vc_fail "urgent job $urgent did not finish"
+  vp_assert_completed "$urgent"
+  vc_assert_no_bad_nodes || vc_fail "a node drained around the preemption of $low"
+}
+preempt vgpu:1g.10gb:2
+vc_log "job $low preempted (REQUEUE): $(scontrol show job "$low" | grep -oE 'JobState=[A-Z]+|Restarts=[0-9]+' | tr '\n' ' ')"
+wait_cvd_lines "$low" 2 120 || vc_fail "preempted job $low did not start again: $(squeue -h -j "$low" -o '%T %r')"
+assert_sees_own_now "$low"
+scancel "$low"
+vp_wait_done "$low" 60 || vc_fail "job $low did not leave the queue"
+[ "$(scontrol show job "$low" | grep -o 'Restarts=[0-9]*')" = Restarts=1 ] || vc_fail "job $low: $(scontrol show job "$low" | grep -o 'Restarts=[0-9]*')"
+vp_assert_no_instances
+vp_check || vc_fail "inconsistent after preemption with requeue"
+scontrol update PartitionName=infer PreemptMode=CANCEL || vc_fail "could not set PreemptMode=CANCEL on infer"
+preempt vgpu:2g.20gb:1
+vc_wait_job "$low" PREEMPTED 30 || vc_fail "job $low was not cancelled by preemption"
+[ "$(cvd_lines "$low")" = 1 ] || vc_fail "job $low ran again after PreemptMode=CANCEL"
+vp_assert_no_instances
+vp_check || vc_fail "inconsistent after preemption with cancel"
 
 echo "--- a job Slurm starts where the node has no room goes back to the queue"
 # slurmctld's split can lag the node's plan (right after a slurmctld restart it forgets what
