@@ -5,10 +5,13 @@
 # 7 x 1g.10gb per GPU, so 14 1g.10gb slots per node before the first job) and with a plain
 # count-only GRES (Gres=vgpu:1g.10gb:14 per node, no plugin, no prolog/epilog). Each side runs
 # REPS bursts of JOBS jobs on one cluster; the script prints jobs/minute (median and range), their
-# ratio, submit->start, and the prolog's and epilog's own duration per job (measured around the
-# hook by the harness's wrapper: with PrologFlags=Alloc, Slurm's StartTime comes before the
-# prolog ends, so start times alone would hide it).
-#   VP_BIN=<build dir> benchmarks/slurm_overhead.sh [JOBS=200] [REPS=5] [--json FILE]
+# ratio, submit -> the job's first command (each job runs `date`; measured from the submitting
+# client's clock to the job's), and the prolog's and epilog's own wall and CPU time per job
+# (measured around the hook by the harness's wrapper: with PrologFlags=Alloc, Slurm's StartTime
+# comes before the prolog ends, so start times alone would hide it).
+#   VP_BIN=<build dir> benchmarks/slurm_overhead.sh [JOBS=200] [REPS=5] [--nvml-latency SPEC] [--json FILE]
+# --nvml-latency makes the fake NVML's MIG changes take time on the vgpu side (`h100`: the
+# latencies docs/backends.md assumes for a real H100); without it they take none.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 json_out=""
@@ -16,6 +19,7 @@ args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --json) json_out=$2; shift 2 ;;
+    --nvml-latency) export VP_NVML_LATENCY=$2; shift 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -29,10 +33,14 @@ export VP_INFER_PROFILES='{"H100-80GB": ["1g.10gb", "1g.20gb", "2g.20gb"]}'
 results=$(mktemp -d /tmp/vgpu-overhead.XXXXXX)
 
 burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records timings
-  local label=$1 rep=$2 ids=() t0 t1 j
+  local label=$1 rep=$2 ids=() t0 t1 j id submitted
+  mkdir -p "$results/first/$label"  # both clusters count job ids from 1
   t0=$(date +%s.%N)
   for _ in $(seq "$JOBS"); do
-    ids+=("$(sbatch --parsable -p infer --gres=vgpu:1g.10gb:1 -o /dev/null --wrap true)")
+    submitted=$EPOCHREALTIME
+    id=$(sbatch --parsable -p infer --gres=vgpu:1g.10gb:1 -o "$results/first/$label/%j" --wrap 'date +%s.%N')
+    ids+=("$id")
+    echo "$label $id $submitted" >> "$results/submitted.txt"
   done
   for j in "${ids[@]}"; do
     while squeue -h -j "$j" 2>/dev/null | grep -q .; do sleep 0.1; done
@@ -50,7 +58,7 @@ for rep in $(seq "$REPS"); do
   vp_wait_settled 60 || echo "WARNING: advertisements not settled before burst $rep"
   burst vgpu "$rep"
 done
-cp "$VC_RUN/log/hook-ms.txt" "$results/hooks.txt" 2>/dev/null
+cp "$VC_RUN/log/hook-times.txt" "$results/hooks.txt" 2>/dev/null
 vp_check 2>/dev/null || echo "WARNING: vgpu run ended inconsistent"
 vp_stop >/dev/null 2>&1
 rm -rf "$VC_RUN"
@@ -73,7 +81,7 @@ rm -rf "$VC_RUN"
 build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 sanitized=$(grep -m1 '^VGPU_SANITIZE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build ${build_type:-?} sanitizers ${sanitized:-?}"
-python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS" <<'PY'
+python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}" <<'PY'
 import json, re, statistics, sys
 from datetime import datetime
 d, n, reps, machine, json_out, command = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
@@ -101,20 +109,47 @@ print(f"{'jobs/minute median (range)':26s}{rng(jpm['vgpu']):>22s}{rng(jpm['plain
 for k in ("vgpu", "plain"):
     l = lat(k)
     print(f"submit->start {k:6s} median {statistics.median(l):.0f} s, p95 {pct(l, 0.95):.0f} s, max {max(l):.0f} s (Slurm's 1 s resolution)")
+# submit -> first command: the client's clock before sbatch, the job's `date` (same host).
+first = {"vgpu": [], "plain": []}
+missing = {"vgpu": 0, "plain": 0}
+for line in open(f"{d}/submitted.txt"):
+    label, job, submitted = line.split()
+    try:
+        first[label].append(float(open(f"{d}/first/{label}/{job}").read().split()[0]) - float(submitted))
+    except (OSError, IndexError, ValueError):
+        missing[label] += 1
+for k in ("vgpu", "plain"):
+    v = first[k]
+    if v:
+        print(f"submit->first command {k:6s} median {statistics.median(v):.2f} s, p95 {pct(v, 0.95):.2f} s, "
+              f"max {max(v):.2f} s over {len(v)} jobs")
+    if missing[k]:
+        print(f"WARNING: {missing[k]} {k} job(s) left no first-command time in {d}/first/{k}")
 out = {"jobs": n, "reps": reps, "machine": machine, "command": command,
        "jobs_per_min_vgpu": round(med["vgpu"], 1), "jobs_per_min_plain": round(med["plain"], 1),
        "jobs_per_min_vgpu_reps": [round(x, 1) for x in jpm["vgpu"]],
        "jobs_per_min_plain_reps": [round(x, 1) for x in jpm["plain"]], "ratio": round(ratio, 3)}
+for k in ("vgpu", "plain"):
+    if first[k]:
+        out[f"first_command_s_p50_{k}"] = round(statistics.median(first[k]), 3)
+        out[f"first_command_s_p95_{k}"] = round(pct(first[k], 0.95), 3)
+    out[f"first_command_missing_{k}"] = missing[k]
 try:
-    hooks = {}
+    hooks, cpu = {}, {}
     for l in open(f"{d}/hooks.txt"):
-        kind, job, ms = l.split(); hooks.setdefault(kind, []).append(int(ms))
+        kind, job, real, user, sys_ = l.split()
+        hooks.setdefault(kind, []).append(1000 * float(real))
+        cpu.setdefault(kind, []).append(1000 * (float(user) + float(sys_)))
     for kind, v in sorted(hooks.items()):
-        print(f"{kind:8s} per job: median {statistics.median(v):.0f} ms, p95 {pct(v, 0.95)} ms over {len(v)} runs")
-        out[f"{kind}_ms_p50"] = statistics.median(v)
-        out[f"{kind}_ms_p95"] = pct(v, 0.95)
+        c = cpu[kind]
+        print(f"{kind:8s} per job: wall median {statistics.median(v):.0f} ms, p95 {pct(v, 0.95):.0f} ms; "
+              f"CPU median {statistics.median(c):.0f} ms, p95 {pct(c, 0.95):.0f} ms over {len(v)} runs")
+        out[f"{kind}_ms_p50"] = round(statistics.median(v), 1)
+        out[f"{kind}_ms_p95"] = round(pct(v, 0.95), 1)
+        out[f"{kind}_cpu_ms_p50"] = round(statistics.median(c), 1)
+        out[f"{kind}_cpu_ms_p95"] = round(pct(c, 0.95), 1)
 except FileNotFoundError:
-    print("no hook timings")
+    print("WARNING: no hook timings")
 if json_out:
     with open(json_out, "w") as f:
         json.dump(out, f, indent=2)

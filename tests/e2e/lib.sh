@@ -153,6 +153,8 @@ export PATH=${VC_SLURM_PREFIX:+$VC_SLURM_PREFIX/bin:$VC_SLURM_PREFIX/sbin:}/usr/
 export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
 ENV
   [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && echo "export VGPU_DEMAND_FILE=$VGPU_STATE_DIR/demand.txt" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  # MIG changes that take time, as on real hardware (docs/backends.md): VP_NVML_LATENCY=h100.
+  [ -n "${VP_NVML_LATENCY:-}" ] && echo "export VGPU_FAKE_NVML_LATENCY_MS=$VP_NVML_LATENCY" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # Crash-point matrix (tests/e2e/scenarios/crash_matrix.sh): each node its own arming file.
   [ "${VP_CRASH_POINTS:-0}" = 1 ] && echo "export VGPU_CRASH_POINT_FILE=$VC_RUN/crash/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   return 0
@@ -173,12 +175,12 @@ _vp_hooks_write() {
   local kind program
   for kind in prolog epilog; do
     program=$([ "$kind" = prolog ] && echo "$VP_PROLOG" || echo "$VP_EPILOG")
+    # Wall and CPU seconds (user, system) of the hook, by bash's own timer: no process of its own.
     cat > "$VC_RUN/etc/hooks/$kind.sh" <<HOOK
 #!/bin/bash
 . "$VC_RUN/etc/vgpu-env/\$SLURMD_NODENAME.sh"
-start=\$(date +%s%N)
-"$program" >> "$VC_RUN/log/$kind.\$SLURMD_NODENAME.log" 2>&1
-echo "$kind \$SLURM_JOB_ID \$(( (\$(date +%s%N) - start) / 1000000 ))" >> "$VC_RUN/log/hook-ms.txt"
+TIMEFORMAT="$kind \$SLURM_JOB_ID %3R %3U %3S"
+{ time "$program" >> "$VC_RUN/log/$kind.\$SLURMD_NODENAME.log" 2>&1; } 2>> "$VC_RUN/log/hook-times.txt"
 exit 0
 HOOK
     chmod 755 "$VC_RUN/etc/hooks/$kind.sh"
