@@ -118,6 +118,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(std::to_string(*id) == digits);
   }
 
+  // slurmstepd's title: a job is read only from "slurmstepd: [<that job>" followed by its step.
+  if (auto job = vgpu::contract::job_of_stepd_title(text); job) {
+    const std::string spelled = "slurmstepd: [" + std::to_string(*job);
+    FUZZ_CHECK(*job != 0 && text.starts_with(spelled) && text.size() > spelled.size() + 1);
+    FUZZ_CHECK(text[spelled.size()] == '.' || text[spelled.size()] == '+');
+  }
+
   // The node name from slurmd's command line (NUL-separated) or the host name: whatever is
   // accepted becomes a path component of the state directory.
   for (const vgpu::contract::NodeNameSources& sources :

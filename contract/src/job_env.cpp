@@ -1,5 +1,7 @@
 #include "vgpu/contract/job_env.h"
 
+#include <charconv>
+
 namespace vgpu::contract {
 
 std::vector<EnvVar> job_environment(const JobRecord& record) {
@@ -20,6 +22,21 @@ std::vector<EnvVar> job_environment(const JobRecord& record) {
 
 std::vector<EnvVar> hidden_environment() {
   return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""}, {"VGPU_INSTANCES", "0"}};
+}
+
+std::optional<JobId> job_of_stepd_title(std::string_view title) {
+  constexpr std::string_view kPrefix = "slurmstepd: [";
+  if (!title.starts_with(kPrefix)) return std::nullopt;
+  title.remove_prefix(kPrefix.size());
+  JobId job = 0;
+  const auto [end, ec] = std::from_chars(title.data(), title.data() + title.size(), job);
+  if (ec != std::errc() || end == title.data() || job == 0 || title.front() == '0') return std::nullopt;
+  const auto rest = title.substr(static_cast<std::size_t>(end - title.data()));
+  // A job id alone proves nothing: the step part that follows it must be there too.
+  if (rest.size() < 2 || (rest.front() != '.' && rest.front() != '+')) return std::nullopt;
+  const auto close = rest.find(']');
+  if (close == std::string_view::npos || close < 2) return std::nullopt;
+  return job;
 }
 
 }  // namespace vgpu::contract

@@ -21,6 +21,7 @@
 #include "vgpu/contract/node_files.h"
 #include "vgpu/contract/reported_counts.h"
 #include "vgpu/contract/slurmd_report.h"
+#include "vgpu/contract/strict_json.h"
 #include "vgpu/core/catalog.h"
 
 namespace {
@@ -165,8 +166,8 @@ extern "C" int vgpu_gres_write_slurmd_report(const vgpu_reported_t* rep, char* m
   }
 }
 
-extern "C" int vgpu_gres_job_env(const char* job_id_text, vgpu_setenv_fn set, void* ctx, char* message,
-                                 size_t message_len) {
+extern "C" int vgpu_gres_job_env(const char* process_title, const char* env_job_id, vgpu_setenv_fn set,
+                                 void* ctx, char* message, size_t message_len) {
   copy_out("", message, message_len);
   try {
     // Called only for a job that holds vgpu on this node: whatever goes wrong, it must not be
@@ -176,9 +177,17 @@ extern "C" int vgpu_gres_job_env(const char* job_id_text, vgpu_setenv_fn set, vo
       for (const auto& var : hidden_environment()) set(ctx, var.name.c_str(), var.value.c_str());
       return -1;
     };
-    auto job_id = parse_job_id(job_id_text);
-    if (!job_id)
-      return hide(std::string("SLURM_JOB_ID '") + (job_id_text ? job_id_text : "(unset)") + "' is not a job id");
+    // The job comes from slurmstepd's own title, never from the environment the step sent: a step
+    // pointed at another job's record must get nothing (docs/security.md).
+    const std::string title = process_title ? printable(process_title) : std::string("(unreadable)");
+    auto job_id = job_of_stepd_title(process_title ? process_title : "");
+    if (!job_id) return hide("process title '" + title + "' is not slurmstepd's for a job");
+    if (env_job_id) {
+      auto claimed = parse_job_id(env_job_id);
+      if (!claimed || *claimed != *job_id)
+        return hide("the step's SLURM_JOB_ID '" + printable(env_job_id) + "' is not this step's job " +
+                    std::to_string(*job_id) + " (" + title + ")");
+    }
     auto node = this_node();
     if (!node) return hide(node.error().message);
     const std::string path = job_record_path(resolve_state_dir(std::getenv("VGPU_STATE_DIR")), *node, *job_id);

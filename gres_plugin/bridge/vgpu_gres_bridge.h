@@ -42,11 +42,13 @@ int vgpu_gres_write_slurmd_report(const vgpu_reported_t *rep, char *message, siz
 typedef void (*vgpu_setenv_fn)(void *ctx, const char *name, const char *value);
 
 /* Sets the job's CUDA_VISIBLE_DEVICES / VGPU_PROFILES / VGPU_INSTANCES from its job record; call
- * it only for a job that holds vgpu on this node. job_id_text: SLURM_JOB_ID from the job env.
- * Returns 1 when set, -1 when there is no usable record (GPUs hidden: CUDA_VISIBLE_DEVICES set
- * empty; message says why). */
-int vgpu_gres_job_env(const char *job_id_text, vgpu_setenv_fn set, void *ctx, char *message,
-		      size_t message_len);
+ * it only for a job that holds vgpu on this node. process_title: the calling slurmstepd's title
+ * ("slurmstepd: [42.0]", from /proc/self/cmdline), which names the job; env_job_id: SLURM_JOB_ID
+ * from the environment being filled (NULL if unset), which an srun client sends and so must agree.
+ * Returns 1 when set, -1 when there is no usable record or the two disagree (GPUs hidden:
+ * CUDA_VISIBLE_DEVICES set empty; message says why). */
+int vgpu_gres_job_env(const char *process_title, const char *env_job_id, vgpu_setenv_fn set, void *ctx,
+		      char *message, size_t message_len);
 
 /* Type name -> bitmap bits (one byte per element, 0/1). Returns the bit count, 0 if it does not fit. */
 size_t vgpu_gres_type_bits(const char *type, unsigned char *bits, size_t cap);

@@ -373,14 +373,35 @@ static void _env_setter(void *ctx, const char *name, const char *value)
 	env_array_overwrite((char ***) ctx, name, value);
 }
 
+/*
+ * This process's title: slurmstepd sets "slurmstepd: [<job>.<step>]" over its argv before any GRES
+ * plugin fills a step's environment, from slurmd's launch message. Empty when unreadable.
+ */
+static void _process_title(char *out, size_t out_len)
+{
+	ssize_t n = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	out[0] = '\0';
+	if (fd < 0)
+		return;
+	do {
+		n = read(fd, out, out_len - 1);
+	} while (n < 0 && errno == EINTR);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0'; /* the first NUL ends the title */
+}
+
 static void _set_job_env(char ***env_ptr, uint64_t gres_cnt, const char *what)
 {
 	char message[512];
+	char title[256];
 	int rc;
 
 	if (!env_ptr || gres_cnt == 0)
 		return;
-	rc = vgpu_gres_job_env(getenvp(*env_ptr, "SLURM_JOB_ID"), _env_setter, env_ptr, message,
+	_process_title(title, sizeof(title));
+	rc = vgpu_gres_job_env(title, getenvp(*env_ptr, "SLURM_JOB_ID"), _env_setter, env_ptr, message,
 			       sizeof(message));
 	if (rc < 0)
 		error("gres/vgpu: %s: GPUs hidden from the job: %s", what, message);

@@ -96,7 +96,7 @@ TEST_F(BridgeTest, JobEnvironmentComesFromTheJobRecord) {
     {"profile":"3g.40gb","mig_uuid":"MIG-aaaa","gpu":0}]})");
   std::map<std::string, std::string> env;
   char msg[256];
-  EXPECT_EQ(vgpu_gres_job_env("42", &BridgeTest::collect, &env, msg, sizeof msg), 1);
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [42.0]", "42", &BridgeTest::collect, &env, msg, sizeof msg), 1);
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "MIG-aaaa");
   EXPECT_EQ(env["VGPU_PROFILES"], "3g.40gb");
   EXPECT_EQ(env["VGPU_INSTANCES"], "1");
@@ -107,20 +107,60 @@ TEST_F(BridgeTest, JobEnvironmentComesFromTheJobRecord) {
 TEST_F(BridgeTest, AbsentJobRecordHidesGpus) {
   std::map<std::string, std::string> env;
   char msg[256];
-  EXPECT_EQ(vgpu_gres_job_env("43", &BridgeTest::collect, &env, msg, sizeof msg), -1);
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [43.batch]", "43", &BridgeTest::collect, &env, msg, sizeof msg), -1);
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
   EXPECT_EQ(env["VGPU_INSTANCES"], "0");
   EXPECT_NE(std::string(msg).find("no job record"), std::string::npos) << msg;
   std::map<std::string, std::string> env2;
-  EXPECT_EQ(vgpu_gres_job_env(nullptr, &BridgeTest::collect, &env2, msg, sizeof msg), -1);
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [43.0]", nullptr, &BridgeTest::collect, &env2, msg, sizeof msg), -1);
   EXPECT_EQ(env2["CUDA_VISIBLE_DEVICES"], "");
+}
+
+// The job is slurmstepd's, from its title: a step whose environment names another job (an srun
+// client can send any SLURM_JOB_ID) gets nothing, not that job's instances.
+TEST_F(BridgeTest, StepClaimingAnotherJobGetsNothing) {
+  write("n7/jobs/42.json", R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
+    {"profile":"3g.40gb","mig_uuid":"MIG-aaaa","gpu":0}]})");
+  write("n7/jobs/50.json", R"({"format":"slurm-vgpu-job","version":1,"job_id":50,"instances":[
+    {"profile":"1g.10gb","mig_uuid":"MIG-bbbb","gpu":0}]})");
+  std::map<std::string, std::string> env;
+  char msg[256];
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [50.0]", "42", &BridgeTest::collect, &env, msg, sizeof msg), -1);
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(env.at("VGPU_INSTANCES"), "0");
+  EXPECT_THAT(msg, HasSubstr("the step's SLURM_JOB_ID '42' is not this step's job 50 (slurmstepd: [50.0])"));
+  std::map<std::string, std::string> garbage;
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [50.0]", "42\n", &BridgeTest::collect, &garbage, msg, sizeof msg), -1);
+  EXPECT_EQ(garbage.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_THAT(msg, HasSubstr("SLURM_JOB_ID '42?'"));
+  // With no SLURM_JOB_ID at all, the title alone decides.
+  std::map<std::string, std::string> unset;
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [50.0]", nullptr, &BridgeTest::collect, &unset, msg, sizeof msg), 1);
+  EXPECT_EQ(unset.at("CUDA_VISIBLE_DEVICES"), "MIG-bbbb");
+}
+
+// Outside slurmstepd (or with its title unreadable) no job can be trusted: GPUs hidden, and why.
+TEST_F(BridgeTest, NoStepdTitleHidesGpus) {
+  write("n7/jobs/42.json", R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
+    {"profile":"3g.40gb","mig_uuid":"MIG-aaaa","gpu":0}]})");
+  for (const char* title : {"", "slurmd", "/usr/sbin/slurmstepd"}) {
+    std::map<std::string, std::string> env;
+    char msg[256];
+    EXPECT_EQ(vgpu_gres_job_env(title, "42", &BridgeTest::collect, &env, msg, sizeof msg), -1) << title;
+    EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "") << title;
+    EXPECT_THAT(msg, HasSubstr("is not slurmstepd's for a job")) << title;
+  }
+  std::map<std::string, std::string> env;
+  char msg[256];
+  EXPECT_EQ(vgpu_gres_job_env(nullptr, "42", &BridgeTest::collect, &env, msg, sizeof msg), -1);
+  EXPECT_THAT(msg, HasSubstr("process title '(unreadable)'"));
 }
 
 TEST_F(BridgeTest, CorruptJobRecordHidesGpusAndSaysWhy) {
   write("n7/jobs/44.json", R"({"format":"slurm-vgpu-job","version":1,"job_id":45,"instances":[]})");
   std::map<std::string, std::string> env;
   char msg[256];
-  EXPECT_EQ(vgpu_gres_job_env("44", &BridgeTest::collect, &env, msg, sizeof msg), -1);
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [44.0]", "44", &BridgeTest::collect, &env, msg, sizeof msg), -1);
   EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "");
   EXPECT_THAT(msg, HasSubstr("jobs/44.json: field 'job_id' is 45, expected 44"));
 }

@@ -1,8 +1,12 @@
 // The environment a job step gets from its job record: exactly this job's MIG instances.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "vgpu/base/job_id.h"
 
 #include "vgpu/contract/job_record.h"
 
@@ -18,5 +22,12 @@ std::vector<EnvVar> job_environment(const JobRecord& record);
 
 // For a record that exists but cannot be read: hide every GPU rather than expose all of them.
 std::vector<EnvVar> hidden_environment();
+
+// The job a slurmstepd serves, from its process title ("slurmstepd: [1234.0]", "[1234.batch]",
+// "[1234.extern]", "[1234+1.0]" for a heterogeneous job's component, "[1234.0 stepmgr]"). slurmstepd
+// sets it from slurmd's launch message before any GRES plugin fills a step's environment, and the
+// step's own processes cannot write it, unlike SLURM_JOB_ID in that environment, which an srun
+// client sends. Anything else (another program, a title without a job id): nullopt.
+std::optional<JobId> job_of_stepd_title(std::string_view title);
 
 }  // namespace vgpu::contract
