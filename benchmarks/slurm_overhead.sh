@@ -16,14 +16,19 @@
 #   VP_BIN=<build dir> benchmarks/slurm_overhead.sh [JOBS=200] [REPS=5] [--nvml-latency SPEC] [--json FILE]
 # --nvml-latency makes the fake NVML's MIG changes take time on the vgpu side (`h100`: the
 # latencies docs/backends.md assumes for a real H100); without it they take none.
+# --scrub-seconds S puts a stand-in for vgpu-scrub (which needs CUDA and a GPU) in the epilog: it
+# reports success after S seconds (0.7 is what vgpu-scrub takes on a full H100, CUDA context
+# included: docs/scrub.md). It scrubs nothing; it models the time. Without it the epilog takes the
+# "scrub unavailable, optional" path, which costs nothing and destroys every instance.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-json_out=""
+json_out="" scrub_seconds=""
 args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --json) json_out=$2; shift 2 ;;
     --nvml-latency) export VP_NVML_LATENCY=$2; shift 2 ;;
+    --scrub-seconds) scrub_seconds=$2; shift 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -35,6 +40,12 @@ export VP_IDLE_LAYOUT='["1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10
 export VP_INFER_PROFILES='{"H100-80GB": ["1g.10gb", "1g.20gb", "2g.20gb"]}'
 . "$here/../tests/e2e/lib.sh"
 results=$(mktemp -d /tmp/vgpu-overhead.XXXXXX)
+if [ -n "$scrub_seconds" ]; then
+  printf '#!/bin/sh\n# stand-in for vgpu-scrub (benchmarks/slurm_overhead.sh --scrub-seconds): scrubs nothing\nsleep %s\necho "stand-in: $CUDA_VISIBLE_DEVICES not scrubbed"\n' \
+    "$scrub_seconds" > "$results/scrub-stand-in"
+  chmod 755 "$results/scrub-stand-in"
+  export VP_SCRUB_PROGRAM=$results/scrub-stand-in
+fi
 
 burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records timings
   local label=$1 rep=$2 ids=() t0 t1 j id submitted
@@ -87,7 +98,7 @@ rm -rf "$VC_RUN"
 build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 sanitized=$(grep -m1 '^VGPU_SANITIZE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build ${build_type:-?} sanitizers ${sanitized:-?}"
-python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}" <<'PY'
+python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}${scrub_seconds:+ --scrub-seconds $scrub_seconds}" <<'PY'
 import json, re, statistics, sys
 from datetime import datetime
 d, n, reps, machine, json_out, command = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
