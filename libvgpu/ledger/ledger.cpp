@@ -18,6 +18,7 @@ std::string_view to_string(InstanceState state) {
     case InstanceState::scrubbing: return "scrubbing";
     case InstanceState::quarantined: return "quarantined";
     case InstanceState::destroying: return "destroying";
+    case InstanceState::idle: return "idle";
   }
   return "?";
 }
@@ -33,7 +34,7 @@ std::string_view to_string(VmState state) {
 
 std::optional<InstanceState> parse_instance_state(std::string_view text) {
   for (auto s : {InstanceState::creating, InstanceState::ready, InstanceState::scrubbing,
-                 InstanceState::quarantined, InstanceState::destroying})
+                 InstanceState::quarantined, InstanceState::destroying, InstanceState::idle})
     if (to_string(s) == text) return s;
   return std::nullopt;
 }
@@ -92,11 +93,11 @@ Result<void> place_on(std::map<int, GpuLayout>& layouts, const Ledger& ledger,
 
 }  // namespace
 
-namespace {
-bool released(const LedgerInstance& inst) {
+bool is_released(const LedgerInstance& inst) {
   return !inst.job && (inst.state == InstanceState::scrubbing || inst.state == InstanceState::destroying);
 }
-}  // namespace
+
+bool is_idle(const LedgerInstance& inst) { return !inst.job && inst.state == InstanceState::idle; }
 
 std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger) {
   std::vector<std::optional<std::size_t>> backing(ledger.plan.slots.size());
@@ -105,7 +106,9 @@ std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger) {
     const auto& slot = ledger.plan.slots[s];
     for (std::size_t i = 0; i < ledger.instances.size(); ++i) {
       const auto& inst = ledger.instances[i];
-      if (taken[i] || !released(inst) || inst.gpu != slot.gpu || inst.placement != slot.placement) continue;
+      if (taken[i] || !(is_released(inst) || is_idle(inst)) || inst.gpu != slot.gpu ||
+          inst.placement != slot.placement)
+        continue;
       taken[i] = true;
       backing[s] = i;
       break;
@@ -153,6 +156,8 @@ Result<void> validate(const Ledger& ledger, const Catalog& catalog) {
       return corrupt(path + ".user", fmt::format("{}: set but the instance has no job", inst.user));
     if (inst.job && inst.orphaned)
       return corrupt(path + ".orphaned", "true but the instance has an owning job");
+    if (inst.job && inst.state == InstanceState::idle)
+      return corrupt(path + ".state", fmt::format("idle but the instance has an owning job ({})", *inst.job));
   }
 
   std::set<std::string> domains;
@@ -184,15 +189,22 @@ Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, in
   if (count < 1)
     return fail(ErrorCode::invalid_argument, fmt::format("job {}: count {}: must be >= 1", job,
                                                          count));
-  std::vector<PlanSlot*> mine, free, backed;
+  std::vector<PlanSlot*> mine, idle, free, backed;
   const auto backing = slot_backings(ledger);
   for (std::size_t i = 0; i < ledger.plan.slots.size(); ++i) {
     auto& slot = ledger.plan.slots[i];
     if (slot.profile != profile) continue;
-    if (slot.claimed_by_job == job) mine.push_back(&slot);
-    else if (!slot.claimed_by_job) (backing[i] ? backed : free).push_back(&slot);
+    if (slot.claimed_by_job == job) {
+      mine.push_back(&slot);
+    } else if (!slot.claimed_by_job) {
+      if (!backing[i]) free.push_back(&slot);
+      else if (is_idle(ledger.instances[*backing[i]]) && ledger.instances[*backing[i]].profile == profile)
+        idle.push_back(&slot);
+      else backed.push_back(&slot);
+    }
   }
-  // A backed slot makes the prolog wait for a scrub: last resort.
+  // An idle instance is ready now; a released one makes the prolog wait for a scrub: last resort.
+  free.insert(free.begin(), idle.begin(), idle.end());
   free.insert(free.end(), backed.begin(), backed.end());
   auto have = static_cast<int>(mine.size());
   if (have >= count) return {};
@@ -246,6 +258,35 @@ Result<std::vector<LedgerInstance>::iterator> find_instance(Ledger& ledger, int 
   return it;
 }
 }  // namespace
+
+Result<void> adopt_idle_instance(Ledger& ledger, int gpu, int gpu_instance_id, JobId job, std::string user,
+                                 std::int64_t now) {
+  auto found = find_instance(ledger, gpu, gpu_instance_id);
+  if (!found) return std::unexpected(found.error());
+  auto it = *found;
+  const std::string what = fmt::format("job {}: adopt instance {} ({} at {} on GPU {})", job, it->mig_uuid,
+                                       it->profile, show(it->placement), gpu);
+  if (!is_idle(*it))
+    return fail(ErrorCode::conflict, fmt::format("{}: it is {}{}, not idle", what, to_string(it->state),
+                                                 it->job ? fmt::format(" for job {}", *it->job) : ""));
+  const auto index = static_cast<std::size_t>(it - ledger.instances.begin());
+  const auto backing = slot_backings(ledger);
+  for (std::size_t s = 0; s < backing.size(); ++s) {
+    if (backing[s] != index) continue;
+    const auto& slot = ledger.plan.slots[s];
+    if (slot.claimed_by_job != job || slot.profile != it->profile)
+      return fail(ErrorCode::conflict, fmt::format("{}: its slot is {}", what,
+                                                   slot.claimed_by_job ? fmt::format("claimed by job {}", *slot.claimed_by_job)
+                                                                       : std::string("not claimed by the job")));
+    ledger.plan.slots.erase(ledger.plan.slots.begin() + static_cast<std::ptrdiff_t>(s));
+    it->job = job;
+    it->user = std::move(user);
+    it->state = InstanceState::ready;
+    it->created_at = now;
+    return {};
+  }
+  return fail(ErrorCode::conflict, what + ": it backs no plan slot");
+}
 
 Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
   auto found = find_instance(ledger, gpu, gpu_instance_id);

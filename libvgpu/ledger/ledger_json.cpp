@@ -175,7 +175,7 @@ LedgerInstance read_instance(const json& j, const std::string& path) {
   auto parsed = parse_instance_state(state);
   if (!parsed)
     bad(join(path, "state"), fmt::format("\"{}\": not one of creating, ready, scrubbing, "
-                                         "quarantined, destroying", state));
+                                         "quarantined, destroying, idle", state));
   i.state = *parsed;
   i.created_at = read_int(j, "created_at", path, 0, kMaxTime);
   i.orphaned = read_bool(j, "orphaned", path);

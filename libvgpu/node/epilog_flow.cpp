@@ -33,10 +33,14 @@ InstanceKey key_of(const LedgerInstance& inst) { return {inst.gpu, inst.gpu_inst
 
 }  // namespace
 
-// Scrubs and destroys every ownerless instance waiting in scrubbing/destroying. Two ledger writes
-// however many instances: the scrub outcomes (destroying or quarantined) once every scrub is done,
-// then the removals once every destroy is done. A crash in between repeats work, never skips it:
-// an instance still marked scrubbing is scrubbed again, one marked destroying but already gone is
+// Scrubs every ownerless instance waiting in scrubbing, and destroys those in destroying. A scrubbed
+// instance that still backs its plan slot is kept, idle, for the next job of its profile: on real
+// hardware creating an instance takes seconds and destroying one a good part of a second, both on
+// a job's way to its first command. Only a real scrub earns that: an instance whose scrub was
+// unavailable (policy "optional") is destroyed as before. At most two ledger writes however many
+// instances: the scrub outcomes (idle, destroying or quarantined) once every scrub is done, then
+// the removals once every destroy is done. A crash in between repeats work, never skips it: an
+// instance still marked scrubbing is scrubbed again, one marked destroying but already gone is
 // taken as destroyed (not_found).
 Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   EpilogResult result;
@@ -66,22 +70,36 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
       scrubbed[key_of(inst)] = InstanceState::quarantined;
       continue;
     }
-    if (s.status == ScrubStatus::unavailable)
+    if (s.status == ScrubStatus::unavailable) {
       ctx.log(fmt::format("vgpu: epilog: {}: scrub unavailable ({}); policy says optional, destroying", what_of(inst),
                           s.detail));
-    scrubbed[key_of(inst)] = InstanceState::destroying;
-    to_destroy.push_back(&inst);
+      scrubbed[key_of(inst)] = InstanceState::destroying;
+      to_destroy.push_back(&inst);
+      continue;
+    }
+    scrubbed[key_of(inst)] = InstanceState::idle;  // destroyed instead if its slot is gone (below)
   }
+  std::vector<InstanceKey> unbacked;  // scrubbed, but no slot to keep them for: destroyed
   if (!scrubbed.empty()) {
     auto marked = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+      unbacked.clear();
+      const auto backing = slot_backings(l);
+      auto backs_a_slot = [&](std::size_t index) { return std::ranges::find(backing, index) != backing.end(); };
       for (const auto& [at, state] : scrubbed) {
         if (state == InstanceState::quarantined) {
           if (auto ok = quarantine_instance(l, at.first, at.second); !ok && ok.error().code != ErrorCode::not_found)
             return ok;
           continue;
         }
-        for (auto& inst : l.instances)
-          if (key_of(inst) == at) inst.state = state;
+        for (std::size_t i = 0; i < l.instances.size(); ++i) {
+          auto& inst = l.instances[i];
+          if (key_of(inst) != at || inst.job) continue;
+          inst.state = state;
+          if (state == InstanceState::idle && !backs_a_slot(i)) {
+            inst.state = InstanceState::destroying;
+            unbacked.push_back(at);
+          }
+        }
       }
       return {};
     });
@@ -91,6 +109,10 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
       std::erase_if(to_destroy, [&](const LedgerInstance* inst) { return scrubbed.contains(key_of(*inst)); });
     } else {
       result.quarantined += static_cast<int>(std::ranges::count(scrubbed | std::views::values, InstanceState::quarantined));
+      result.kept += static_cast<int>(std::ranges::count(scrubbed | std::views::values, InstanceState::idle)) -
+                     static_cast<int>(unbacked.size());
+      for (const auto& inst : ledger->instances)
+        if (std::ranges::find(unbacked, key_of(inst)) != unbacked.end()) to_destroy.push_back(&inst);
     }
   }
   if (to_destroy.empty()) return result;
@@ -146,8 +168,8 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   std::string record = fmt::format("{}/jobs/{}.json", ctx.node_dir(), job);
   if (std::remove(record.c_str()) != 0 && errno != ENOENT)
     result->problems.push_back(fmt::format("remove {}: {}", record, std::strerror(errno)));
-  ctx.log(fmt::format("{}: {} instance(s) released, {} destroyed, {} quarantined{}", where, owned, result->destroyed,
-                      result->quarantined, result->problems.empty() ? "" : "; problems: " + result->problems.front()));
+  ctx.log(fmt::format("{}: {} instance(s) released, {} kept idle, {} destroyed, {} quarantined{}", where, owned,
+                      result->kept, result->destroyed, result->quarantined, result->problems.empty() ? "" : "; problems: " + result->problems.front()));
   return result;
 }
 

@@ -128,6 +128,35 @@ std::vector<PlanSlot> backed_unclaimed(const Ledger& l) {
   return out;
 }
 
+// The ledger as the planner sees it: an idle instance under an unclaimed slot is not in the way
+// (the space is plannable; the instance goes if the plan moves). Its slot stays, unbacked.
+Ledger planning_view(const Ledger& l) {
+  Ledger view = l;
+  const auto backing = slot_backings(l);
+  std::vector<bool> drop(l.instances.size(), false);
+  for (std::size_t s = 0; s < backing.size(); ++s)
+    if (backing[s] && !l.plan.slots[s].claimed_by_job && is_idle(l.instances[*backing[s]])) drop[*backing[s]] = true;
+  view.instances.clear();
+  for (std::size_t i = 0; i < l.instances.size(); ++i)
+    if (!drop[i]) view.instances.push_back(l.instances[i]);
+  return view;
+}
+
+// Idle instances under unclaimed slots that `desired` does not keep (by gpu/profile/placement).
+std::vector<std::size_t> idle_not_kept(const Ledger& l, const std::vector<PlanSlot>& desired) {
+  std::vector<SlotKey> pool;
+  for (const auto& s : desired) pool.push_back(key(s));
+  std::vector<std::size_t> out;
+  const auto backing = slot_backings(l);
+  for (std::size_t s = 0; s < backing.size(); ++s) {
+    if (!backing[s] || l.plan.slots[s].claimed_by_job || !is_idle(l.instances[*backing[s]])) continue;
+    auto it = std::ranges::find(pool, key(l.plan.slots[s]));
+    if (it != pool.end()) pool.erase(it);
+    else out.push_back(*backing[s]);
+  }
+  return out;
+}
+
 // Slots of `a` with no counterpart in `b` (multiset difference by gpu/profile/placement).
 std::vector<PlanSlot> minus(const std::vector<PlanSlot>& a, const std::vector<PlanSlot>& b) {
   std::vector<SlotKey> pool;
@@ -331,12 +360,18 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   // Reconcile with the hardware first: the plan must be made against what really exists.
   if (auto r = reconcile_with_hardware(ctx, where, result); !r) return std::unexpected(r.error());
   // Instances a rebuild found with no owner may hold a former tenant's data: scrub, then destroy.
+  // An idle instance whose slot left the plan is kept for nobody: destroy it.
   (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    for (auto& i : l.instances)
+    const auto backing = slot_backings(l);
+    for (std::size_t n = 0; n < l.instances.size(); ++n) {
+      auto& i = l.instances[n];
       if (i.orphaned && !i.job) {
         i.orphaned = false;
         i.state = InstanceState::scrubbing;
+      } else if (is_idle(i) && std::ranges::find(backing, n) == backing.end()) {
+        i.state = InstanceState::destroying;
       }
+    }
     return {};
   });
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
@@ -368,15 +403,18 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   // Phase 1: compute the desired plan. If it only adds slots, commit it directly.
   std::vector<PlanSlot> dropped;
   std::vector<PlanSlot> chosen;  // the plan phase 1 settled on; phase 3 grows into it
+  int idle_let_go = 0;
   auto committed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     // Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so
     // drop slots) only when that serves more demand or must reserve a GPU for starving demand;
     // otherwise each shrink-and-grow would re-place the kept slots and the plan would churn.
-    const auto backed = backed_unclaimed(l);
-    auto scratch = desired_slots(l, parts, demand, backed, &result.notes);
+    // Idle instances do not hold their space against the plan (planning_view).
+    const Ledger view = planning_view(l);
+    const auto backed = backed_unclaimed(view);
+    auto scratch = desired_slots(view, parts, demand, backed, &result.notes);
     if (!scratch) return std::unexpected(scratch.error());
-    const auto current = unclaimed(l);
-    auto sticky = desired_slots(l, parts, demand, current);
+    const auto current = unclaimed(view);
+    auto sticky = desired_slots(view, parts, demand, current);
     if (!sticky) return std::unexpected(sticky.error());
     std::vector<PlanSlot> desired;
     // With nothing pending, the idle layout (what the plan from scratch gives) is where the node
@@ -388,6 +426,14 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
       desired = backed;
       desired.insert(desired.end(), scratch->slots.begin(), scratch->slots.end());
     }
+    // Idle instances where the new plan has no slot of theirs go first; the plan moves next round,
+    // once they are destroyed (their space is not free until then).
+    idle_let_go = 0;
+    for (auto n : idle_not_kept(l, desired)) {
+      l.instances[n].state = InstanceState::destroying;
+      ++idle_let_go;
+    }
+    if (idle_let_go > 0) return {};
     chosen = desired;
     dropped = minus(current, desired);
     if (!dropped.empty()) return {};
@@ -398,6 +444,14 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     return {};
   });
   if (!committed) return std::unexpected(committed.error().within(where));
+  if (idle_let_go > 0) {
+    result.notes.push_back(fmt::format("{} idle instance(s) not in the new plan: destroying them first", idle_let_go));
+    if (auto cleaned = finish_released_instances(ctx); !cleaned)
+      result.notes.push_back("cleanup: " + cleaned.error().message);
+    auto l = ctx.ledger->load();
+    if (l) (void)publish(ctx, state, *l, result);
+    return result;
+  }
   if (committed->plan.generation != ledger->plan.generation) crash_point("planner.after_plan_commit");
   if (dropped.empty()) {
     if (auto ok = publish(ctx, state, *committed, result); !ok) return std::unexpected(ok.error().within(where));

@@ -61,11 +61,21 @@ Result<void> claim_or_place(Ledger& l, const PartitionPolicy& part, JobId job, c
   return {};
 }
 
-bool claims_backed_slot(const Ledger& l, JobId job) {
+// A slot of the job's stands where a released instance still is (it must be scrubbed and
+// destroyed before the job's own can be made there).
+bool claims_released_slot(const Ledger& l, JobId job) {
   const auto backing = slot_backings(l);
   for (std::size_t i = 0; i < l.plan.slots.size(); ++i)
-    if (backing[i] && l.plan.slots[i].claimed_by_job == job) return true;
+    if (backing[i] && l.plan.slots[i].claimed_by_job == job && is_released(l.instances[*backing[i]])) return true;
   return false;
+}
+
+// The idle instance a claimed slot stands on, if any: the job takes it as it is.
+const LedgerInstance* idle_backing(const Ledger& l, const std::vector<std::optional<std::size_t>>& backing,
+                                   std::size_t slot) {
+  if (!backing[slot]) return nullptr;
+  const auto& inst = l.instances[*backing[slot]];
+  return is_idle(inst) && inst.profile == l.plan.slots[slot].profile ? &inst : nullptr;
 }
 
 }  // namespace
@@ -188,12 +198,12 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // A backed slot (the place of a job that just ended) is free once its instance is scrubbed and
   // destroyed: finish that cleanup here, behind any epilog already at it, before creating. A
   // scrub that failed quarantines the instance and takes the slot away: claim again, elsewhere.
-  if (claims_backed_slot(*claimed, req.job)) {
+  if (claims_released_slot(*claimed, req.job)) {
     if (auto cleaned = finish_released_instances(ctx); !cleaned)
       ctx.log(fmt::format("{}: finishing released instances: {}", where, cleaned.error().message));
     claimed = claim();
     if (!claimed) return claim_failed(claimed.error());
-    if (claims_backed_slot(*claimed, req.job))
+    if (claims_released_slot(*claimed, req.job))
       return no_room(fmt::format("node {}: a released instance where this job's instance goes could not be "
                                  "destroyed (see the node's log)", ctx.node));
   }
@@ -205,9 +215,13 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   if (!hardware->held())
     return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
   std::vector<LedgerInstance> made;
-  // Records what exists so far: also before a refusal, so the epilog releases it.
+  std::vector<std::pair<int, int>> adopted;  // idle instances the job takes: GPU, GPU-instance id
+  // Records what exists so far: also before a refusal, so the epilog releases it. Idle instances
+  // are taken in the same write: one durable write for the whole job.
   auto record_made = [&]() -> Result<Ledger> {
     return ctx.ledger->update([&](Ledger& l) -> Result<void> {
+      for (const auto& [gpu, gi] : adopted)
+        if (auto ok = adopt_idle_instance(l, gpu, gi, req.job, req.user, ctx.now()); !ok) return ok;
       for (const auto& inst : made)
         if (auto ok = add_instance(l, inst); !ok) return ok;
       return {};
@@ -218,8 +232,16 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       ctx.log(fmt::format("{}: recording the instances made so far: {}", where, recorded.error().message));
     return reject(std::move(reason));
   };
-  for (const auto& slot : claimed->plan.slots) {
+  const auto backing = slot_backings(*claimed);
+  for (std::size_t slot_index = 0; slot_index < claimed->plan.slots.size(); ++slot_index) {
+    const auto& slot = claimed->plan.slots[slot_index];
     if (slot.claimed_by_job != req.job) continue;
+    // Nothing to create: a scrubbed instance already stands there (an epilog kept it). Only the
+    // planner turns an idle instance into a destroying one, and never one whose slot is claimed.
+    if (const auto* idle = idle_backing(*claimed, backing, slot_index)) {
+      adopted.emplace_back(idle->gpu, idle->gpu_instance_id);
+      continue;
+    }
     auto gpu_model = node::model_of(*claimed, slot.gpu);
     if (!gpu_model) return std::unexpected(gpu_model.error().within(where));
     const Profile* profile = (*gpu_model)->find_profile(slot.profile);

@@ -36,16 +36,29 @@ TEST(LedgerJson, RoundTripPreservesEveryField) {
   EXPECT_EQ(serialize_ledger(*parsed), text);  // stable bytes: no spurious rewrites in diffs
 }
 
-// A node upgraded from a version-1 build keeps its ledger: read as is, written back as version 2.
-TEST(LedgerJson, VersionOneLedgerIsReadAndWrittenBackAsVersionTwo) {
-  auto text = serialize_ledger(sample_ledger());
-  auto at = text.find("\"version\": 2");
-  ASSERT_NE(at, std::string::npos) << text;
-  text.replace(at, 12, "\"version\": 1");
+// A node upgraded from an older build keeps its ledger: read as is, written back as version 3.
+TEST(LedgerJson, OlderLedgerVersionsAreReadAndWrittenBackAsVersionThree) {
+  for (const char* old : {"\"version\": 1", "\"version\": 2"}) {
+    auto text = serialize_ledger(sample_ledger());
+    auto at = text.find("\"version\": 3");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, 12, old);
+    auto parsed = parse_ledger(text);
+    ASSERT_TRUE(parsed) << old << ": " << parsed.error().message;
+    EXPECT_EQ(*parsed, sample_ledger());
+    EXPECT_NE(serialize_ledger(*parsed).find("\"version\": 3"), std::string::npos);
+  }
+}
+
+TEST(LedgerJson, IdleInstanceRoundTrips) {
+  Ledger l = sample_ledger();
+  l.instances[1].state = InstanceState::idle;
+  l.plan.slots.push_back({0, "1g.10gb", {4, 1}, std::nullopt});
+  auto text = serialize_ledger(l);
+  EXPECT_NE(text.find("\"state\": \"idle\""), std::string::npos) << text;
   auto parsed = parse_ledger(text);
   ASSERT_TRUE(parsed) << parsed.error().message;
-  EXPECT_EQ(*parsed, sample_ledger());
-  EXPECT_NE(serialize_ledger(*parsed).find("\"version\": 2"), std::string::npos);
+  EXPECT_EQ(*parsed, l);
 }
 
 TEST(LedgerJson, NewHistoryIsNotWrittenIntoTheLedgerFile) {
@@ -119,8 +132,8 @@ TEST_P(LedgerJsonCorruption, IsRejectedWithTheFieldPathAndValue) {
 const Corruption kCorruptions[] = {
     {"wrong_format", [](auto& j) { j["format"] = "slurm-vgpu-policy"; },
      "format: \"slurm-vgpu-policy\": expected \"slurm-vgpu-ledger\""},
-    {"future_version", [](auto& j) { j["version"] = 3; }, "version: 3: this build reads versions 1 to 2"},
-    {"version_zero", [](auto& j) { j["version"] = 0; }, "version: 0: this build reads versions 1 to 2"},
+    {"future_version", [](auto& j) { j["version"] = 4; }, "version: 4: this build reads versions 1 to 3"},
+    {"version_zero", [](auto& j) { j["version"] = 0; }, "version: 0: this build reads versions 1 to 3"},
     {"version_as_string", [](auto& j) { j["version"] = "1"; }, "version: \"1\""},
     {"missing_version", [](auto& j) { j.erase("version"); }, "version: required field missing"},
     {"unknown_top_field", [](auto& j) { j["extra"] = 1; }, "extra: unknown field"},

@@ -181,6 +181,56 @@ TEST(LedgerOps, ClaimTakesASlotWithNothingToWaitForFirst) {
   EXPECT_EQ(l.plan.slots[0].claimed_by_job, 50u);
 }
 
+// An idle instance (scrubbed, kept for the next job) backs its slot like a released one, is the
+// first choice of a claim (nothing to create), and goes to the job that claimed its slot.
+TEST(LedgerOps, IdleInstanceBacksItsSlotAndGoesToTheJobThatClaimsIt) {
+  Ledger l = sample_ledger();
+  l.instances[1].state = InstanceState::idle;  // the 1g.10gb at slice 4
+  l.plan.slots.push_back({0, "1g.10gb", {4, 1}, std::nullopt});
+  ASSERT_TRUE(validate(l)) << "the slot and its idle instance are one space";
+  EXPECT_EQ(slot_backings(l).back(), 1u);
+  ASSERT_TRUE(claim_slots(l, 50, "1g.10gb", 1));
+  EXPECT_EQ(l.plan.slots.back().claimed_by_job, 50u) << "the idle one first: nothing to create";
+  EXPECT_FALSE(l.plan.slots[1].claimed_by_job);
+  ASSERT_TRUE(adopt_idle_instance(l, 0, 13, 50, "bob", 1'700'009'000));
+  EXPECT_EQ(l.instances[1].job, 50u);
+  EXPECT_EQ(l.instances[1].user, "bob");
+  EXPECT_EQ(l.instances[1].state, InstanceState::ready);
+  EXPECT_EQ(l.instances[1].created_at, 1'700'009'000);
+  EXPECT_EQ(l.plan.slots.size(), 2u) << "the slot became the job's instance";
+  EXPECT_TRUE(validate(l));
+}
+
+TEST(LedgerOps, AdoptingRefusesAnInstanceThatIsNotIdleOrWhoseSlotIsNotTheJobs) {
+  Ledger l = sample_ledger();
+  l.plan.slots.push_back({0, "1g.10gb", {4, 1}, std::nullopt});  // backed by the scrubbing one
+  auto scrubbing = adopt_idle_instance(l, 0, 13, 50, "bob", 1);
+  ASSERT_FALSE(scrubbing);
+  EXPECT_NE(scrubbing.error().message.find("it is scrubbing, not idle"), std::string::npos) << scrubbing.error().message;
+  l.instances[1].state = InstanceState::idle;
+  const Ledger before = l;
+  auto unclaimed = adopt_idle_instance(l, 0, 13, 50, "bob", 1);
+  ASSERT_FALSE(unclaimed);
+  EXPECT_NE(unclaimed.error().message.find("its slot is not claimed by the job"), std::string::npos)
+      << unclaimed.error().message;
+  l.plan.slots.back().claimed_by_job = 51;
+  auto others = adopt_idle_instance(l, 0, 13, 50, "bob", 1);
+  ASSERT_FALSE(others);
+  EXPECT_NE(others.error().message.find("claimed by job 51"), std::string::npos) << others.error().message;
+  l.plan.slots.pop_back();
+  auto slotless = adopt_idle_instance(l, 0, 13, 50, "bob", 1);
+  ASSERT_FALSE(slotless);
+  EXPECT_NE(slotless.error().message.find("it backs no plan slot"), std::string::npos) << slotless.error().message;
+  Ledger owned = before;
+  owned.instances[1].job = 7;
+  owned.instances[1].user = "x";
+  auto bad = validate(owned);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("instances[1].state: idle but the instance has an owning job (7)"),
+            std::string::npos)
+      << bad.error().message;
+}
+
 TEST(LedgerOps, QuarantiningAReleasedInstanceTakesItsSlotAway) {
   Ledger l = sample_ledger();
   ASSERT_EQ(retire_job(l, 42, 1'700'009'000, "completed"), 1);

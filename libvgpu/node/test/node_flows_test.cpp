@@ -167,10 +167,16 @@ TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) 
 
   auto epi = run_epilog(ctx, 42, "completed");
   ASSERT_TRUE(epi) << epi.error().message;
-  EXPECT_EQ(epi->destroyed, 2);
-  EXPECT_TRUE(backend.instances().empty());
+  // Scrubbed, and kept idle at their slots for the next job of their profile: nothing destroyed.
+  EXPECT_EQ(epi->kept, 2);
+  EXPECT_EQ(epi->destroyed, 0);
+  EXPECT_EQ(backend.instances().size(), 2u);
   EXPECT_EQ(scrubber.scrubbed.size(), 2u);
   EXPECT_FALSE(fs::exists(dir / "n1" / "jobs" / "42.json"));
+  auto kept = store->load();
+  ASSERT_TRUE(kept);
+  for (const auto& inst : kept->instances) EXPECT_EQ(inst.state, InstanceState::idle) << inst.mig_uuid;
+  EXPECT_EQ(advertised_counts(*kept), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
   auto history = store->history();
   ASSERT_TRUE(history);
   ASSERT_EQ(history->size(), 2u);
@@ -296,11 +302,11 @@ TEST_F(NodeFlows, LostLedgerIsRebuiltAndRunningJobsReadopted) {
   ASSERT_EQ(l->instances.size(), 1u);
   EXPECT_EQ(l->instances[0].job, 9u);
   EXPECT_FALSE(l->instances[0].orphaned);
-  // The epilog still finds and releases it.
+  // The epilog still finds and releases it (scrubbed, kept idle at its slot).
   auto epi = run_epilog(ctx, 9, "completed");
   ASSERT_TRUE(epi);
-  EXPECT_EQ(epi->destroyed, 1);
-  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_EQ(epi->kept + epi->destroyed, 1);
+  EXPECT_TRUE(instances_of_job(*store->load(), 9).empty());
 }
 
 TEST_F(NodeFlows, CorruptLedgerIsSetAsideAndOrphansAreScrubbedThenDestroyed) {
@@ -391,7 +397,7 @@ TEST_F(NodeFlows, JobRecordOfAnEpilogKilledAfterRetiringIsDroppedOnceTheJobIsGon
   clock += planner.ended_job_check_s;
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_FALSE(fs::exists(dir / "n1" / "jobs" / "42.json"));
-  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_TRUE(instances_of_job(*store->load(), 42).empty());
   auto problems = verify_node(ctx);
   ASSERT_TRUE(problems);
   EXPECT_TRUE(problems->empty()) << problems->front();
@@ -711,6 +717,94 @@ TEST_F(NodeFlows, JobWithNoRoomThatSlurmWillNotRequeueIsCancelledWithBothReasons
   EXPECT_NE(slurm->rejected[0].second.find("could not requeue it: scontrol requeue 61: Only batch jobs"),
             std::string::npos)
       << slurm->rejected[0].second;
+}
+
+// A scrubbed instance stays where it was, idle, and the next job of its profile takes it: no MIG
+// change on that job's way to its first command (on an H100 a create takes seconds), one ledger
+// write for the prolog, and Slurm's counts never moved.
+TEST_F(NodeFlows, NextJobOfTheProfileTakesTheScrubbedInstanceWithoutCreatingOne) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto first = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
+  ASSERT_TRUE(first && !first->rejected);
+  std::vector<std::string> uuids{first->instances[0].mig_uuid, first->instances[1].mig_uuid};
+  ASSERT_TRUE(run_epilog(ctx, 42, "completed"));
+  const int creates = backend.creates;
+  const int destroys = backend.destroys;
+  auto next = run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:2"});
+  ASSERT_TRUE(next) << next.error().message;
+  ASSERT_FALSE(next->rejected) << next->reason;
+  EXPECT_EQ(backend.creates, creates);
+  EXPECT_EQ(backend.destroys, destroys);
+  ASSERT_EQ(next->instances.size(), 2u);
+  std::vector<std::string> got{next->instances[0].mig_uuid, next->instances[1].mig_uuid};
+  std::ranges::sort(uuids);
+  std::ranges::sort(got);
+  EXPECT_EQ(got, uuids);
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  for (const auto* inst : instances_of_job(*l, 43)) {
+    EXPECT_EQ(inst->user, "bob");
+    EXPECT_EQ(inst->state, InstanceState::ready);
+  }
+  EXPECT_TRUE(std::ranges::none_of(slot_backings(*l), [](const auto& b) { return b.has_value(); }));
+  auto j = nlohmann::json::parse(std::ifstream(dir / "n1" / "jobs" / "43.json"));
+  ASSERT_EQ(j["instances"].size(), 2u);
+  EXPECT_EQ(advertised_counts(*l), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+  // A job of another profile is not given them.
+  auto other = run_prolog(ctx, {44, "carol", "gpu", "2g.20gb:1"});
+  ASSERT_TRUE(other && !other->rejected);
+  EXPECT_EQ(backend.creates, creates + 1);
+}
+
+// Only a scrub that ran earns a second tenant: with the scrub unavailable (policy "optional") the
+// instance is destroyed as before.
+TEST_F(NodeFlows, InstanceWhoseScrubWasUnavailableIsDestroyedNotKept) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"}));
+  scrubber.status = ScrubStatus::unavailable;
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(epi->kept, 0);
+  EXPECT_EQ(epi->destroyed, 2);
+  EXPECT_TRUE(backend.instances().empty());
+}
+
+// Idle instances do not pin the layout: demand their place cannot serve makes the planner destroy
+// them first (never one whose slot a job claimed), then move the plan as usual.
+TEST_F(NodeFlows, PlannerDestroysIdleInstancesTheNewPlanHasNoPlaceFor) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  std::vector<JobId> jobs;
+  for (JobId job = 50; job < 54; ++job) {  // every slot of the idle layout on both GPUs, 1g.10gb
+    auto pro = run_prolog(ctx, {job, "alice", "gpu", "1g.10gb:1"});
+    ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
+  }
+  for (JobId job = 50; job < 54; ++job) ASSERT_TRUE(run_epilog(ctx, job, "completed"));
+  ASSERT_EQ(backend.instances().size(), 4u);
+  // Job 60 has claimed one idle instance's slot (Slurm allocated it) but its prolog has not run.
+  ASSERT_TRUE(store->update([](Ledger& l) { return claim_slots(l, 60, "1g.10gb", 1); }));
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n";
+  for (int round = 0; round < 6 && advertised()["7g.80gb"] == 0; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(advertised()["7g.80gb"], 1);
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  ASSERT_TRUE(validate(*l));
+  // The claimed one was left alone, and its job still gets it.
+  auto pro = run_prolog(ctx, {60, "bob", "gpu", "1g.10gb:1"});
+  ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
+  l = store->load();
+  const auto backing = slot_backings(*l);
+  for (std::size_t n = 0; n < l->instances.size(); ++n) {
+    if (is_idle(l->instances[n])) {
+      EXPECT_NE(std::ranges::find(backing, n), backing.end()) << "an idle instance with no slot";
+    }
+  }
+  EXPECT_GT(backend.destroys, 0);
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
 }
 
 }  // namespace

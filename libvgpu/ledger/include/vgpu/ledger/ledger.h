@@ -18,7 +18,9 @@
 namespace vgpu {
 
 
-enum class InstanceState { creating, ready, scrubbing, quarantined, destroying };
+// idle: scrubbed (or never used), no job, kept at its plan slot for the next job of its profile,
+// so that job's prolog claims it instead of creating one (and the last job's epilog destroys nothing).
+enum class InstanceState { creating, ready, scrubbing, quarantined, destroying, idle };
 enum class VmState { starting, running, stopping };
 
 std::string_view to_string(InstanceState state);
@@ -107,19 +109,25 @@ Result<void> validate(const Ledger& ledger, const Catalog& catalog = Catalog::bu
 
 // ---- pure operations used by prolog, epilog and the planner ----
 
-// A *backed* slot stands where a released instance (no job; scrubbing or destroying) still is, at
-// the same GPU and placement: when a job ends, its instances' places go back to the plan as such
-// slots, so the advertisement, and so Slurm's count, does not change with the job's end. The slot
-// takes the space over once the instance is destroyed; until then it is the same space, placed
-// once. For each plan slot, the index in `instances` of the instance backing it, if any; every
-// released instance backs at most one slot.
+// A *backed* slot stands where a released instance (no job; scrubbing or destroying) or an idle
+// one still is, at the same GPU and placement: when a job ends, its instances' places go back to
+// the plan as such slots, so the advertisement, and so Slurm's count, does not change with the
+// job's end. The slot and its instance are one space, placed once. A slot backed by a released
+// instance takes the space over once the instance is destroyed; one backed by an idle instance
+// hands that instance to the job that claims it. For each plan slot, the index in `instances` of
+// the instance backing it, if any; every such instance backs at most one slot.
 std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger);
+// Released: no job, scrubbing or destroying (its place is not usable until it is destroyed).
+bool is_released(const LedgerInstance& instance);
+// Idle: no job, kept for the next job of its profile (InstanceState::idle).
+bool is_idle(const LedgerInstance& instance);
 
 std::vector<const LedgerInstance*> instances_of_job(const Ledger& ledger, JobId job);
 
 // Marks `count` unclaimed plan slots of `profile` as allocated to `job`. Slots the job already
-// holds count toward `count`, so a retried prolog claims nothing twice. Slots with nothing to wait
-// for come first; a backed slot is claimed only when no other is left. On error nothing changes.
+// holds count toward `count`, so a retried prolog claims nothing twice. Slots backed by an idle
+// instance come first (nothing to create), then empty ones; a slot backed by a released instance
+// (the prolog would wait for its scrub) only when no other is left. On error nothing changes.
 Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, int count);
 // Returns the job's claimed slots to the plan (job cancelled before its instances existed).
 int release_claims(Ledger& ledger, JobId job);
@@ -128,6 +136,11 @@ int release_claims(Ledger& ledger, JobId job);
 // consumed (the slot became this instance); otherwise the instance must fit beside everything.
 Result<void> add_instance(Ledger& ledger, LedgerInstance instance,
                           const Catalog& catalog = Catalog::builtin());
+// Hands the idle instance (gpu, gpu_instance_id) to `job`: the plan slot it backs, which the job
+// must have claimed, is consumed, and the instance is the job's (ready) from `now`. On error
+// nothing changes.
+Result<void> adopt_idle_instance(Ledger& ledger, int gpu, int gpu_instance_id, JobId job, std::string user,
+                                 std::int64_t now);
 // A released instance whose scrub failed is never handed out again: `quarantined`, and the slot
 // it backed leaves the plan (that space is gone until an admin releases it).
 Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id);

@@ -12,6 +12,7 @@ namespace vgpu {
 struct EpilogResult {
   int destroyed = 0;
   int quarantined = 0;
+  int kept = 0;  // scrubbed and kept idle at their slot for the next job
   std::vector<std::string> problems;
 };
 // Ends the job's tenancy, scrubs and destroys its instances; safe to run any number of times.
