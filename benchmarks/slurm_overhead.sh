@@ -75,6 +75,14 @@ for rep in $(seq "$REPS"); do
 done
 cp "$VC_RUN/log/hook-times.txt" "$results/hooks.txt" 2>/dev/null
 vp_check 2>/dev/null || echo "WARNING: vgpu run ended inconsistent"
+# Epilogs log "<n> instance(s) released, <k> kept idle, ...": with a scrub that succeeds, every
+# released instance whose place is still planned is kept for the next job of its profile.
+kept=$(cat "$VGPU_STATE_DIR"/*/vgpu.log 2>/dev/null | sed -n 's/.*instance(s) released, \([0-9]*\) kept idle.*/\1/p' |
+  awk '{k += $1} END {print k + 0}')
+echo "instances kept idle by epilogs: $kept"
+if [ -n "$scrub_seconds" ] && [ "$kept" -eq 0 ]; then
+  echo "WARNING: the scrub stand-in succeeded but no epilog kept an instance idle"
+fi
 vp_stop >/dev/null 2>&1
 rm -rf "$VC_RUN"
 
