@@ -99,6 +99,15 @@ bool is_released(const LedgerInstance& inst) {
 
 bool is_idle(const LedgerInstance& inst) { return !inst.job && inst.state == InstanceState::idle; }
 
+std::vector<std::optional<std::size_t>> idle_backings(const Ledger& ledger) {
+  auto backing = slot_backings(ledger);
+  for (std::size_t s = 0; s < backing.size(); ++s)
+    if (backing[s] && !(is_idle(ledger.instances[*backing[s]]) &&
+                        ledger.instances[*backing[s]].profile == ledger.plan.slots[s].profile))
+      backing[s].reset();
+  return backing;
+}
+
 std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger) {
   std::vector<std::optional<std::size_t>> backing(ledger.plan.slots.size());
   std::vector<bool> taken(ledger.instances.size(), false);
@@ -191,6 +200,7 @@ Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, in
                                                          count));
   std::vector<PlanSlot*> mine, idle, free, backed;
   const auto backing = slot_backings(ledger);
+  const auto idle_backing = idle_backings(ledger);
   for (std::size_t i = 0; i < ledger.plan.slots.size(); ++i) {
     auto& slot = ledger.plan.slots[i];
     if (slot.profile != profile) continue;
@@ -198,8 +208,7 @@ Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, in
       mine.push_back(&slot);
     } else if (!slot.claimed_by_job) {
       if (!backing[i]) free.push_back(&slot);
-      else if (is_idle(ledger.instances[*backing[i]]) && ledger.instances[*backing[i]].profile == profile)
-        idle.push_back(&slot);
+      else if (idle_backing[i]) idle.push_back(&slot);
       else backed.push_back(&slot);
     }
   }

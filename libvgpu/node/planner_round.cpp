@@ -132,10 +132,10 @@ std::vector<PlanSlot> backed_unclaimed(const Ledger& l) {
 // (the space is plannable; the instance goes if the plan moves). Its slot stays, unbacked.
 Ledger planning_view(const Ledger& l) {
   Ledger view = l;
-  const auto backing = slot_backings(l);
+  const auto idle = idle_backings(l);
   std::vector<bool> drop(l.instances.size(), false);
-  for (std::size_t s = 0; s < backing.size(); ++s)
-    if (backing[s] && !l.plan.slots[s].claimed_by_job && is_idle(l.instances[*backing[s]])) drop[*backing[s]] = true;
+  for (std::size_t s = 0; s < idle.size(); ++s)
+    if (idle[s] && !l.plan.slots[s].claimed_by_job) drop[*idle[s]] = true;
   view.instances.clear();
   for (std::size_t i = 0; i < l.instances.size(); ++i)
     if (!drop[i]) view.instances.push_back(l.instances[i]);
@@ -147,12 +147,12 @@ std::vector<std::size_t> idle_not_kept(const Ledger& l, const std::vector<PlanSl
   std::vector<SlotKey> pool;
   for (const auto& s : desired) pool.push_back(key(s));
   std::vector<std::size_t> out;
-  const auto backing = slot_backings(l);
-  for (std::size_t s = 0; s < backing.size(); ++s) {
-    if (!backing[s] || l.plan.slots[s].claimed_by_job || !is_idle(l.instances[*backing[s]])) continue;
+  const auto idle = idle_backings(l);
+  for (std::size_t s = 0; s < idle.size(); ++s) {
+    if (!idle[s] || l.plan.slots[s].claimed_by_job) continue;
     auto it = std::ranges::find(pool, key(l.plan.slots[s]));
     if (it != pool.end()) pool.erase(it);
-    else out.push_back(*backing[s]);
+    else out.push_back(*idle[s]);
   }
   return out;
 }
@@ -362,13 +362,13 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   // Instances a rebuild found with no owner may hold a former tenant's data: scrub, then destroy.
   // An idle instance whose slot left the plan is kept for nobody: destroy it.
   (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    const auto backing = slot_backings(l);
+    const auto idle = idle_backings(l);
     for (std::size_t n = 0; n < l.instances.size(); ++n) {
       auto& i = l.instances[n];
       if (i.orphaned && !i.job) {
         i.orphaned = false;
         i.state = InstanceState::scrubbing;
-      } else if (is_idle(i) && std::ranges::find(backing, n) == backing.end()) {
+      } else if (is_idle(i) && std::ranges::find(idle, n) == idle.end()) {
         i.state = InstanceState::destroying;
       }
     }

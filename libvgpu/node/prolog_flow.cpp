@@ -70,13 +70,6 @@ bool claims_released_slot(const Ledger& l, JobId job) {
   return false;
 }
 
-// The idle instance a claimed slot stands on, if any: the job takes it as it is.
-const LedgerInstance* idle_backing(const Ledger& l, const std::vector<std::optional<std::size_t>>& backing,
-                                   std::size_t slot) {
-  if (!backing[slot]) return nullptr;
-  const auto& inst = l.instances[*backing[slot]];
-  return is_idle(inst) && inst.profile == l.plan.slots[slot].profile ? &inst : nullptr;
-}
 
 }  // namespace
 
@@ -232,14 +225,15 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       ctx.log(fmt::format("{}: recording the instances made so far: {}", where, recorded.error().message));
     return reject(std::move(reason));
   };
-  const auto backing = slot_backings(*claimed);
+  const auto idle = idle_backings(*claimed);
   for (std::size_t slot_index = 0; slot_index < claimed->plan.slots.size(); ++slot_index) {
     const auto& slot = claimed->plan.slots[slot_index];
     if (slot.claimed_by_job != req.job) continue;
     // Nothing to create: a scrubbed instance already stands there (an epilog kept it). Only the
     // planner turns an idle instance into a destroying one, and never one whose slot is claimed.
-    if (const auto* idle = idle_backing(*claimed, backing, slot_index)) {
-      adopted.emplace_back(idle->gpu, idle->gpu_instance_id);
+    if (idle[slot_index]) {
+      const auto& inst = claimed->instances[*idle[slot_index]];
+      adopted.emplace_back(inst.gpu, inst.gpu_instance_id);
       continue;
     }
     auto gpu_model = node::model_of(*claimed, slot.gpu);

@@ -121,6 +121,9 @@ std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger);
 bool is_released(const LedgerInstance& instance);
 // Idle: no job, kept for the next job of its profile (InstanceState::idle).
 bool is_idle(const LedgerInstance& instance);
+// For each plan slot, the index in `instances` of the idle instance of the slot's profile standing
+// on it, if any (the slot_backings that a job claiming the slot would take as they are).
+std::vector<std::optional<std::size_t>> idle_backings(const Ledger& ledger);
 
 std::vector<const LedgerInstance*> instances_of_job(const Ledger& ledger, JobId job);
 
