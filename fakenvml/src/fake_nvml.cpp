@@ -17,6 +17,7 @@
 
 #include "fixture.h"
 #include "latency.h"
+#include "caps.h"
 #include "mig_uuid.h"
 #include "nvml_abi.h"
 #include "state.h"
@@ -40,6 +41,7 @@ struct Globals {
   int init_count = 0;
   std::optional<Fixture> fixture;
   std::unique_ptr<StateStore> store;
+  std::optional<CapFiles> caps;  // the instances' capability files, when the fake has a device root
   Latency latency;
   std::vector<std::unique_ptr<Handle>> handles;
   std::set<const Handle*> valid;
@@ -174,6 +176,12 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
     return NVML_ERROR_UNKNOWN;
   }
   G.latency = *latency;
+  error.clear();
+  G.caps = CapFiles::from_env(error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "fake-nvml: VGPU_FAKE_NVML_DEVICE_ROOT: %s\n", error.c_str());
+    return NVML_ERROR_UNKNOWN;
+  }
   G.fixture = std::move(fixture);
   G.store = std::make_unique<StateStore>(state_path_from_env());
   G.init_count = 1;
@@ -444,6 +452,7 @@ FAKE_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     gi.placement = *placement;
     gi.serial = s.next_serial++;
     live.push_back(gi);
+    if (g().caps) g().caps->registered(gpu.minor, gi.id, std::nullopt);
     *gpuInstance = as_gi(gi_handle(h, gi));
     return NVML_SUCCESS;
   }),
@@ -513,6 +522,7 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance) {
     if (!gi.cis.empty()) return NVML_ERROR_IN_USE;  // compute instances must go first
     auto& live = s.gpus[gpu_of(h).uuid];
     std::uint64_t serial = gi.serial;
+    if (g().caps) g().caps->unregistered(gpu_of(h).minor, gi.id, std::nullopt);
     live.erase(std::remove_if(live.begin(), live.end(),
                               [&](const GiState& x) { return x.serial == serial; }),
                live.end());
@@ -568,6 +578,7 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpu
     while (std::any_of(gi.cis.begin(), gi.cis.end(), [&](const CiState& x) { return x.id == id; })) ++id;
     CiState ci{id, profileId, used, c->slice_count, s.next_serial++};
     gi.cis.push_back(ci);
+    if (g().caps) g().caps->registered(gpu.minor, gi.id, id);
     *computeInstance = as_ci(intern({Kind::compute_instance, h->gpu, gi.id, id, gi.serial, ci.serial}));
     return NVML_SUCCESS;
   }),
@@ -625,7 +636,8 @@ FAKE_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t comput
 
 FAKE_API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance) {
   ENTER();
-  return after(with_ci(computeInstance, true, [&](const Handle*, GiState& gi, auto it) {
+  return after(with_ci(computeInstance, true, [&](const Handle* h, GiState& gi, auto it) {
+    if (g().caps) g().caps->unregistered(gpu_of(h).minor, gi.id, it->id);
     gi.cis.erase(it);
     return NVML_SUCCESS;
   }),

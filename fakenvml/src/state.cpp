@@ -74,7 +74,12 @@ std::string state_to_text(const State& state) { return to_json(state).dump(2) + 
 nvmlReturn_t StateStore::with(bool write, const std::function<nvmlReturn_t(State&)>& fn) {
   if (path_.empty()) return fn(memory_);
   Fd f;
-  f.fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // A reader opens read-only: a job's process (another user) may look at what the driver holds.
+  f.fd = write ? ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644) : ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0 && !write && errno == ENOENT) {
+    State empty;
+    return fn(empty);
+  }
   if (f.fd < 0) {
     std::fprintf(stderr, "fake-nvml: state %s: open: %s\n", path_.c_str(), std::strerror(errno));
     return NVML_ERROR_UNKNOWN;

@@ -1,0 +1,101 @@
+// fake-cuda-probe: what a CUDA program in a test job does to reach its GPUs, reduced to the part
+// that decides access. For each MIG UUID in CUDA_VISIBLE_DEVICES it finds the instance through
+// NVML (the fake) and opens the instance's GPU-instance and compute-instance capability files, as
+// the CUDA driver does before it hands them to the kernel driver; an instance whose files the
+// caller cannot open is refused, as CUDA reports no such device. Prints one line per device and
+// exits 0 only when every listed device is usable. Test double: never install it on a node.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "caps.h"
+#include "nvml_abi.h"
+
+namespace {
+
+struct MigDevice {
+  unsigned gpu_minor = 0, gi = 0, ci = 0;
+};
+
+bool find_mig(const std::string& uuid, MigDevice& out) {
+  unsigned count = 0;
+  if (nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS) return false;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    unsigned minor = 0, max = 0;
+    if (nvmlDeviceGetHandleByIndex_v2(i, &dev) != NVML_SUCCESS || nvmlDeviceGetMinorNumber(dev, &minor) != NVML_SUCCESS ||
+        nvmlDeviceGetMaxMigDeviceCount(dev, &max) != NVML_SUCCESS)
+      continue;
+    for (unsigned m = 0; m < max; ++m) {
+      nvmlDevice_t mig = nullptr;
+      char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+      if (nvmlDeviceGetMigDeviceHandleByIndex(dev, m, &mig) != NVML_SUCCESS ||
+          nvmlDeviceGetUUID(mig, text, sizeof text) != NVML_SUCCESS || uuid != text)
+        continue;
+      out.gpu_minor = minor;
+      return nvmlDeviceGetGpuInstanceId(mig, &out.gi) == NVML_SUCCESS &&
+             nvmlDeviceGetComputeInstanceId(mig, &out.ci) == NVML_SUCCESS;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int main() {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!visible || !*visible) {
+    std::printf("fake-cuda: no device: CUDA_VISIBLE_DEVICES is empty\n");
+    return 1;
+  }
+  std::string error;
+  auto caps = fakenvml::CapFiles::from_env(error);
+  if (!caps) {
+    std::fprintf(stderr, "fake-cuda: no capability files: %s\n", error.empty() ? "VGPU_FAKE_NVML_DEVICE_ROOT unset" : error.c_str());
+    return 2;
+  }
+  if (nvmlInit_v2() != NVML_SUCCESS) {
+    std::fprintf(stderr, "fake-cuda: nvmlInit failed\n");
+    return 2;
+  }
+  int refused = 0;
+  std::stringstream list(visible);
+  std::string uuid;
+  while (std::getline(list, uuid, ',')) {
+    MigDevice d;
+    if (!find_mig(uuid, d)) {
+      std::printf("fake-cuda: %s: refused: no such MIG device\n", uuid.c_str());
+      ++refused;
+      continue;
+    }
+    auto files = caps->paths(d.gpu_minor, d.gi, d.ci);
+    if (!files) {
+      std::printf("fake-cuda: %s: refused: no capability minors for gpu%u/gi%u/ci%u\n", uuid.c_str(), d.gpu_minor, d.gi, d.ci);
+      ++refused;
+      continue;
+    }
+    std::string why;
+    for (const auto& path : {files->first, files->second}) {
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        why = "open " + path + ": " + std::strerror(errno);
+        break;
+      }
+      ::close(fd);
+    }
+    if (why.empty())
+      std::printf("fake-cuda: %s: usable (gpu %u gi %u ci %u: %s %s)\n", uuid.c_str(), d.gpu_minor, d.gi, d.ci,
+                  files->first.c_str(), files->second.c_str());
+    else
+      std::printf("fake-cuda: %s: refused: %s\n", uuid.c_str(), why.c_str());
+    refused += why.empty() ? 0 : 1;
+  }
+  nvmlShutdown();
+  return refused == 0 ? 0 : 1;
+}
