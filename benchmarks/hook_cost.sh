@@ -39,6 +39,10 @@ export VGPU_NODENAME=n1 SLURMD_NODENAME=n1 VGPU_STATE_DIR=$run/state VGPU_POLICY
 export VGPU_NVML_LIBRARY=$bin/fakenvml/libnvidia-ml.so.1
 export VGPU_FAKE_NVML_FIXTURE=$here/../fakenvml/fixtures/h100-80gb-2gpu.json
 export VGPU_FAKE_NVML_STATE=$run/state/n1.fake-nvml-state.json
+# Each job's instances confined to its user (capability files), as on a node by default.
+export VGPU_DEVICE_ROOT=$run/devroot VGPU_FAKE_NVML_DEVICE_ROOT=$run/devroot SLURM_JOB_UID=65534
+mkdir -p "$run/devroot/proc/driver/nvidia-caps" "$run/devroot/dev/nvidia-caps"
+cp "$here/../fakenvml/fixtures/mig-minors-8gpu.txt" "$run/devroot/proc/driver/nvidia-caps/mig-minors"
 # No slurmd to SIGHUP, no Slurm commands, no planner to poke, no CUDA for the scrub (the "scrub
 # unavailable, optional" path, as in the cluster benchmark).
 export VGPU_SLURMD_PIDFILE=$run/no-slurmd.pid VGPU_SLURM_BIN=$run/no-slurm VGPU_SCRUB=$run/no-vgpu-scrub

@@ -84,6 +84,12 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   // Only nodes that serve a partition with viz pools run VMs (and pay for the squeue of the reap).
   for (const auto* part : node_partitions(rt->policy_, rt->ctx_.node))
     if (!part->viz_pools.empty() && !rt->viz_) rt->viz_ = make_command_viz_launcher(policy_path);
+  const std::string confine = env_or("VGPU_CONFINE_DEVICES", "capability-files");
+  if (confine == "capability-files")
+    rt->access_ = make_capability_file_access(env_or("VGPU_DEVICE_ROOT", "/"), *rt->backend_);
+  else if (confine != "off")
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("VGPU_CONFINE_DEVICES='{}': expected capability-files or off", contract::printable(confine)));
   rt->slurmd_pidfile_ = env_or("VGPU_SLURMD_PIDFILE", "/run/slurmd.pid");
   if (auto pos = rt->slurmd_pidfile_.find("%n"); pos != std::string::npos)
     rt->slurmd_pidfile_.replace(pos, 2, rt->ctx_.node);
@@ -95,6 +101,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->ctx_.slurm = rt->slurm_.get();
   rt->ctx_.scrubber = rt->scrubber_.get();
   rt->ctx_.viz = rt->viz_.get();
+  rt->ctx_.access = rt->access_.get();
   rt->ctx_.now = [] { return static_cast<std::int64_t>(std::time(nullptr)); };
   rt->ctx_.log = [self](const std::string& s) { self->log(s); };
   rt->publisher_ = make_split_publisher(rt->ctx_, [self] {

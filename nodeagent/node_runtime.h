@@ -6,6 +6,10 @@
 //   VGPU_SLURMD_PIDFILE               slurmd's pid file, "%n" = node name; default /run/slurmd.pid
 //   VGPU_NVML_LIBRARY                 libnvidia-ml.so.1 to load (tests: the fake)
 //   VGPU_VIZ, VGPU_VIZ_CONFIG         vgpu-viz and its node config, on nodes with viz pools
+//   VGPU_CONFINE_DEVICES              "capability-files" (default): each instance's capability
+//                                     files belong to its job's user; "off": not confined
+//   VGPU_DEVICE_ROOT                  where the driver's /dev and /proc are (default /; tests: a
+//                                     fake driver's tree)
 #pragma once
 
 #include <memory>
@@ -34,6 +38,7 @@ class NodeRuntime {
   std::unique_ptr<SlurmClient> slurm_;
   std::unique_ptr<Scrubber> scrubber_;
   std::unique_ptr<VizLauncher> viz_;
+  std::unique_ptr<InstanceAccess> access_;
   std::unique_ptr<SplitPublisher> publisher_;
   std::string slurmd_pidfile_;
   NodeContext ctx_;

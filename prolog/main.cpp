@@ -10,6 +10,7 @@
 // with a reason. A SIGKILL of this supervisor itself cannot be handled here: slurmd then drains
 // the node, and the epilog and the planner's reconcile clean up (docs/reliability.md).
 #include <fmt/format.h>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,16 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
+// SLURM_JOB_UID, whole and decimal; anything else is no uid (the prolog then refuses the job on a
+// node that confines instances).
+std::optional<unsigned> job_uid() {
+  const std::string text = env("SLURM_JOB_UID");
+  unsigned uid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return uid;
+}
+
 int prolog(vgpu::JobId job, const std::string& alloc) {
   try {
     auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-prolog");
@@ -35,7 +46,7 @@ int prolog(vgpu::JobId job, const std::string& alloc) {
       if (auto slurm = vgpu::agent::make_command_slurm_client()) (void)slurm->reject_job(job, why);
       return 0;
     }
-    vgpu::PrologRequest req{job, env("SLURM_JOB_USER"), env("SLURM_JOB_PARTITION"), alloc};
+    vgpu::PrologRequest req{job, env("SLURM_JOB_USER"), env("SLURM_JOB_PARTITION"), alloc, job_uid()};
     auto result = vgpu::run_prolog((*rt)->context(), req);
     if (!result) {
       (*rt)->log(result.error().message);
@@ -56,11 +67,13 @@ Creates the MIG instances Slurm allocated to the job on this node, at the placem
 planner advertised, and writes the job record the gres/vgpu plugin turns into CUDA_VISIBLE_DEVICES.
 A job it cannot serve is cancelled with a reason in its Comment; it always exits 0, so the node
 never drains. Run by slurmd with no arguments; it reads its environment:
-  SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_PARTITION, SLURMD_NODENAME   from slurmd
+  SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_UID, SLURM_JOB_PARTITION, SLURMD_NODENAME   from slurmd
   VGPU_ALLOC        what the job holds here, set by gres/vgpu ("1g.10gb:2,3g.40gb:1")
   VGPU_STATE_DIR    node state (default /var/lib/slurm-vgpu)
   VGPU_POLICY       policy file (default /etc/slurm-vgpu/policy.json)
   VGPU_NVML_LIBRARY libnvidia-ml.so.1 to load (default: the system's)
+  VGPU_CONFINE_DEVICES capability-files (default: the job's instances' /dev/nvidia-caps files
+                    belong to the job's user while it runs) or off
 Logs to <state dir>/<node>/vgpu.log. See docs/admin.md.
 )";
 

@@ -77,6 +77,15 @@ std::optional<int> MigMinors::ci_access(int gpu_minor, int gi, int ci) const {
   return it == minors_.end() ? std::nullopt : std::optional(it->second);
 }
 
+std::vector<MigMinors::Entry> MigMinors::of_gpu(int gpu_minor) const {
+  std::vector<Entry> out;
+  for (const auto& [key, minor] : minors_) {
+    const auto& [gpu, gi, ci] = key;
+    if (gpu == gpu_minor) out.push_back({gi, ci < 0 ? std::nullopt : std::optional(ci), minor});
+  }
+  return out;
+}
+
 Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance,
                                const MigMinors& minors) {
   auto where = fmt::format("gpu {} ({}) gi {}", gpu.index, gpu.uuid, instance.gi_id);

@@ -57,8 +57,18 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   std::vector<const LedgerInstance*> to_destroy;
   for (const auto& inst : ledger->instances) {
     if (inst.job || (inst.state != InstanceState::scrubbing && inst.state != InstanceState::destroying)) continue;
+    // The job's user loses the instance first: nothing of theirs may open it while it is scrubbed,
+    // kept idle for someone else, or waits to be destroyed.
+    auto revoked = ctx.access ? ctx.access->revoke(inst) : Result<void>{};
     if (inst.state == InstanceState::destroying) {
+      if (!revoked) result.problems.push_back(fmt::format("{}: taking it back from its user: {}", what_of(inst), revoked.error().message));
       to_destroy.push_back(&inst);
+      continue;
+    }
+    if (!revoked) {
+      ctx.log(fmt::format("vgpu: epilog: {}: cannot take it back from its last user: {}; QUARANTINED, never handed "
+                          "out again until an admin releases it", what_of(inst), revoked.error().message));
+      scrubbed[key_of(inst)] = InstanceState::quarantined;
       continue;
     }
     ScrubOutcome s = ctx.scrubber->scrub(inst.mig_uuid);

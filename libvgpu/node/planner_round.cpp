@@ -377,6 +377,20 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
     result.notes.push_back("cleanup: " + cleaned.error().message);
   release_ended_jobs(ctx, state, result.notes);
+  // Every capability file no job holds is root's alone: a node that ran without slurm-vgpu, an
+  // instance that vanished under its job, an admin's chmod. Under the hardware lock, which the
+  // prolog holds from recording a job's instances until it has granted them, so a grant is never
+  // taken back by a sweep that read the ledger before it.
+  if (ctx.access) {
+    NodeLock hardware(hardware_lock_path(ctx));
+    auto now = hardware.held() ? ctx.ledger->load()
+                               : Result<Ledger>(fail(ErrorCode::io, "cannot take " + hardware_lock_path(ctx)));
+    auto secured = now ? ctx.access->secure_unheld(*now) : Result<int>(std::unexpected(now.error()));
+    if (!secured)
+      result.notes.push_back("device confinement: " + secured.error().message);
+    else if (*secured > 0)
+      result.notes.push_back(fmt::format("device confinement: {} capability file(s) no job holds made root's alone", *secured));
+  }
   // Without an answer from Slurm, what was last learnt from it stays.
   std::optional<NodeGres> slurm_view;
   if (auto node = ctx.slurm->node_gres(ctx.node); node) {

@@ -284,9 +284,20 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   auto final_ledger = record_made();
   if (!final_ledger) return std::unexpected(final_ledger.error().within(where));
   crash_point("prolog.after_record_instance");
-  hardware.reset();
 
   for (const auto* inst : instances_of_job(*final_ledger, req.job)) result.instances.push_back(*inst);
+  // Only the job's user can open its instances, before the plugin names them to any step; still
+  // under the hardware lock, so the planner's sweep of unheld capability files cannot undo it. A
+  // refusal leaves them recorded as the job's, so the epilog takes them back and scrubs them.
+  if (ctx.access) {
+    if (!req.uid) return reject(fmt::format("node {}: no SLURM_JOB_UID, so its instances cannot be given to its user", ctx.node));
+    for (const auto& inst : result.instances)
+      if (auto granted = ctx.access->grant(inst, *req.uid); !granted)
+        return reject(fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node, inst.gpu,
+                                  inst.profile, inst.placement.start, *req.uid, granted.error().message));
+  }
+  hardware.reset();
+
   if (auto ok = write_job_record(ctx, req.job, result.instances); !ok)
     return std::unexpected(ok.error().within(where));
   crash_point("prolog.after_job_record");

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "vgpu/backend/backend.h"
 #include "vgpu/node/ports.h"
 
 namespace vgpu::agent {
@@ -22,5 +23,10 @@ std::unique_ptr<Scrubber> make_command_scrubber();
 // Runs $VGPU_VIZ (default: vgpu-viz from PATH; its config from $VGPU_VIZ_CONFIG) with the node's
 // policy file, where the viz pools are declared.
 std::unique_ptr<VizLauncher> make_command_viz_launcher(std::string policy_path);
+
+// Confines each MIG instance to its job's user through the driver's capability files under `root`
+// ("/" on a node, a fake driver's tree in tests): <root>/proc/driver/nvidia-caps/mig-minors,
+// <root>/proc/devices and <root>/dev/nvidia-caps/ (capability_files.cpp says why files).
+std::unique_ptr<InstanceAccess> make_capability_file_access(std::string root, GpuReader& gpus);
 
 }  // namespace vgpu::agent

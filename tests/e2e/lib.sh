@@ -137,8 +137,15 @@ for g in d["gpus"]:
     g["uuid"] = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 json.dump(d, open(dst, "w"), indent=1)
 PY
+  # The node's driver tree (fake NVML): mig-minors as the driver publishes it; the fake creates an
+  # instance's capability files there, and the product confines them to the job's user.
+  mkdir -p "$VC_RUN/devroot/$n/proc/driver/nvidia-caps" "$VC_RUN/devroot/$n/dev/nvidia-caps"
+  cp "$VP_SRC/fakenvml/fixtures/mig-minors-8gpu.txt" "$VC_RUN/devroot/$n/proc/driver/nvidia-caps/mig-minors"
+  chmod -R a+rX "$VC_RUN/devroot"
   cat > "$VC_RUN/etc/vgpu-env/$n.sh" <<ENV
 export VGPU_NODENAME=$n
+export VGPU_DEVICE_ROOT=$VC_RUN/devroot/$n
+export VGPU_FAKE_NVML_DEVICE_ROOT=$VC_RUN/devroot/$n
 export VGPU_STATE_DIR=$VGPU_STATE_DIR
 export VGPU_POLICY=$VC_RUN/etc/vgpu-policy.json
 export VGPU_NVML_LIBRARY=$VP_FAKE_LIB

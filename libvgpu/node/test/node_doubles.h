@@ -178,10 +178,43 @@ class ScriptedScrubber final : public Scrubber {
  public:
   ScrubOutcome scrub(const std::string& uuid) override {
     scrubbed.push_back(uuid);
+    if (on_scrub) on_scrub(uuid);
     return {status, "scripted"};
   }
   ScrubStatus status = ScrubStatus::scrubbed;
   std::vector<std::string> scrubbed;
+  std::function<void(const std::string& uuid)> on_scrub;  // sees the node as the scrub does
+};
+
+// Who may open each instance, by MIG UUID: a uid, or 0 once taken back (root only). An instance
+// never granted or revoked is absent.
+class RecordingAccess final : public InstanceAccess {
+ public:
+  Result<void> grant(const LedgerInstance& inst, unsigned uid) override {
+    if (fail_grant) return fail(ErrorCode::io, "chown 1001:0 /dev/nvidia-caps/nvidia-cap12: Read-only file system");
+    owner[inst.mig_uuid] = uid;
+    return {};
+  }
+  Result<void> revoke(const LedgerInstance& inst) override {
+    if (fail_revoke) return fail(ErrorCode::io, "chmod 0400 /dev/nvidia-caps/nvidia-cap12: Read-only file system");
+    owner[inst.mig_uuid] = 0;
+    return {};
+  }
+  Result<int> secure_unheld(const Ledger& ledger) override {
+    int changed = 0;
+    for (auto& [uuid, uid] : owner) {
+      const bool held = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) { return i.mig_uuid == uuid && i.job; });
+      if (!held && uid != 0) {
+        uid = 0;
+        ++changed;
+      }
+    }
+    ++secure_calls;
+    return changed;
+  }
+  std::map<std::string, unsigned> owner;
+  bool fail_grant = false, fail_revoke = false;
+  int secure_calls = 0;
 };
 
 }  // namespace vgpu::testing

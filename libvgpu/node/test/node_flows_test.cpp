@@ -146,7 +146,7 @@ TEST_F(NodeFlows, PrologWithoutVgpuAllocAsksSlurmWhatAJobOfAVgpuPartitionHolds) 
 
 TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", std::nullopt});
   ASSERT_TRUE(pro) << pro.error().message;
   ASSERT_FALSE(pro->rejected) << pro->reason;
   ASSERT_EQ(pro->instances.size(), 2u);
@@ -160,7 +160,7 @@ TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) 
   EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
 
   // Re-running the prolog (slurmd retry after a crash) creates nothing new.
-  auto again = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
+  auto again = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", std::nullopt});
   ASSERT_TRUE(again);
   EXPECT_EQ(backend.creates, 2);
   EXPECT_EQ(again->instances.size(), 2u);
@@ -190,7 +190,7 @@ TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) 
 
 TEST_F(NodeFlows, PolicyViolationsCancelTheJobWithEveryReason) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto r = run_prolog(ctx, {7, "bob", "gpu", "1g.10gb+me:1,1g.10gb:9"});
+  auto r = run_prolog(ctx, {7, "bob", "gpu", "1g.10gb+me:1,1g.10gb:9", std::nullopt});
   ASSERT_TRUE(r);
   ASSERT_TRUE(r->rejected);
   ASSERT_EQ(slurm->rejected.size(), 1u);
@@ -203,15 +203,15 @@ TEST_F(NodeFlows, PolicyViolationsCancelTheJobWithEveryReason) {
 
 TEST_F(NodeFlows, PerUserLimitCountsInstancesAlreadyHeld) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  ASSERT_FALSE(run_prolog(ctx, {1, "carol", "gpu", "1g.10gb:4"})->rejected);
-  auto r = run_prolog(ctx, {2, "carol", "gpu", "2g.20gb:2"});
+  ASSERT_FALSE(run_prolog(ctx, {1, "carol", "gpu", "1g.10gb:4", std::nullopt})->rejected);
+  auto r = run_prolog(ctx, {2, "carol", "gpu", "2g.20gb:2", std::nullopt});
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->rejected);
   EXPECT_NE(r->reason.find("user carol holds 4"), std::string::npos) << r->reason;
 }
 
 TEST_F(NodeFlows, UnknownPartitionIsRejectedNotCrashed) {
-  auto r = run_prolog(ctx, {3, "dave", "nosuch", "1g.10gb:1"});
+  auto r = run_prolog(ctx, {3, "dave", "nosuch", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->rejected);
   EXPECT_NE(r->reason.find("partition nosuch"), std::string::npos);
@@ -243,7 +243,7 @@ TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
   auto r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->shrink_confirmed);
-  auto pro = run_prolog(ctx, {55, "erin", "gpu", "1g.10gb:1"});
+  auto pro = run_prolog(ctx, {55, "erin", "gpu", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(pro) << pro.error().message;
   ASSERT_FALSE(pro->rejected) << pro->reason;
   ASSERT_EQ(pro->instances.size(), 1u);
@@ -294,7 +294,7 @@ TEST_F(NodeFlows, PlanIsStableOnceDemandIsServed) {
 
 TEST_F(NodeFlows, LostLedgerIsRebuiltAndRunningJobsReadopted) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto pro = run_prolog(ctx, {9, "frank", "gpu", "3g.40gb:1"});
+  auto pro = run_prolog(ctx, {9, "frank", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected);
   fs::remove(dir / "n1" / "ledger.json");
   auto l = ensure_ledger(ctx);
@@ -327,7 +327,7 @@ TEST_F(NodeFlows, RequiredScrubThatCannotRunQuarantines) {
   policy.partitions[0].scrub = ScrubMode::required;
   scrubber.status = ScrubStatus::unavailable;
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  ASSERT_FALSE(run_prolog(ctx, {11, "gina", "gpu", "3g.40gb:1"})->rejected);
+  ASSERT_FALSE(run_prolog(ctx, {11, "gina", "gpu", "3g.40gb:1", std::nullopt})->rejected);
   auto epi = run_epilog(ctx, 11, "completed");
   ASSERT_TRUE(epi);
   EXPECT_EQ(epi->quarantined, 1);
@@ -345,7 +345,7 @@ TEST_F(NodeFlows, RequiredScrubThatCannotRunQuarantines) {
 TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   backend.fail_next_create = true;
-  auto r = run_prolog(ctx, {12, "hal", "gpu", "2g.20gb:1"});
+  auto r = run_prolog(ctx, {12, "hal", "gpu", "2g.20gb:1", std::nullopt});
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->rejected);
   EXPECT_NE(r->reason.find("Insufficient Resources"), std::string::npos) << r->reason;
@@ -367,7 +367,7 @@ TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeI
   auto half = backend.create_gpu_instance_only(slot->gpu, p->nvml_profile_id, slot->placement);
   ASSERT_TRUE(half) << half.error().message;
 
-  auto r = run_prolog(ctx, {42, "alice", "gpu", "2g.20gb:1"});
+  auto r = run_prolog(ctx, {42, "alice", "gpu", "2g.20gb:1", std::nullopt});
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_FALSE(r->rejected) << r->reason;
   EXPECT_TRUE(slurm->rejected.empty());
@@ -383,7 +383,7 @@ TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeI
 
 TEST_F(NodeFlows, JobRecordOfAnEpilogKilledAfterRetiringIsDroppedOnceTheJobIsGone) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1"});
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected);
   // Every epilog attempt died right after retiring the instances: ownerless in the ledger, the
   // job record still there.
@@ -432,7 +432,7 @@ TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
   backend.after_list = [&](int gpu) {
     if (gpu != 1 || started.exchange(true)) return;
     prolog = std::thread([&] {
-      pro = run_prolog(prolog_ctx, {42, "alice", "gpu", "1g.10gb:1"});
+      pro = run_prolog(prolog_ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
       done = true;
     });
     // Give the prolog every chance to finish inside the planner's reconcile.
@@ -467,7 +467,7 @@ TEST_F(NodeFlows, ReconcileNeverActsOnAnInstanceAPrologIsCreating) {
 // job ends; one odd answer from Slurm changes nothing.
 TEST_F(NodeFlows, InstancesARestartedSlurmctldForgotLeaveTheAdvertisementUntilTheirJobEnds) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto pro = run_prolog(ctx, {7, "alice", "gpu", "2g.20gb:2"});
+  auto pro = run_prolog(ctx, {7, "alice", "gpu", "2g.20gb:2", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected);
   ASSERT_TRUE(run_planner_round(ctx, planner));
   const int offered = advertised()["2g.20gb"];  // job 7's two and any planned slots
@@ -503,7 +503,7 @@ TEST_F(NodeFlows, InstancesARestartedSlurmctldForgotLeaveTheAdvertisementUntilTh
 TEST_F(NodeFlows, InstanceVanishedUnderAJobIsForgottenWithAHistoryRecord) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->running = {42};
-  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1"});
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected);
   ASSERT_TRUE(backend.destroy_instance(pro->instances[0].gpu, pro->instances[0].gpu_instance_id));
   ASSERT_TRUE(run_planner_round(ctx, planner));
@@ -527,7 +527,7 @@ namespace {
 // profile only through the handover: shrink, slurmctld takes it, then grow.
 TEST_F(NodeFlows, ReleasedCapacityIsOfferedAgainOnlyAfterSlurmTookTheShrink) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1"});
+  auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected);
   ASSERT_TRUE(run_planner_round(ctx, planner));
   const auto before = advertised();
@@ -590,7 +590,7 @@ TEST_F(NodeFlows, JobStartedOnAJustReleasedPlaceWaitsForTheScrubAndRuns) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   std::vector<std::string> filled;
   for (JobId job = 20; job < 22; ++job) {  // every 3g.40gb slot of the idle layout
-    auto pro = run_prolog(ctx, {job, "alice", "gpu", "3g.40gb:1"});
+    auto pro = run_prolog(ctx, {job, "alice", "gpu", "3g.40gb:1", std::nullopt});
     ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
     filled.push_back(pro->instances[0].mig_uuid);
   }
@@ -600,7 +600,7 @@ TEST_F(NodeFlows, JobStartedOnAJustReleasedPlaceWaitsForTheScrubAndRuns) {
     return {};
   }));
   ASSERT_EQ(advertised_counts(*store->load())["3g.40gb"], 2);
-  auto next = run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1"});
+  auto next = run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(next) << next.error().message;
   ASSERT_FALSE(next->rejected) << next->reason;
   EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{filled[0]}) << "the former tenant's instance was scrubbed first";
@@ -615,9 +615,9 @@ TEST_F(NodeFlows, JobStartedOnAJustReleasedPlaceWaitsForTheScrubAndRuns) {
 // free space elsewhere if there is any; it is not started on the quarantined place.
 TEST_F(NodeFlows, JobOnAReleasedPlaceWhoseScrubFailsMovesToFreeSpace) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto first = run_prolog(ctx, {20, "alice", "gpu", "3g.40gb:1"});
+  auto first = run_prolog(ctx, {20, "alice", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(first && !first->rejected);
-  auto other = run_prolog(ctx, {21, "alice", "gpu", "3g.40gb:1"});
+  auto other = run_prolog(ctx, {21, "alice", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(other && !other->rejected);
   ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {
     retire_job(l, 20, 1'800'000'100, "completed");
@@ -633,7 +633,7 @@ TEST_F(NodeFlows, JobOnAReleasedPlaceWhoseScrubFailsMovesToFreeSpace) {
     return {};
   }));
   scrubber.status = ScrubStatus::failed;
-  auto next = run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1"});
+  auto next = run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(next) << next.error().message;
   ASSERT_FALSE(next->rejected) << next->reason;
   auto l = store->load();
@@ -650,7 +650,7 @@ TEST_F(NodeFlows, JobOnAReleasedPlaceWhoseScrubFailsMovesToFreeSpace) {
 // its memory of the shrink is gone, but slurmctld's view still shows the old count.
 TEST_F(NodeFlows, RestartedPlannerWaitsForAShrinkItsPredecessorPublished) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1"});
+  auto pro = run_prolog(ctx, {7, "alice", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected);
   ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->used.clear();
@@ -690,7 +690,7 @@ namespace {
 // slurmctld restart) goes back to the queue: never cancelled for the node's sake.
 TEST_F(NodeFlows, JobStartedWhereTheNodeHasNoRoomIsRequeuedNotCancelled) {
   ASSERT_TRUE(run_planner_round(ctx, planner));  // the idle layout: no 7g.80gb anywhere
-  auto pro = run_prolog(ctx, {60, "carol", "gpu", "7g.80gb:1"});
+  auto pro = run_prolog(ctx, {60, "carol", "gpu", "7g.80gb:1", std::nullopt});
   ASSERT_TRUE(pro) << pro.error().message;
   EXPECT_TRUE(pro->requeued);
   EXPECT_FALSE(pro->rejected);
@@ -709,7 +709,7 @@ TEST_F(NodeFlows, JobStartedWhereTheNodeHasNoRoomIsRequeuedNotCancelled) {
 TEST_F(NodeFlows, JobWithNoRoomThatSlurmWillNotRequeueIsCancelledWithBothReasons) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->requeue_refusal = "scontrol requeue 61: Only batch jobs are accepted or processed";
-  auto pro = run_prolog(ctx, {61, "carol", "gpu", "7g.80gb:1"});
+  auto pro = run_prolog(ctx, {61, "carol", "gpu", "7g.80gb:1", std::nullopt});
   ASSERT_TRUE(pro) << pro.error().message;
   EXPECT_TRUE(pro->rejected);
   ASSERT_EQ(slurm->rejected.size(), 1u);
@@ -724,13 +724,13 @@ TEST_F(NodeFlows, JobWithNoRoomThatSlurmWillNotRequeueIsCancelledWithBothReasons
 // write for the prolog, and Slurm's counts never moved.
 TEST_F(NodeFlows, NextJobOfTheProfileTakesTheScrubbedInstanceWithoutCreatingOne) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  auto first = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"});
+  auto first = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", std::nullopt});
   ASSERT_TRUE(first && !first->rejected);
   std::vector<std::string> uuids{first->instances[0].mig_uuid, first->instances[1].mig_uuid};
   ASSERT_TRUE(run_epilog(ctx, 42, "completed"));
   const int creates = backend.creates;
   const int destroys = backend.destroys;
-  auto next = run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:2"});
+  auto next = run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:2", std::nullopt});
   ASSERT_TRUE(next) << next.error().message;
   ASSERT_FALSE(next->rejected) << next->reason;
   EXPECT_EQ(backend.creates, creates);
@@ -754,7 +754,7 @@ TEST_F(NodeFlows, NextJobOfTheProfileTakesTheScrubbedInstanceWithoutCreatingOne)
   ASSERT_TRUE(problems);
   EXPECT_TRUE(problems->empty()) << problems->front();
   // A job of another profile is not given them.
-  auto other = run_prolog(ctx, {44, "carol", "gpu", "2g.20gb:1"});
+  auto other = run_prolog(ctx, {44, "carol", "gpu", "2g.20gb:1", std::nullopt});
   ASSERT_TRUE(other && !other->rejected);
   EXPECT_EQ(backend.creates, creates + 1);
 }
@@ -763,7 +763,7 @@ TEST_F(NodeFlows, NextJobOfTheProfileTakesTheScrubbedInstanceWithoutCreatingOne)
 // instance is destroyed as before.
 TEST_F(NodeFlows, InstanceWhoseScrubWasUnavailableIsDestroyedNotKept) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2"}));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", std::nullopt}));
   scrubber.status = ScrubStatus::unavailable;
   auto epi = run_epilog(ctx, 42, "completed");
   ASSERT_TRUE(epi) << epi.error().message;
@@ -778,7 +778,7 @@ TEST_F(NodeFlows, PlannerDestroysIdleInstancesTheNewPlanHasNoPlaceFor) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   std::vector<JobId> jobs;
   for (JobId job = 50; job < 54; ++job) {  // every slot of the idle layout on both GPUs, 1g.10gb
-    auto pro = run_prolog(ctx, {job, "alice", "gpu", "1g.10gb:1"});
+    auto pro = run_prolog(ctx, {job, "alice", "gpu", "1g.10gb:1", std::nullopt});
     ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
   }
   for (JobId job = 50; job < 54; ++job) ASSERT_TRUE(run_epilog(ctx, job, "completed"));
@@ -792,7 +792,7 @@ TEST_F(NodeFlows, PlannerDestroysIdleInstancesTheNewPlanHasNoPlaceFor) {
   ASSERT_TRUE(l);
   ASSERT_TRUE(validate(*l));
   // The claimed one was left alone, and its job still gets it.
-  auto pro = run_prolog(ctx, {60, "bob", "gpu", "1g.10gb:1"});
+  auto pro = run_prolog(ctx, {60, "bob", "gpu", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
   l = store->load();
   const auto backing = slot_backings(*l);
@@ -805,6 +805,99 @@ TEST_F(NodeFlows, PlannerDestroysIdleInstancesTheNewPlanHasNoPlaceFor) {
   auto problems = verify_node(ctx);
   ASSERT_TRUE(problems);
   EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+}  // namespace
+}  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+// Device confinement (docs/security.md): a job's instances open only for its user, from the
+// prolog until the epilog takes them back, and an instance kept idle belongs to nobody.
+class ConfinedNodeFlows : public NodeFlows {
+ protected:
+  void SetUp() override {
+    NodeFlows::SetUp();
+    ctx.access = &access;
+  }
+  testing::RecordingAccess access;
+};
+
+TEST_F(ConfinedNodeFlows, OnlyTheJobsUserCanOpenItsInstancesUntilTheEpilogTakesThemBack) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto first = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", 1001});
+  ASSERT_TRUE(first && !first->rejected) << (first ? first->reason : first.error().message);
+  ASSERT_EQ(first->instances.size(), 2u);
+  for (const auto& inst : first->instances) EXPECT_EQ(access.owner.at(inst.mig_uuid), 1001u) << inst.mig_uuid;
+  std::vector<unsigned> owner_while_scrubbed;
+  scrubber.on_scrub = [&](const std::string& uuid) { owner_while_scrubbed.push_back(access.owner.at(uuid)); };
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  ASSERT_EQ(epi->kept, 2);
+  EXPECT_EQ(owner_while_scrubbed, (std::vector<unsigned>{0, 0}));
+  for (const auto& inst : first->instances) EXPECT_EQ(access.owner.at(inst.mig_uuid), 0u);
+  // The next tenant of the kept instances gets them, and only they do.
+  auto next = run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:2", 1002});
+  ASSERT_TRUE(next && !next->rejected);
+  for (const auto& inst : next->instances) EXPECT_EQ(access.owner.at(inst.mig_uuid), 1002u);
+}
+
+TEST_F(ConfinedNodeFlows, PlannerKeepsWhatNoJobHoldsRootsAlone) {
+  access.owner["MIG-left-open-before"] = 1001;
+  auto first = run_planner_round(ctx, planner);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(access.owner.at("MIG-left-open-before"), 0u);
+  EXPECT_TRUE(std::ranges::any_of(first->notes, [](const std::string& n) {
+    return n.find("1 capability file(s) no job holds made root's alone") != std::string::npos;
+  }));
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", 1001});
+  ASSERT_TRUE(pro && !pro->rejected);
+  access.owner["MIG-chmodded-by-an-admin"] = 1002;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(access.owner.at("MIG-chmodded-by-an-admin"), 0u);
+  EXPECT_EQ(access.owner.at(pro->instances.at(0).mig_uuid), 1001u) << "a running job's instance stays its user's";
+  EXPECT_EQ(access.secure_calls, 2);
+}
+
+TEST_F(ConfinedNodeFlows, JobWithoutAUidIsCancelledNotGivenInstancesAnyoneCanOpen) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
+  ASSERT_TRUE(pro);
+  EXPECT_TRUE(pro->rejected);
+  EXPECT_NE(pro->reason.find("no SLURM_JOB_UID"), std::string::npos) << pro->reason;
+  EXPECT_FALSE(std::filesystem::exists(dir / "n1" / "jobs" / "42.json"));
+  ASSERT_TRUE(run_epilog(ctx, 42, "cancelled"));
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+TEST_F(ConfinedNodeFlows, InstanceThatCannotBeGivenToTheUserCancelsTheJobWithTheFile) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  access.fail_grant = true;
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", 1001});
+  ASSERT_TRUE(pro);
+  EXPECT_TRUE(pro->rejected);
+  EXPECT_NE(pro->reason.find("giving the instance to uid 1001"), std::string::npos) << pro->reason;
+  EXPECT_NE(pro->reason.find("nvidia-cap12"), std::string::npos) << pro->reason;
+  EXPECT_FALSE(std::filesystem::exists(dir / "n1" / "jobs" / "42.json"));
+  access.fail_grant = false;
+  auto epi = run_epilog(ctx, 42, "cancelled");
+  ASSERT_TRUE(epi);
+  EXPECT_EQ(epi->kept + epi->destroyed, 1);
+}
+
+TEST_F(ConfinedNodeFlows, InstanceThatCannotBeTakenBackIsQuarantinedNotKeptForTheNextUser) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", 1001}));
+  access.fail_revoke = true;
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(epi->kept, 0);
+  EXPECT_EQ(epi->quarantined, 2);
+  EXPECT_TRUE(scrubber.scrubbed.empty());
+  EXPECT_NE(all_logs().find("cannot take it back from its last user"), std::string::npos) << all_logs();
 }
 
 }  // namespace

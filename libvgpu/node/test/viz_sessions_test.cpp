@@ -87,7 +87,7 @@ class VizSessions : public ::testing::Test {
     return l ? l->vms : std::vector<VizVm>{};
   }
   Result<PrologResult> prolog(JobId job, const std::string& partition, const std::string& alloc) {
-    return run_prolog(ctx, {job, "alice", partition, alloc});
+    return run_prolog(ctx, {job, "alice", partition, alloc, std::nullopt});
   }
 
   static inline int counter = 0;

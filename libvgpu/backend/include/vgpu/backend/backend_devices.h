@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "vgpu/backend/backend.h"
 
@@ -23,6 +24,13 @@ class MigMinors {
 
   [[nodiscard]] std::optional<int> gi_access(int gpu_minor, int gi) const;
   [[nodiscard]] std::optional<int> ci_access(int gpu_minor, int gi, int ci) const;
+  // Every GPU-instance (ci empty) and compute-instance capability of one GPU.
+  struct Entry {
+    int gi = 0;
+    std::optional<int> ci;
+    int minor = 0;
+  };
+  [[nodiscard]] std::vector<Entry> of_gpu(int gpu_minor) const;
 
  private:
   std::map<std::tuple<int, int, int>, int> minors_;  // (gpu, gi, ci or -1) -> cap minor

@@ -23,6 +23,7 @@ struct NodeContext {
   SlurmClient* slurm = nullptr;
   Scrubber* scrubber = nullptr;
   VizLauncher* viz = nullptr;  // null: this node offers no viz pools
+  InstanceAccess* access = nullptr;  // null: instances are not confined per job (VGPU_CONFINE_DEVICES=off)
   SplitPublisher* publisher = nullptr;  // hands advertisement.json's split to slurmctld
   std::function<std::int64_t()> now;     // Unix seconds
   std::function<void(const std::string&)> log;

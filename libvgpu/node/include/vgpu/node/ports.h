@@ -56,6 +56,23 @@ class Scrubber {
   virtual ScrubOutcome scrub(const std::string& mig_uuid) = 0;
 };
 
+// Who may use a MIG instance. The driver lets a process work on an instance only if it can open
+// the instance's GPU-instance and compute-instance capability device files
+// (/dev/nvidia-caps/nvidia-cap<N>); CUDA_VISIBLE_DEVICES only chooses among what it can open. The
+// prolog grants a job's instances to the job's user, every release path revokes them before the
+// scrub (docs/security.md, "Device confinement").
+class InstanceAccess {
+ public:
+  virtual ~InstanceAccess() = default;
+  // From now on only `uid` (and root) can open the instance's capability files.
+  virtual Result<void> grant(const LedgerInstance& instance, unsigned uid) = 0;
+  // From now on only root can.
+  virtual Result<void> revoke(const LedgerInstance& instance) = 0;
+  // Every capability of the ledger's GPUs that no job's instance holds becomes root's alone: how
+  // a node may look before slurm-vgpu first ran (the driver's defaults). How many files changed.
+  virtual Result<int> secure_unheld(const Ledger& ledger) = 0;
+};
+
 // The host side of viz sessions (a VM with a (v)GPU per job, shown through noVNC): runs
 // vgpu-viz, which owns libvirt, sysfs and websockify. See docs/viz.md.
 struct VizStartRequest {

@@ -3,6 +3,7 @@
 // the job record the plugin turns into CUDA_VISIBLE_DEVICES, start the job's viz VM.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,9 @@ struct PrologRequest {
   std::string user;
   std::string partition;
   std::string alloc;  // VGPU_ALLOC: "1g.10gb:2,3g.40gb:1"
+  // SLURM_JOB_UID: who may open the job's instances. A node that confines instances
+  // (NodeContext::access) refuses a job without it.
+  std::optional<unsigned> uid;
 };
 struct PrologResult {
   std::vector<LedgerInstance> instances;  // the job's instances on this node
