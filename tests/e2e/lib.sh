@@ -342,6 +342,15 @@ vp_finish() { # trap handler: stop, keep the run dir only on failure
   if [ "$rc" = 0 ]; then rm -rf "$VC_RUN"; else echo "run dir kept: $VC_RUN" >&2; fi
 }
 
+# A second unprivileged user for tests of what one user can do to another's jobs (the first is
+# nobody): created once on this machine, a system account without home or shell.
+VP_USER_B=vgpu-tenant-b
+vp_second_user() {
+  id -u "$VP_USER_B" >/dev/null 2>&1 ||
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$VP_USER_B" ||
+    vc_fail "cannot create the second test user $VP_USER_B"
+}
+
 # A job script that reports what it sees, then sleeps $1 seconds.
 vp_job_script() {
   cat > "$VC_RUN/etc/job.sh" <<'JOB'

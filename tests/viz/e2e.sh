@@ -2,8 +2,9 @@
 # End-to-end viz session on this machine, for real: libvirtd + a TCG guest + websockify + noVNC
 # in headless Chromium. Registered with ctest (label viz, RESOURCE_LOCK libvirt).
 #   e2e.sh VGPU_VIZ_BINARY WORK_DIR
-# Steps: libvirt up -> build guest -> `vgpu-viz start` (pool attach=none) -> banner pixels in the
-# browser -> wrong password, wrong token refused -> rotate: old password refused, new accepted ->
+# Steps: libvirt up -> build guest -> `vgpu-viz start` (pool attach=none) -> VNC on a UNIX socket
+# another user cannot reach -> banner pixels in the browser -> wrong password, wrong token refused
+# -> rotate: old password refused, new accepted ->
 # no secret in any log -> `vgpu-viz stop` -> domain, token, record and proxy gone -> libvirt down.
 # Exit 0 = pass, 77 = skipped (not root), else fail. The screenshot path is printed.
 set -uo pipefail
@@ -64,6 +65,24 @@ check "token file is 0600" test "$(stat -c %a "$STATE/tokens/vgpu-viz-$JOB")" = 
 "$VIZ" --config "$WORK/viz.json" list | tee "$WORK/list.txt"
 check "list shows the session running" grep -Eq "^$JOB +vgpu-viz-$JOB +viz-test +e2e +none .*running$" "$WORK/list.txt"
 check "vCPU pinned to the cpuset" bash -c "virsh -c qemu:///system vcpupin vgpu-viz-$JOB | grep -Eq '^ *0 +0 *$'"
+
+# --- the VNC server is reachable by root alone: a UNIX socket in the domain's private directory,
+# no TCP port another local user could try passwords on; websockify finds it by the token.
+VNC_SOCK=$(virsh -q -c qemu:///system dumpxml "vgpu-viz-$JOB" | sed -n "s/.*<listen type='socket' socket='\([^']*\)'.*/\1/p" | head -1)
+TOKEN=$(echo "$URL" | sed -nE 's/.*token%3D([0-9a-f]{32}).*/\1/p')
+QEMU_PID=$(cat "/run/libvirt/qemu/vgpu-viz-$JOB.pid" 2>/dev/null)
+check "VNC listens on a UNIX socket ($VNC_SOCK)" test -S "$VNC_SOCK"
+check "no VNC port on 127.0.0.1 (5900-5999)" bash -c 'for p in $(seq 5900 5999); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && { echo "port $p open"; exit 1; }; done; exit 0'
+check "another local user cannot connect to the VNC socket" bash -c "runuser -u nobody -- /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except PermissionError:
+    sys.exit(0)
+sys.exit(1)' '$VNC_SOCK'"
+check "websockify's token sends the session to that socket" grep -qx "$TOKEN: unix_socket:$VNC_SOCK" "$STATE/tokens/vgpu-viz-$JOB"
+check "the token is not on QEMU's command line" bash -c "test -n '$QEMU_PID' && test -n '$TOKEN' && ! tr '\\0' ' ' < /proc/$QEMU_PID/cmdline | grep -q '$TOKEN'"
 
 LOGS=("$STATE/websockify.log" "/var/log/libvirt/qemu/vgpu-viz-$JOB.log" "/var/log/libvirt/qemu/vgpu-viz-$((JOB + 1)).log"
       "$WORK/list.txt" "$WORK/cdp-banner.txt")

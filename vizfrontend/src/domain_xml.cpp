@@ -52,16 +52,20 @@ std::string hostdev_xml(const GpuDevice& gpu) {
 }  // namespace
 
 std::string render_graphics_xml(DisplayKind display, std::string_view listen_address, std::string_view password,
-                                int port) {
+                                int port, std::string_view vnc_socket) {
+  if (display == DisplayKind::vnc) {
+    // A UNIX socket in the domain's private directory (root and QEMU's user only): no other user
+    // on the node can reach the VNC server to try passwords; only websockify, as root, connects.
+    // Empty: libvirt picks the path at start. A live update must name the path it picked.
+    const std::string socket = vnc_socket.empty() ? std::string() : fmt::format(" socket='{}'", xml_escape(vnc_socket));
+    return fmt::format("<graphics type='vnc' passwd='{}'><listen type='socket'{}/></graphics>", xml_escape(password),
+                       socket);
+  }
   const std::string l = xml_escape(listen_address);
   // For a live update libvirt refuses any change of port or autoport, so a running domain's
   // graphics are re-sent with the port it was given and autoport as it was defined.
   const std::string ports = port > 0 ? fmt::format("port='{}' autoport='yes'", port) : std::string("port='-1' autoport='yes'");
-  if (display == DisplayKind::spice) {
-    return fmt::format("<graphics type='spice' {} listen='{}' passwd='{}'><listen type='address' address='{}'/></graphics>",
-                       ports, l, xml_escape(password), l);
-  }
-  return fmt::format("<graphics type='vnc' {} listen='{}' passwd='{}'><listen type='address' address='{}'/></graphics>",
+  return fmt::format("<graphics type='spice' {} listen='{}' passwd='{}'><listen type='address' address='{}'/></graphics>",
                      ports, l, xml_escape(password), l);
 }
 

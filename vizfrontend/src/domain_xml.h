@@ -44,8 +44,10 @@ struct DomainRequest {
 // bad cpuset, bad listen address); never on content that merely needs escaping.
 Result<std::string> render_domain_xml(const DomainRequest& request);
 
-// XML of the <graphics> element alone, as virDomainUpdateDeviceFlags wants it for a password change.
+// XML of the <graphics> element alone, as the domain is defined with it and as
+// virDomainUpdateDeviceFlags wants it for a password change. VNC listens on a UNIX socket
+// (`vnc_socket`: the live domain's, empty to let libvirt choose); SPICE on `listen_address`:`port`.
 std::string render_graphics_xml(DisplayKind display, std::string_view listen_address, std::string_view password,
-                                int port);
+                                int port, std::string_view vnc_socket = {});
 
 }  // namespace vgpu::viz

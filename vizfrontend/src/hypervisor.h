@@ -45,5 +45,8 @@ Result<std::unique_ptr<Hypervisor>> open_libvirt(const std::string& uri);
 // The port of the first <graphics> element of a live domain XML; -1 while autoport has not
 // assigned one (the test driver never does). Pure, so it is unit-tested on captured XML.
 Result<int> graphics_port_of(std::string_view domain_xml);
+// The UNIX socket of the first <graphics> element's <listen type='socket'>; not_found while it
+// has none (before start, or on the test driver).
+Result<std::string> graphics_socket_of(std::string_view domain_xml);
 
 }  // namespace vgpu::viz

@@ -18,18 +18,19 @@ class Proxy {
   virtual Result<void> stop() = 0;
 };
 
-// websockify --web novnc_dir --token-plugin TokenFile --token-source <token_dir> listen:port,
-// daemonised, pid in state_dir/websockify.pid, output in state_dir/websockify.log.
+// websockify --web novnc_dir --token-plugin TokenFile --token-source <token dir> listen:port; each
+// token's target is "unix_socket:<the domain's VNC socket>". Daemonised, pid in
+// state_dir/websockify.pid, output in state_dir/websockify.log.
 class WebsockifyProxy final : public Proxy {
  public:
-  WebsockifyProxy(const VizConfig& config, std::string token_dir);
+  WebsockifyProxy(const VizConfig& config, std::string token_source);
   Result<void> ensure_running() override;
   Result<void> stop() override;
 
  private:
   int running_pid() const;
   const VizConfig& config_;
-  std::string token_dir_;
+  std::string token_source_;
   std::string pid_file_;
   std::string log_file_;
 };

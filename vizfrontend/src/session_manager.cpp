@@ -64,10 +64,11 @@ Result<void> SessionManager::prepare_dirs() const {
   return {};
 }
 
-Result<void> SessionManager::write_token(std::uint32_t job, const std::string& token, int port) const {
-  // TokenFile syntax: "<token>: <host>:<port>". The token is hex, the address validated.
+Result<void> SessionManager::write_token(std::uint32_t job, const std::string& token, const std::string& vnc_socket) const {
+  // TokenFile syntax: "<token>: unix_socket:<path>" sends the WebSocket to that UNIX socket. The
+  // token is hex; the path is libvirt's (graphics_socket_of checked it).
   return write_file_atomic(token_path(job), config_.state_dir + "/tmp",
-                           fmt::format("{}: {}:{}\n", token, config_.listen_address, port), 0600);
+                           fmt::format("{}: unix_socket:{}\n", token, vnc_socket), 0600);
 }
 
 Result<std::string> SessionManager::read_token(std::uint32_t job) const {
@@ -203,16 +204,15 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   rollback.add([this, name] { (void)hv_.destroy(name); });
   crash_point("viz.after_start");
 
-  // 4. Where the display listens (autoport picks it at start).
+  // 4. Where the display listens (libvirt picks the VNC socket, autoport the SPICE port, at start).
   auto live = hv_.domain_xml(name, false);
   if (!live) return in_ctx(live.error());
-  auto port = graphics_port_of(*live);
-  if (!port) return in_ctx(port.error().within(name));
-  if (*port <= 0) return fail(ErrorCode::unavailable, fmt::format("{}: domain {}: display has no port", ctx, name));
-  record.display_port = *port;
-
   record.phase = "running";
   if (pool.display == DisplayKind::spice) {
+    auto port = graphics_port_of(*live);
+    if (!port) return in_ctx(port.error().within(name));
+    if (*port <= 0) return fail(ErrorCode::unavailable, fmt::format("{}: domain {}: display has no port", ctx, name));
+    record.display_port = *port;
     // noVNC speaks only VNC: a SPICE session is reached with remote-viewer through a tunnel to
     // its own port, so there is no token and no proxy.
     if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) {
@@ -221,9 +221,11 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
     rollback.commit();
     return StartedSession{record, spice_access(*port, *password), *password};
   }
+  auto socket = graphics_socket_of(*live);
+  if (!socket) return in_ctx(socket.error().within(name));
 
   // 5. The browser path: token, then the proxy.
-  if (auto ok = write_token(req.job_id, *token, *port); !ok) return in_ctx(ok.error());
+  if (auto ok = write_token(req.job_id, *token, *socket); !ok) return in_ctx(ok.error());
   rollback.add([this, job = req.job_id] { (void)remove_file(token_path(job)); });
   crash_point("viz.after_token");
   if (auto ok = proxy_.ensure_running(); !ok) return in_ctx(ok.error());
@@ -333,9 +335,17 @@ Result<StartedSession> SessionManager::rotate_password(std::uint32_t job) {
   if (pool == config_.pools.end()) return fail(ErrorCode::not_found, fmt::format("{}: pool {} gone", ctx, record->pool));
   auto password = make_vnc_password(random_);
   if (!password) return std::unexpected(password.error().within(ctx));
-  // Same port: the token file keeps pointing at it, only the password changes.
-  const std::string graphics =
-      render_graphics_xml(pool->second.display, config_.listen_address, *password, record->display_port);
+  // Same port or socket (libvirt refuses to change them live): only the password changes.
+  std::string vnc_socket;
+  if (pool->second.display == DisplayKind::vnc) {
+    auto live = hv_.domain_xml(record->domain, false);
+    if (!live) return std::unexpected(live.error().within(ctx));
+    auto socket = graphics_socket_of(*live);
+    if (!socket) return std::unexpected(socket.error().within(ctx));
+    vnc_socket = *socket;
+  }
+  const std::string graphics = render_graphics_xml(pool->second.display, config_.listen_address, *password,
+                                                   record->display_port, vnc_socket);
   if (auto ok = hv_.update_graphics(record->domain, graphics); !ok) return std::unexpected(ok.error().within(ctx));
   if (pool->second.display == DisplayKind::spice) {
     return StartedSession{*record, spice_access(record->display_port, *password), *password};

@@ -67,7 +67,7 @@ class SessionManager {
 
  private:
   Result<void> prepare_dirs() const;
-  Result<void> write_token(std::uint32_t job_id, const std::string& token, int port) const;
+  Result<void> write_token(std::uint32_t job_id, const std::string& token, const std::string& vnc_socket) const;
   Result<std::string> read_token(std::uint32_t job_id) const;
   Result<void> release_attachment(const Attachment& attachment);
   AccessInfo access_for(const std::string& token, const std::string& password) const;

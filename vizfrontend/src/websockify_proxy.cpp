@@ -32,9 +32,9 @@ bool port_accepts(const std::string& address, std::uint16_t port) {
 
 }  // namespace
 
-WebsockifyProxy::WebsockifyProxy(const VizConfig& config, std::string token_dir)
+WebsockifyProxy::WebsockifyProxy(const VizConfig& config, std::string token_source)
     : config_(config),
-      token_dir_(std::move(token_dir)),
+      token_source_(std::move(token_source)),
       pid_file_(config.state_dir + "/websockify.pid"),
       log_file_(config.state_dir + "/websockify.log") {}
 
@@ -57,7 +57,7 @@ Result<void> WebsockifyProxy::ensure_running() {
   }
   const std::string listen = fmt::format("{}:{}", config_.listen_address, config_.proxy_port);
   std::vector<std::string> args{config_.websockify, "--web",        config_.novnc_dir, "--token-plugin", "TokenFile",
-                                "--token-source",   token_dir_,     listen};
+                                "--token-source",   token_source_,  listen};
   const int log_fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) return fail(ErrorCode::io, fmt::format("websockify: log {}: {}", log_file_, std::strerror(errno)));
   const pid_t child = fork();

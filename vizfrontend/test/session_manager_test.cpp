@@ -25,6 +25,7 @@ class ScriptedHypervisor final : public Hypervisor {
   std::string last_xml;
   std::string last_graphics;
   int port = 5907;
+  std::string socket = "/var/lib/libvirt/qemu/domain-3-vgpu-viz-42/vnc.sock";
 
   Result<void> define(std::string_view xml) override {
     if (fail_at == "define") return fail(ErrorCode::io, "define refused");
@@ -40,8 +41,11 @@ class ScriptedHypervisor final : public Hypervisor {
   }
   Result<std::string> domain_xml(std::string_view, bool) override {
     if (fail_at == "xml") return fail(ErrorCode::io, "xml refused");
-    return fmt::format("<domain><devices><graphics type='vnc' port='{}' autoport='yes'/></devices></domain>",
-                       fail_at == "port" ? -1 : port);
+    // A VNC display has its socket, a SPICE one its port; "port" fails both (not yet assigned).
+    if (fail_at == "port") return std::string("<domain><devices><graphics type='vnc' port='-1' autoport='yes'/></devices></domain>");
+    return fmt::format("<domain><devices><graphics type='vnc' port='{}' autoport='yes'><listen type='socket' socket='{}'/>"
+                       "</graphics></devices></domain>",
+                       port, socket);
   }
   Result<void> update_graphics(std::string_view, std::string_view g) override {
     last_graphics = g;
@@ -137,15 +141,19 @@ TEST_F(Sessions, StartDefinesAndStartsTheDomainAndWritesA0600Token) {
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_TRUE(hv.domains.at("vgpu-viz-42"));
   EXPECT_TRUE(proxy.running);
-  EXPECT_EQ(s->record.display_port, 5907);
+  EXPECT_EQ(s->record.display_port, -1) << "VNC has a socket, no port";
   EXPECT_EQ(s->record.phase, "running");
+  EXPECT_NE(hv.last_xml.find("<listen type='socket'/>"), std::string::npos) << hv.last_xml;
+  EXPECT_EQ(hv.last_xml.find("<listen type='address'"), std::string::npos);
   struct stat st{};
   ASSERT_EQ(stat(m.token_path(42).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600U);
   const std::string token_line = read_file(m.token_path(42)).value();
-  EXPECT_TRUE(token_line.ends_with(": 127.0.0.1:5907\n")) << token_line;
+  EXPECT_TRUE(token_line.ends_with(": unix_socket:" + hv.socket + "\n")) << token_line;
   const std::string token = token_line.substr(0, token_line.find(':'));
   EXPECT_EQ(token.size(), 32U);
+  ASSERT_EQ(stat(m.token_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700U);
   EXPECT_NE(s->access.url.find("token%3D" + token), std::string::npos);
   EXPECT_NE(s->access.url.find("#&password=" + s->password), std::string::npos);
   EXPECT_EQ(s->access.ssh_line, "ssh -N -L 6080:127.0.0.1:6080 node1");
@@ -332,14 +340,14 @@ TEST_F(Sessions, OneReapReleasesAnMdevTheRecordDoesNotNameYet) {
   EXPECT_TRUE(nothing_left());
 }
 
-TEST_F(Sessions, RotateSetsANewPasswordOnTheSamePort) {
+TEST_F(Sessions, RotateSetsANewPasswordOnTheSameSocket) {
   auto m = manager();
   auto s = m.start(request());
   ASSERT_TRUE(s);
   auto r = m.rotate_password(42);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_NE(r->password, s->password);
-  EXPECT_NE(hv.last_graphics.find("port='5907' autoport='yes'"), std::string::npos);
+  EXPECT_NE(hv.last_graphics.find("<listen type='socket' socket='" + hv.socket + "'/>"), std::string::npos) << hv.last_graphics;
   EXPECT_NE(hv.last_graphics.find("passwd='" + r->password + "'"), std::string::npos);
   EXPECT_EQ(r->access.url.substr(0, r->access.url.find('#')), s->access.url.substr(0, s->access.url.find('#')));
 }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "domain_xml.h"
+#include "hypervisor.h"
 #include "validate.h"
 #include "xml_escape.h"
 
@@ -118,11 +119,14 @@ TEST_F(DomainXml, IsTcgWithNameMemoryAndVcpusFromThePool) {
   EXPECT_NE(xml.find("<kernel>/var/cache/slurm-vgpu/guest/vmlinuz</kernel>"), std::string::npos);
 }
 
-TEST_F(DomainXml, VncListensOnlyOnTheConfiguredAddressWithThePassword) {
+// No TCP port at all: a VNC server on 127.0.0.1 is one every local user can try passwords on.
+TEST_F(DomainXml, VncListensOnlyOnAUnixSocketWithThePassword) {
   const std::string xml = render_domain_xml(request).value();
-  EXPECT_NE(xml.find("<graphics type='vnc' port='-1' autoport='yes' listen='127.0.0.1' passwd='Secr3tPw'>"),
-            std::string::npos);
-  EXPECT_NE(xml.find("<listen type='address' address='127.0.0.1'/>"), std::string::npos);
+  EXPECT_NE(xml.find("<graphics type='vnc' passwd='Secr3tPw'><listen type='socket'/></graphics>"), std::string::npos)
+      << xml;
+  const auto graphics = xml.substr(xml.find("<graphics"), xml.find("</graphics>") - xml.find("<graphics"));
+  EXPECT_EQ(graphics.find("port="), std::string::npos) << graphics;
+  EXPECT_EQ(xml.find("<listen type='address'"), std::string::npos);
   EXPECT_EQ(xml.find("0.0.0.0"), std::string::npos);
 }
 
@@ -211,10 +215,29 @@ TEST_F(DomainXml, OptionalDiskIsTransient) {
   EXPECT_NE(xml.find("<transient/>"), std::string::npos);
 }
 
-TEST(GraphicsXml, FixedPortKeepsTheSessionsTokenValid) {
-  EXPECT_EQ(render_graphics_xml(DisplayKind::vnc, "127.0.0.1", "n3w&pw", 5901),
-            "<graphics type='vnc' port='5901' autoport='yes' listen='127.0.0.1' passwd='n3w&amp;pw'>"
+TEST(GraphicsXml, LiveUpdateKeepsTheSessionsSocket) {
+  EXPECT_EQ(render_graphics_xml(DisplayKind::vnc, "127.0.0.1", "n3w&pw", 0, "/var/lib/libvirt/qemu/domain-3-x/vnc.sock"),
+            "<graphics type='vnc' passwd='n3w&amp;pw'><listen type='socket' socket='/var/lib/libvirt/qemu/domain-3-x/vnc.sock'/>"
+            "</graphics>");
+}
+
+TEST(GraphicsXml, SpiceKeepsItsPortForALiveUpdate) {
+  EXPECT_EQ(render_graphics_xml(DisplayKind::spice, "127.0.0.1", "n3w&pw", 5901),
+            "<graphics type='spice' port='5901' autoport='yes' listen='127.0.0.1' passwd='n3w&amp;pw'>"
             "<listen type='address' address='127.0.0.1'/></graphics>");
+}
+
+TEST(GraphicsXml, SocketIsReadFromTheLiveDomainAndMustBeAPlainAbsolutePath) {
+  EXPECT_EQ(graphics_socket_of("<graphics type='vnc' socket='/a/vnc.sock'><listen type='socket' socket='/a/vnc.sock'/>"
+                               "</graphics>")
+                .value(),
+            "/a/vnc.sock");
+  EXPECT_EQ(graphics_socket_of("<graphics type=\"vnc\"><listen type=\"socket\" socket=\"/b/s\"/></graphics>").value(), "/b/s");
+  EXPECT_EQ(graphics_socket_of("<graphics type='vnc'><listen type='socket'/></graphics>").error().code, ErrorCode::not_found);
+  EXPECT_EQ(graphics_socket_of("<devices/>").error().code, ErrorCode::not_found);
+  EXPECT_FALSE(graphics_socket_of("<graphics><listen type='socket' socket='relative/s'/></graphics>"));
+  EXPECT_FALSE(graphics_socket_of("<graphics><listen type='socket' socket='/a&amp;b'/></graphics>"));
+  EXPECT_FALSE(graphics_socket_of("<graphics><listen type='socket' socket='/" + std::string(200, 'x') + "'/></graphics>"));
 }
 
 }  // namespace

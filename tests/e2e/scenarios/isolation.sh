@@ -11,10 +11,8 @@ export VC_NODES=${VC_NODES:-n1}
 . "$(dirname "$0")/../lib.sh"
 trap 'vp_finish $?' EXIT
 USER_A=nobody
-USER_B=vgpu-tenant-b
-id -u "$USER_B" >/dev/null 2>&1 ||
-  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$USER_B" ||
-  vc_fail "cannot create the second test user $USER_B"
+USER_B=$VP_USER_B
+vp_second_user
 PROBE=$VP_BIN/fakenvml/fake-cuda-probe
 as_user() { local u=$1; shift; runuser -u "$u" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
 submit() { # $1 user, then sbatch arguments: prints the job id

@@ -3,7 +3,9 @@
 #   srun -p viz --gres=vgpu:viz-small:1 vgpu-viz
 # on the local cluster; the prolog starts a libvirt VM (QEMU TCG) and its noVNC access, the step
 # prints the URL, headless Chromium sees the guest's desktop pixels, a wrong secret is refused,
-# the first login rotates the password, and scancel removes the domain, token and access file.
+# the first login rotates the password, another local user can reach neither the VNC server (a
+# UNIX socket, no TCP port) nor the access file, and scancel removes the domain, token and access
+# file.
 # Then: a refused request, and a VM whose epilog could not stop it is reaped by the planner.
 set -u
 export VP_VIZ=1
@@ -53,6 +55,24 @@ access=$VC_RUN/viz/access/$job
 [ "$(ledger_vms)" = "$job" ] || vc_fail "ledger VM records: '$(ledger_vms)', expected $job"
 vp_status | grep -q "viz VM vgpu-viz-$job for job $job" || vc_fail "vgpuctl status does not show the VM: $(vp_status)"
 vp_check || vc_fail "node state inconsistent while the session runs"
+
+echo "--- another local user reaches neither the session's VNC server nor its secret"
+vp_second_user
+sock=$(virsh -q -c qemu:///system dumpxml "vgpu-viz-$job" | sed -n "s/.*<listen type='socket' socket='\([^']*\)'.*/\1/p" | head -1)
+[ -S "$sock" ] || vc_fail "the session's VNC server has no UNIX socket: '$sock'"
+for p in $(seq 5900 5999); do
+  (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null && vc_fail "a VNC port is open on 127.0.0.1:$p"
+done
+runuser -u "$VP_USER_B" -- python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except PermissionError:
+    sys.exit(0)
+sys.exit(1)' "$sock" || vc_fail "$VP_USER_B could connect to the VNC socket $sock"
+runuser -u "$VP_USER_B" -- cat "$access" >/dev/null 2>&1 && vc_fail "$VP_USER_B could read the access file"
+vc_log "$VP_USER_B: VNC socket $sock refused, access file unreadable, no VNC TCP port"
 
 echo "--- the guest's desktop in the browser (headless Chromium, noVNC)"
 if timeout 240 python3 "$CDP" "$URL" --expect banner --screenshot "$SHOTS/viz-session-novnc.png" --timeout 180; then
