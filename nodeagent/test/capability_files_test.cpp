@@ -122,9 +122,9 @@ TEST_F(CapabilityFiles, InstanceWhoseDriverEntryIsGoneIsRefusedBeforeAnyFileChan
   EXPECT_EQ(owner_and_mode(cap(300)), std::make_pair(0u, 0444u));
 }
 
-// A planner starting on a node where the driver's defaults left files open to all: every file no
+// The planner's sweep on a node where the driver's defaults left files open to all: every file no
 // job's instance holds becomes root's alone; a running job's stay its user's.
-TEST_F(CapabilityFiles, PlannerStartMakesEveryFileNoJobHoldsRootsAlone) {
+TEST_F(CapabilityFiles, SweepMakesEveryFileNoJobHoldsRootsAlone) {
   for (int minor : {300, 301, 310, 311}) world_readable(minor);
   ASSERT_TRUE(access->grant(instance, 1001));
   Ledger ledger;
