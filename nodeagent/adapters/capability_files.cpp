@@ -66,6 +66,8 @@ class CapabilityFileAccess final : public InstanceAccess {
   Result<void> revoke(const LedgerInstance& instance) override { return set_owner(instance, 0); }
 
   Result<int> secure_unheld(const Ledger& ledger) override {
+    // A node with no MIG GPU has no capability to secure (and may have no driver to ask).
+    if (ledger.gpus.empty()) return 0;
     if (auto ok = load_minors(); !ok) return std::unexpected(ok.error());
     int changed = 0;
     for (const auto& gpu : ledger.gpus) {

@@ -180,6 +180,13 @@ TEST_F(CapabilityFiles, NodeWithoutTheDriversMinorsSaysWhatItCannotDo) {
   ASSERT_FALSE(granted);
   EXPECT_NE(granted.error().message.find("cannot confine MIG instances"), std::string::npos) << granted.error().message;
   EXPECT_NE(granted.error().message.find("mig-minors: cannot open"), std::string::npos) << granted.error().message;
+  // Each planner round sweeps: a node without a MIG GPU has nothing to sweep, and says nothing.
+  auto swept = access->secure_unheld(Ledger{});
+  ASSERT_TRUE(swept) << swept.error().message;
+  EXPECT_EQ(*swept, 0);
+  Ledger with_gpu;
+  with_gpu.gpus.push_back({0, "GPU-0", "H100-80GB", "0000:00:06.0"});
+  EXPECT_FALSE(access->secure_unheld(with_gpu));
 }
 
 TEST_F(CapabilityFiles, InstanceTheDriverHasNoMinorsForIsAnErrorNamingIt) {
