@@ -6,6 +6,7 @@
 
 namespace vgpuctl {
 
+void add_accounting_tres_command(CLI::App& app, int& exit_code);
 void add_catalog_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_policy_command(CLI::App& app, int& exit_code);

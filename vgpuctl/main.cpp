@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   vgpuctl::add_status_command(app, exit_code);
   vgpuctl::add_submit_table_command(app, exit_code);
   vgpuctl::add_policy_command(app, exit_code);
+  vgpuctl::add_accounting_tres_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -23,7 +23,9 @@ std::string lua_string(std::string_view text) {
   return out + "\"";
 }
 
-std::vector<std::string> offered_types(const PartitionPolicy& partition, const Catalog& catalog) {
+}  // namespace
+
+std::vector<std::string> types_offered(const PartitionPolicy& partition, const Catalog& catalog) {
   std::vector<std::string> types;
   auto add = [&types](const std::string& t) {
     if (std::ranges::find(types, t) == types.end()) types.push_back(t);
@@ -33,8 +35,6 @@ std::vector<std::string> offered_types(const PartitionPolicy& partition, const C
   for (const auto& pool : partition.viz_pools) add(pool.name);
   return types;
 }
-
-}  // namespace
 
 Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog& catalog,
                                         std::string_view default_partition) {
@@ -48,7 +48,7 @@ Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog&
       policy.source, lua_string(default_partition));
   for (const auto& partition : policy.partitions) {
     std::string list;
-    for (const auto& t : offered_types(partition, catalog)) list += (list.empty() ? "" : ", ") + lua_string(t);
+    for (const auto& t : types_offered(partition, catalog)) list += (list.empty() ? "" : ", ") + lua_string(t);
     out += fmt::format("  [{}] = {{{}}},\n", lua_string(partition.name), list);
   }
   return out + "} }\n";

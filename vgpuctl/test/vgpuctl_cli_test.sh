@@ -41,6 +41,11 @@ out=$("$vgpuctl" submit-table "$example" --default-partition infer); rc=$?
   [[ $out == *'["train"] = {"3g.40gb", "4g.40gb", "7g.80gb"}'* ]] || fail "submit-table: rc=$rc $out"
 out=$("$vgpuctl" submit-table "$example" --default-partition nope 2>&1); rc=$?
 [ $rc = 1 ] && [[ $out == *"default partition 'nope' is not in the policy"* ]] || fail "submit-table bad default: rc=$rc $out"
+out=$("$vgpuctl" accounting-tres "$example"); rc=$?
+[ $rc = 0 ] && [[ $out == gres/vgpu,* ]] && [[ $out == *,gres/vgpu:3g.40gb,* ]] ||
+  fail "accounting-tres: rc=$rc $out"
+out=$("$vgpuctl" accounting-tres /nonexistent/policy.json 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"accounting-tres: "*"/nonexistent/policy.json"* ]] || fail "accounting-tres missing file: rc=$rc $out"
 
 empty=$(mktemp -d)
 out=$("$vgpuctl" status --state-dir "$empty" 2>&1); rc=$?

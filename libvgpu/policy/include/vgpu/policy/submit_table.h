@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vgpu/base/error.h"
 #include "vgpu/core/catalog.h"
@@ -13,8 +14,12 @@
 
 namespace vgpu {
 
-// Per partition: every profile the policy allows on any model of `catalog` (catalog order), then
-// the partition's viz pool names. `default_partition` is the one slurm.conf marks Default=YES (a
+// The vgpu types a partition offers: every profile the policy allows on any model of `catalog`
+// (catalog order), then the partition's viz pool names. The one list the job_submit table and
+// the accounting TRES line are both made of.
+std::vector<std::string> types_offered(const PartitionPolicy& partition, const Catalog& catalog);
+
+// Per partition: types_offered(). `default_partition` is the one slurm.conf marks Default=YES (a
 // job that names no partition is checked against it); it must be a partition of the policy.
 Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog& catalog,
                                         std::string_view default_partition);
