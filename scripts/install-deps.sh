@@ -15,6 +15,9 @@ packages=(
   # newer Slurm releases built from source (scripts/build-slurm.sh): munge, lua (job_submit/lua),
   # MariaDB client (accounting_storage/mysql)
   libmunge-dev liblua5.3-dev libmariadb-dev
+  # accounting in the test cluster (tests/cluster/accounting.sh): slurmdbd over a real MariaDB;
+  # libfaketime moves slurmdbd's clock so it rolls up the hours a test ran in
+  slurmdbd mariadb-server faketime
   # visualization sessions
   libvirt-dev libvirt-daemon libvirt-clients qemu-system-x86 qemu-utils
   websockify novnc chromium busybox-static cpio

@@ -18,8 +18,11 @@
 #   VC_PROFILES           profiles the FUTURE placeholder declares (at VC_TOTAL each) and the
 #                         job_submit filter accepts; default: the A100/H100/H200/A30 MIG profiles
 #   VC_SLURMD_TIMEOUT=30  (periodic re-registration happens every 20 pings = 20*timeout/3 s)
+#   VC_CRED_EXPIRE        job credential lifetime (s); also how long a requeued job waits (Slurm: 120)
 #   VC_AUTH=munge|none    VC_PROLOG / VC_EPILOG: script paths for Prolog= / Epilog=
 #   VC_SUBMIT_FILTER      the job_submit.lua to install (default: the repository's)
+#   VC_ACCOUNTING=1       slurmdbd over a real MariaDB, started and stopped with the cluster
+#                         (accounting.sh)
 #   VC_SLURM_PREFIX       another Slurm release built by scripts/build-slurm.sh (its prefix/):
 #                         its daemons, commands and plugins are used instead of Debian's
 #
@@ -52,6 +55,7 @@ VC_SLURM_VERSION=$(slurmctld -V 2>/dev/null | awk '{print $2}')
 _vc_release_number() { local IFS=.; set -- $1; printf '%d%02d' "$((10#$1))" "$((10#$2))"; }
 VC_SLURM_RELEASE=$(_vc_release_number "${VC_SLURM_VERSION:-0.0.0}")
 VC_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$VC_HERE/accounting.sh"
 
 vc_log() { echo "[$(date +%T.%3N)] $*" >&2; }
 vc_fail() {
@@ -88,6 +92,7 @@ vc_init() { # creates the run dir and exports VGPU_STATE_DIR; vc_start calls it 
   VC_CTLD_PORT=${VC_CTLD_PORT:-$(_vc_free_port)}
   declare -gA VC_PORT
   for n in $VC_NODES future; do VC_PORT[$n]=$(_vc_free_port); done
+  if [ "$VC_ACCOUNTING" = 1 ]; then VC_DB_PORT=$(_vc_free_port); VC_DBD_PORT=$(_vc_free_port); fi
 }
 
 _vc_munge_start() {
@@ -116,10 +121,11 @@ vc_conf_write() { # $1: extra lines
   if [ "$VC_AUTH" = munge ]; then
     auth="AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$VC_RUN/munge/munge.socket"
+AuthInfo=socket=$VC_RUN/munge/munge.socket${VC_CRED_EXPIRE:+,cred_expire=$VC_CRED_EXPIRE}"
   else
     auth="AuthType=auth/none
-CredType=cred/none"
+CredType=cred/none${VC_CRED_EXPIRE:+
+AuthInfo=cred_expire=$VC_CRED_EXPIRE}"
   fi
   {
     cat <<EOF
@@ -142,7 +148,7 @@ SlurmdDebug=debug
 ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(_vc_accounting_conf)
 JobCompType=jobcomp/none
 MpiDefault=none
 SelectType=select/cons_tres
@@ -226,6 +232,7 @@ vc_start() { # $1: extra slurm.conf lines
   vc_log "cluster run dir $VC_RUN (ctld port $VC_CTLD_PORT, Slurm ${VC_SLURM_VERSION:-?} from $(dirname "$(command -v slurmctld)"))"
   _vc_munge_start || vc_fail "munged did not start"
   vc_conf_write "${1:-}"
+  vc_accounting_start || vc_fail "accounting (MariaDB + slurmdbd) did not start"
   vc_ctld_start -c -i || vc_fail "slurmctld did not start"
   local n
   for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n did not start"; done
@@ -241,6 +248,7 @@ vc_stop() {
   for pid in $(cat "$VC_RUN"/run/slurmd.*.pid "$VC_RUN/run/slurmctld.pid" 2>/dev/null); do kill "$pid" 2>/dev/null; done
   for n in $VC_NODES; do vc_slurmd_stop "$n"; done
   vc_ctld_stop
+  vc_accounting_stop
   # slurmstepd processes re-parented to init: ours carry this run's SLURM_CONF in their environment.
   for pid in $(pgrep -x slurmstepd); do
     grep -qsz "^SLURM_CONF=$SLURM_CONF\$" "/proc/$pid/environ" && kill "$pid" 2>/dev/null

@@ -209,6 +209,8 @@ vp_start() {
   vc_init
   _vp_policy_write
   _vp_hooks_write
+  # Accounting (VC_ACCOUNTING=1) records every type the policy offers, as docs/accounting.md says.
+  [ "$VC_ACCOUNTING" = 1 ] && VC_ACCOUNTING_TRES=$("$VP_VGPUCTL" accounting-tres "$VC_RUN/etc/vgpu-policy.json")
   local n
   for n in $VC_NODES; do _vp_node_env_write "$n"; done
   vc_log "e2e run dir $VC_RUN"
@@ -219,6 +221,7 @@ PartitionName=train Nodes=$(_vp_nodelist),future MaxTime=INFINITE State=UP
 $([ "$VP_VIZ" = 1 ] && echo "PartitionName=viz Nodes=n1 MaxTime=INFINITE State=UP")"
   [ "$VP_VIZ" = 1 ] && _vp_viz_setup
   _vp_submit_table_write
+  vc_accounting_start || vc_fail "accounting (MariaDB + slurmdbd) did not start"
   vc_ctld_start -c -i || vc_fail "slurmctld did not start"
   for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n did not start"; done
   vc_wait_idle 60 || vc_fail "nodes did not become idle"

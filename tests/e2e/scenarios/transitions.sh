@@ -13,14 +13,10 @@ trap 'vp_finish $?' EXIT
 # slurmd forgets the job's old credential after it. Shortened here so the test does not wait 2
 # minutes. Not forced with StartTime=now: on 22.05 a job restarted on the same node before slurmd
 # forgot the old credential starts without its prolog (docs/slurm.md, "Requeue").
+export VC_CRED_EXPIRE=10
 eval "_tr_vc_conf_write() $(declare -f vc_conf_write | tail -n +2)"
 vc_conf_write() {
   _tr_vc_conf_write "$@"
-  if grep -q '^AuthInfo=' "$SLURM_CONF"; then
-    sed -i 's/^AuthInfo=.*/&,cred_expire=10/' "$SLURM_CONF"
-  else
-    echo "AuthInfo=cred_expire=10" >> "$SLURM_CONF"
-  fi
   # Preemption by partition: jobs in `urgent` (PriorityTier 10) preempt those of infer (requeued;
   # cancelled once the test switches infer to PreemptMode=CANCEL). SUSPEND is left out on purpose: cons_tres takes only the cores of a
   # suspended job back and keeps its memory and GRES (job_test.c, JOB_RES_ACTION_RESUME), so a
