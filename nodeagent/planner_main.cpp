@@ -10,11 +10,15 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <fstream>
 
 #include "node_runtime.h"
 #include "adapters.h"
+#include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/demand_file.h"
+#include "vgpu/node/metrics.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
 
@@ -51,6 +55,32 @@ int publish_demand(const std::string& path, int period, const sigset_t& signals)
     int sig = sigtimedwait(&signals, nullptr, &wait);
     if (sig == SIGTERM || sig == SIGINT) return 0;
   }
+}
+
+// VGPU_METRICS_FILE: after every round, the node's metrics for node_exporter's textfile collector
+// (docs/metrics.md). World-readable: node_exporter runs as its own user. Not worth an fsync: the
+// next round rewrites it.
+void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::PlannerState& state,
+                   const vgpu::PlannerMetrics& metrics, const std::optional<vgpu::NodeGres>& slurm,
+                   const vgpu::agent::NodeRuntime& rt, std::string& last_error) {
+  auto ledger = ctx.ledger->load();
+  vgpu::NodeMetricsInput in;
+  in.node = ctx.node;
+  in.ledger = ledger ? &*ledger : nullptr;
+  in.policy = ctx.policy;
+  if (auto adv = vgpu::read_advertised_counts(ctx); adv) in.advertised = *adv;
+  in.slurm = slurm;
+  in.handover_pending = state.shrink_unconfirmed;
+  in.split_mismatch_rounds = state.split_mismatch_rounds;
+  in.planner = &metrics;
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  auto ok = vgpu::contract::atomic_replace(vgpu::posix_file_system(), dir, name, vgpu::render_node_metrics(in),
+                                           vgpu::contract::ReplaceOptions::rebuildable_file(0644));
+  std::string error = ok ? "" : fmt::format("vgpu: planner: node {}: metrics: {}", ctx.node, ok.error().message);
+  if (!error.empty() && error != last_error) rt.log(error);  // once per distinct failure, not every round
+  last_error = error;
 }
 
 }  // namespace
@@ -102,8 +132,21 @@ int main(int argc, char** argv) {
     if (!once)
       if (auto current = vgpu::read_advertised_counts(ctx); current)
         if (auto ok = ctx.publisher->publish(*current); !ok) (*rt)->log(ok.error().message);
+    const char* metrics_env = std::getenv("VGPU_METRICS_FILE");
+    const std::string metrics_path = metrics_env ? metrics_env : "";
+    vgpu::PlannerMetrics metrics;
+    std::optional<vgpu::NodeGres> slurm_view;
+    std::string metrics_error;
     while (true) {
+      const auto started = std::chrono::steady_clock::now();
       auto round = vgpu::run_planner_round(ctx, planner);
+      if (!metrics_path.empty()) {
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+        auto after = ctx.ledger->load();
+        metrics.record_round(round.has_value(), took.count(), std::time(nullptr), after ? &*after : nullptr);
+        if (round && round->slurm_view) slurm_view = round->slurm_view;
+        write_metrics(metrics_path, ctx, planner, metrics, slurm_view, **rt, metrics_error);
+      }
       if (!round) {
         (*rt)->log(round.error().message);
       } else {

@@ -18,6 +18,8 @@ packages=(
   # accounting in the test cluster (tests/cluster/accounting.sh): slurmdbd over a real MariaDB;
   # libfaketime moves slurmdbd's clock so it rolls up the hours a test ran in
   slurmdbd mariadb-server faketime
+  # metrics (tests/e2e/monitoring.sh): node_exporter's textfile collector, Prometheus, promtool
+  prometheus prometheus-node-exporter curl
   # visualization sessions
   libvirt-dev libvirt-daemon libvirt-clients qemu-system-x86 qemu-utils
   websockify novnc chromium busybox-static cpio

@@ -397,6 +397,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     refresh_slurm_uncounted(ctx, state, *node, where, result);
     resync_slurm_split(ctx, state, *node, result);
     slurm_view = std::move(*node);
+    result.slurm_view = slurm_view;
   }
 
   auto pending = ctx.slurm->pending_jobs();

@@ -14,6 +14,7 @@
 #   vp_status             # vgpuctl status pictures of every node
 #   vp_stop
 #
+# VP_METRICS=1: node_exporter per node and Prometheus over them (monitoring.sh).
 # Settings: VC_NODES (default "n1 n2 n3"), VP_GPUS=2 H100-80GB per node, VP_PERIOD=1 s,
 # VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance).
 # VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
@@ -32,6 +33,7 @@ VP_VIZ_SESSIONS=$([ "$VP_VIZ" = 1 ] && echo 2 || echo 0)
 VC_TOTAL=$((7 * VP_GPUS + VP_VIZ_SESSIONS))
 export VC_TOTAL
 . "$VP_SRC/tests/cluster/lib.sh"
+. "$VP_LIB_DIR/monitoring.sh"
 
 : "${VP_BIN:?VP_BIN must point at a build directory}"
 VC_PLUGIN_DIR=${VC_PLUGIN_DIR:-$VP_BIN/gres_plugin}
@@ -160,6 +162,7 @@ export PATH=${VC_SLURM_PREFIX:+$VC_SLURM_PREFIX/bin:$VC_SLURM_PREFIX/sbin:}/usr/
 export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
 ENV
   [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && echo "export VGPU_DEMAND_FILE=$VGPU_STATE_DIR/demand.txt" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  [ "$VP_METRICS" = 1 ] && echo "export VGPU_METRICS_FILE=$(vp_metrics_file "$n")" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # MIG changes that take time, as on real hardware (docs/backends.md): VP_NVML_LATENCY=h100.
   [ -n "${VP_NVML_LATENCY:-}" ] && echo "export VGPU_FAKE_NVML_LATENCY_MS=$VP_NVML_LATENCY" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # Crash-point matrix (tests/e2e/scenarios/crash_matrix.sh): each node its own arming file.
@@ -226,6 +229,7 @@ $([ "$VP_VIZ" = 1 ] && echo "PartitionName=viz Nodes=n1 MaxTime=INFINITE State=U
   for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n did not start"; done
   vc_wait_idle 60 || vc_fail "nodes did not become idle"
   [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && vp_publisher_start
+  vp_metrics_start || vc_fail "node_exporter + Prometheus did not start"
   for n in $VC_NODES; do vp_planner_start "$n"; done
   vp_wait_settled 30 || vc_fail "planners did not publish a first advertisement"
 }
@@ -234,6 +238,7 @@ vp_stop() {
   local n
   for n in $VC_NODES; do vp_planner_stop "$n"; done
   _vc_stop_pidfile "$VC_RUN/run/publisher.pid"
+  vp_metrics_stop
   vc_stop
   if [ "$VP_VIZ" = 1 ] && [ -f "$VC_RUN/etc/viz.json" ]; then
     ( . "$VC_RUN/etc/vgpu-env/n1.sh"; "$VGPU_VIZ" --policy "$VGPU_POLICY" reap --live "" ) >/dev/null 2>&1

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ struct PlannerRoundResult {
   bool shrink_confirmed = true;
   std::map<std::string, int> advertised;
   std::vector<std::string> notes;
+  std::optional<NodeGres> slurm_view;  // slurmctld's split of this node as the round read it
 };
 // One planning round: reconcile with the hardware, read demand, re-plan, hand over to Slurm.
 Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& state);

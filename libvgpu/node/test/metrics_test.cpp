@@ -1,0 +1,152 @@
+// The node's Prometheus metrics (metrics.h): what each family says about a known ledger.
+#include "vgpu/node/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace vgpu {
+namespace {
+
+PolicyFile policy(std::string_view text) {
+  auto parsed = parse_policy(text, "policy.json");
+  if (!parsed) throw std::runtime_error(parsed.error().message);
+  return *parsed;
+}
+
+LedgerInstance instance(int gpu, std::string profile, Placement at, InstanceState state, std::optional<JobId> job) {
+  LedgerInstance i;
+  i.gpu = gpu;
+  i.profile = std::move(profile);
+  i.placement = at;
+  i.state = state;
+  i.job = job;
+  i.mig_uuid = "MIG-" + std::to_string(gpu) + "-" + std::to_string(at.start);
+  if (job) i.user = "alice";
+  return i;
+}
+
+// One H100: a running 3g.40gb (job 5) at 0-3, a quarantined 1g.10gb at 4, a planned 1g.10gb slot
+// at 5 and a slot job 6 claimed at 6 whose instance is not there yet.
+Ledger one_gpu() {
+  Ledger l;
+  l.node = "n1";
+  l.gpus.push_back({0, "GPU-0", "H100-80GB", "0000:00:06.0"});
+  l.instances.push_back(instance(0, "3g.40gb", {0, 4}, InstanceState::ready, 5));
+  l.instances.push_back(instance(0, "1g.10gb", {4, 1}, InstanceState::quarantined, std::nullopt));
+  l.plan.slots.push_back({0, "3g.40gb", {0, 4}, 5});
+  l.plan.slots.push_back({0, "1g.10gb", {5, 1}, std::nullopt});
+  l.plan.slots.push_back({0, "1g.10gb", {6, 1}, 6});
+  return l;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.starts_with(line + "\n");
+}
+
+TEST(NodeMetrics, InstancesAreCountedByProfileAndStateSlotsWithoutAnInstanceAsPlannedOrClaimed) {
+  const Ledger l = one_gpu();
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.ledger = &l;
+  const auto text = render_node_metrics(in);
+  EXPECT_TRUE(has_line(text, R"(vgpu_instances{node="n1",profile="3g.40gb",state="running"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_instances{node="n1",profile="3g.40gb",state="planned"} 0)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_instances{node="n1",profile="1g.10gb",state="quarantined"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_instances{node="n1",profile="1g.10gb",state="planned"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_instances{node="n1",profile="1g.10gb",state="claimed"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, "# TYPE vgpu_instances gauge")) << text;
+}
+
+TEST(NodeMetrics, ComputeSlicesSplitIntoInstancesPlanSlotsAndFree) {
+  const Ledger l = one_gpu();
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.ledger = &l;
+  const auto text = render_node_metrics(in);
+  // 3g (3) + 1g (1) held by instances, two 1g slots planned, 7 - 4 - 2 free.
+  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="instance"} 4)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="planned"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="free"} 1)")) << text;
+}
+
+TEST(NodeMetrics, FreeSlicesNoAllowedProfileFitsAreStranded) {
+  const auto& h100 = *Catalog::builtin().find_model("H100-80GB");
+  const Profile* g3 = h100.find_profile("3g.40gb");
+  const Profile* g1 = h100.find_profile("1g.10gb");
+  const Profile* g2 = h100.find_profile("2g.20gb");
+  // Two 3g.40gb take every memory slice and 6 of 7 compute slices: the seventh is free, and no
+  // profile can use it (each needs a memory slice).
+  EXPECT_EQ(stranded_compute_slices(h100, {g1, g2, g3}, {{g3, {0, 4}}, {g3, {4, 4}}}), 1);
+  // An empty GPU strands nothing where 1g.10gb is allowed. Where only 3g.40gb is, and one holds
+  // half the GPU, the second fits the other half and the seventh compute slice is left. With no
+  // allowed profile, every slice is.
+  EXPECT_EQ(stranded_compute_slices(h100, {g1}, {}), 0);
+  EXPECT_EQ(stranded_compute_slices(h100, {g3}, {{g3, {0, 4}}}), 1);
+  EXPECT_EQ(stranded_compute_slices(h100, {}, {}), 7);
+}
+
+TEST(NodeMetrics, StrandedUsesThePartitionsOfTheNodeFromThePolicy) {
+  Ledger l;
+  l.node = "n1";
+  l.gpus.push_back({0, "GPU-0", "H100-80GB", "0000:00:06.0"});
+  l.instances.push_back(instance(0, "4g.40gb", {0, 4}, InstanceState::ready, 7));
+  // 3 compute slices and 4 memory slices free: a 3g.40gb fits (train), nothing is stranded; a node
+  // whose only partition allows 4g.40gb and 7g.80gb has all 3 stranded.
+  auto train = policy(R"({"version": 1, "partitions": {"train": {"profiles": ["3g.40gb"]}}})");
+  auto big = policy(R"({"version": 1, "partitions": {"big": {"profiles": ["4g.40gb", "7g.80gb"]}}})");
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.ledger = &l;
+  in.policy = &train;
+  EXPECT_TRUE(has_line(render_node_metrics(in), R"(vgpu_gpu_stranded_compute_slices{node="n1",gpu="0",model="H100-80GB"} 0)"));
+  in.policy = &big;
+  EXPECT_TRUE(has_line(render_node_metrics(in), R"(vgpu_gpu_stranded_compute_slices{node="n1",gpu="0",model="H100-80GB"} 3)"));
+}
+
+TEST(NodeMetrics, SlurmsViewBesideTheAdvertisement) {
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.advertised = {{"1g.10gb", 4}, {"2g.20gb", 2}};
+  in.slurm = NodeGres{{{"never", 0}, {"free", 8}, {"1g.10gb", 4}, {"2g.20gb", 2}, {"7g.80gb", 0}, {"3g.40gb", 0}},
+                      {{"1g.10gb", 3}, {"3g.40gb", 1}}, "MIXED"};
+  const auto text = render_node_metrics(in);
+  EXPECT_TRUE(has_line(text, R"(vgpu_advertised_instances{node="n1",type="2g.20gb"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_slurm_configured{node="n1",type="free"} 8)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_slurm_allocated{node="n1",type="1g.10gb"} 3)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_slurm_allocated{node="n1",type="2g.20gb"} 0)")) << text;
+  // A type at zero is left out, unless a job holds one (slurmctld after a restart, docs/slurm.md).
+  EXPECT_TRUE(has_line(text, R"(vgpu_slurm_allocated{node="n1",type="3g.40gb"} 1)")) << text;
+  EXPECT_EQ(text.find("7g.80gb"), std::string::npos) << text;
+  EXPECT_EQ(text.find("never"), std::string::npos) << text;
+}
+
+TEST(NodeMetrics, RoundHistogramIsCumulativeWithInfAndCountersAccumulateSliceSeconds) {
+  const Ledger l = one_gpu();  // job 5's 3g.40gb: 3 of 7 compute slices held by a job
+  PlannerMetrics p;
+  p.record_round(true, 0.003, 1000, &l);
+  p.record_round(true, 0.2, 1010, &l);
+  p.record_round(false, 20, 1011, nullptr);
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.planner = &p;
+  const auto text = render_node_metrics(in);
+  EXPECT_TRUE(has_line(text, R"(vgpu_planner_round_duration_seconds_bucket{node="n1",le="0.005"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_planner_round_duration_seconds_bucket{node="n1",le="0.25"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_planner_round_duration_seconds_bucket{node="n1",le="10"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_planner_round_duration_seconds_bucket{node="n1",le="+Inf"} 3)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_planner_round_duration_seconds_count{node="n1"} 3)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_planner_rounds_total{node="n1",outcome="error"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_planner_last_round_timestamp_seconds{node="n1"} 1011)")) << text;
+  // 10 s between the samples with a ledger: 3 x 10 used, 7 x 10 available.
+  EXPECT_TRUE(has_line(text, R"(vgpu_compute_slice_seconds_total{node="n1",kind="used"} 30)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_compute_slice_seconds_total{node="n1",kind="available"} 70)")) << text;
+}
+
+TEST(NodeMetrics, LabelValuesAreEscaped) {
+  NodeMetricsInput in;
+  in.node = "n\"1\\\n";
+  const auto text = render_node_metrics(in);
+  EXPECT_TRUE(has_line(text, R"(vgpu_handover_pending{node="n\"1\\\n"} 0)")) << text;
+}
+
+}  // namespace
+}  // namespace vgpu

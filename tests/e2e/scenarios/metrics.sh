@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The node metrics reach a real Prometheus (docs/metrics.md): each planner writes its file,
+# node_exporter's textfile collector serves it, Prometheus scrapes every node. With a training job
+# and an inference job on n2 running, PromQL must say what the ledgers and slurmctld say:
+# instances by profile and state, compute slices per node, Slurm's allocated count, slice-seconds
+# used growing on the busy nodes only. Then every query of the shipped Grafana dashboard runs and
+# returns data, and the shipped alert rules load and evaluate without error.
+#   VP_BIN=<build> bash tests/e2e/scenarios/metrics.sh     (about 40 s)
+set -u
+{
+export VP_METRICS=1
+. "$(dirname "$0")/../lib.sh"
+trap 'vp_finish $?' EXIT
+vp_start
+job=$(vp_job_script)
+# No -w for training: a node takes a 3g.40gb request only once its split offers the type.
+t=$(vp_sbatch -p train --gres=vgpu:3g.40gb:1 "$job" 60)
+i=$(vp_sbatch -p infer -w n2 --gres=vgpu:1g.10gb:2 "$job" 60)
+vp_wait_started "$t" 90 || vc_fail "job $t did not start"
+vp_wait_started "$i" 90 || vc_fail "job $i did not start"
+
+# What the ledgers say, as "node profile count" of running instances.
+ledger_running() {
+  "$VP_VGPUCTL" status --state-dir "$VGPU_STATE_DIR" --json | python3 -c '
+import json, sys, collections
+c = collections.Counter()
+for n in json.load(sys.stdin):
+    for g in n["gpus"]:
+        for i in g["instances"]:
+            if i["job"] is not None: c[(n["node"], i["profile"])] += 1
+for (node, p), k in sorted(c.items()): print(node, p, k)'
+}
+prom_running() {
+  vp_prom_query 'sum by (node, profile) (vgpu_instances{state="running"}) > 0' |
+    sed -E 's/^node=([^,]*),profile=([^ ]*) (.*)$/\1 \2 \3/'
+}
+want=$(ledger_running)
+[ -n "$want" ] || vc_fail "the ledgers show no running instance"
+got=""
+for _ in $(seq 50); do got=$(prom_running); [ "$got" = "$want" ] && break; sleep 0.2; done
+echo "running instances, ledgers: $(echo "$want" | paste -sd';')"
+echo "running instances, PromQL:  $(echo "$got" | paste -sd';')"
+[ "$got" = "$want" ] || vc_fail "Prometheus says '$got', the ledgers '$want'"
+
+echo "excerpt of $(vp_metrics_file n1):"
+grep -E '^vgpu_(instances\{.*state="running"|gpu_compute_slices|compute_slice_seconds_total|slurm_allocated)' \
+  "$(vp_metrics_file n1)" | grep -v ' 0$' | sed 's/^/  /'
+check() { # $1 PromQL, $2 expected output (vp_prom_query's form), $3 what
+  local out=""
+  for _ in $(seq 50); do out=$(vp_prom_query "$1") && [ "$out" = "$2" ] && break; sleep 0.2; done
+  echo "$3: $1 -> $(echo "$out" | paste -sd';')"
+  [ "$out" = "$2" ] || vc_fail "$3: got '$out', want '$2'"
+}
+check 'count(up{job="slurm-vgpu"} == 1)' " 3" "every node_exporter scraped"
+check 'sum(node_textfile_scrape_error)' " 0" "every metrics file parsed by node_exporter"
+check 'sum by (node) (vgpu_gpu_compute_slices)' "$(for n in $VC_NODES; do echo "node=$n $((7 * VP_GPUS))"; done)" \
+  "compute slices per node (instance + planned + free = 7 per GPU)"
+used_n2=$(scontrol -d show node n2 | grep -oE 'GresUsed=[^ ]*' | tr ',' '\n' | sed -n 's/^.*vgpu:1g.10gb:\([0-9]*\).*/\1/p')
+check 'sum by (node, type) (vgpu_slurm_allocated{node="n2",type="1g.10gb"})' "node=n2,type=1g.10gb ${used_n2:-0}" "Slurm's allocated 1g.10gb on n2 (GresUsed says ${used_n2:-0})"
+tn=$(echo "$want" | awk '$2 == "3g.40gb" {print $1}')
+[ -n "$(vp_prom_query "vgpu_gpu_compute_slices{node=\"$tn\",state=\"instance\"} >= 3")" ] ||
+  vc_fail "no GPU of $tn has the 3g.40gb's 3 compute slices in instances"
+sleep 4
+check 'sum by (kind, node) (increase(vgpu_compute_slice_seconds_total{kind="used"}[1m]) > 0) * 0 + 1' \
+  "$(echo "$want" | awk '{print "kind=used,node=" $1 " 1"}' | sort -u)" "slice-seconds used grow on the busy nodes only"
+
+# The dashboard: every panel's query runs and has data (the node variable as "All").
+python3 - "$VP_SRC/monitoring/grafana-dashboard.json" > "$VC_RUN/dashboard-queries.txt" <<'PY' ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["panels"]:
+    for t in p["targets"]:
+        print(p["title"] + "\t" + t["expr"].replace("$node", ".*"))
+PY
+  vc_fail "the dashboard JSON does not parse"
+panels=0
+while IFS=$'\t' read -r title expr; do
+  out=$(vp_prom_query "$expr") || vc_fail "dashboard panel '$title': query failed: $expr"
+  [ -n "$out" ] || vc_fail "dashboard panel '$title': no data for $expr"
+  echo "dashboard panel '$title': $(echo "$out" | head -3 | paste -sd';')"
+  panels=$((panels + 1))
+done < "$VC_RUN/dashboard-queries.txt"
+[ "$panels" -ge 8 ] || vc_fail "only $panels dashboard queries"
+
+# The alert rules: loaded, evaluated, healthy; none firing on this healthy cluster.
+python3 - "$VP_PROM_URL" <<'PY' || vc_fail "alert rules are not healthy in Prometheus"
+import json, sys, urllib.request
+d = json.load(urllib.request.urlopen(sys.argv[1] + "/api/v1/rules", timeout=10))
+rules = [r for g in d["data"]["groups"] for r in g["rules"]]
+bad = [(r["name"], r.get("health"), r.get("lastError")) for r in rules if r.get("health") != "ok"]
+firing = [r["name"] for r in rules if r.get("state") == "firing"]
+print(f"alert rules: {len(rules)} loaded, unhealthy {bad}, firing {firing}")
+sys.exit(1 if len(rules) < 5 or bad or firing else 0)
+PY
+
+scancel "$t" "$i"
+for j in "$t" "$i"; do vp_wait_done "$j" 60 || vc_fail "job $j did not end"; done
+vp_check || vc_fail "nodes inconsistent"
+echo "PASS: Prometheus, the dashboard and the alert rules see what the ledgers and slurmctld see"
+} 2>&1
