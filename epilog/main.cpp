@@ -5,6 +5,7 @@
 // The work runs in a child process: when a signal kills it (before or after the job's instances
 // were released), this supervisor runs it again, up to three times; the epilog is idempotent. A
 // SIGKILL of the supervisor itself drains the node (docs/reliability.md).
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -24,12 +25,13 @@ Logs to <state dir>/<node>/vgpu.log. See docs/admin.md.
 
 int main(int argc, char** argv) {
   if (vgpu::agent::answer_help(argc, argv, "vgpu-epilog", kHelp)) return 0;
+  const auto started = std::chrono::steady_clock::now();
   const auto id = vgpu::agent::job_id_from_env("epilog");
   if (!id) return 0;
   const vgpu::JobId job = *id;
   constexpr int kAttempts = 3;
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
-    int rc = vgpu::agent::run_in_child([&] { return vgpu::agent::release_job("epilog", job, "ended"); });
+    int rc = vgpu::agent::run_in_child([&] { return vgpu::agent::release_job("epilog", job, "ended", started); });
     if (rc >= 0) return 0;
     std::fprintf(stderr, "vgpu: epilog: job %u: attempt %d of %d died by signal %d (%s)%s\n", job, attempt, kAttempts,
                  -rc, strsignal(-rc), attempt < kAttempts ? "; running it again" : "; the planner's rounds finish what was released");

@@ -1,5 +1,6 @@
 #include "hook_support.h"
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "node_runtime.h"
 #include "vgpu/base/text_split.h"
 #include "vgpu/node/epilog.h"
+#include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/prolog.h"
 #include "vgpu/contract/node_files.h"
 
@@ -97,7 +99,16 @@ int run_in_child(const std::function<int()>& work) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 }
 
-int release_job(std::string_view program, JobId job, std::string_view reason) {
+void tally_run(NodeRuntime& rt, std::string_view hook, std::chrono::steady_clock::time_point started,
+               std::string_view cancel_class, bool requeued) {
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  auto& ctx = rt.context();
+  if (auto ok = tally_hook_run(ctx, {hook, took.count(), cancel_class, requeued}); !ok)
+    rt.log(fmt::format("vgpu: {}: node {}: metrics tally: {}", hook, ctx.node, ok.error().message));
+}
+
+int release_job(std::string_view program, JobId job, std::string_view reason,
+                std::optional<std::chrono::steady_clock::time_point> started, std::string_view cancel_class) {
   const std::string who = "vgpu-" + std::string(program);
   try {
     auto rt = NodeRuntime::from_environment(who);
@@ -109,6 +120,7 @@ int release_job(std::string_view program, JobId job, std::string_view reason) {
     auto result = run_epilog((*rt)->context(), job, std::string(reason));
     if (!result) (*rt)->log(result.error().message);
     (*rt)->poke_planner();
+    if (started) tally_run(**rt, program, *started, cancel_class);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vgpu: %s: job %u: unexpected: %s\n", std::string(program).c_str(), job, e.what());
   }

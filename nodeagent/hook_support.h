@@ -3,6 +3,7 @@
 // releasing what a job holds on the node the way the epilog does.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 #include "vgpu/ledger/ledger.h"
 
 namespace vgpu::agent {
+
+class NodeRuntime;
 
 // `--help` / `--version` for a program slurmd runs without arguments: prints and returns true when
 // one was asked for (the caller exits 0), false when the program should run as a hook.
@@ -32,6 +35,13 @@ int run_in_child(const std::function<int()>& work);
 
 // The epilog's flow for `job` (release, scrub, destroy, stop its VM), then pokes the planner.
 // Always 0: problems are logged, the planner's rounds finish what is left.
-int release_job(std::string_view program, JobId job, std::string_view reason);
+// With `started` (when the hook began), the run is added to the node's hook tally for the metrics,
+// with `cancel_class` when the job was cancelled (a prolog that crashed twice: "node").
+int release_job(std::string_view program, JobId job, std::string_view reason,
+                std::optional<std::chrono::steady_clock::time_point> started = std::nullopt,
+                std::string_view cancel_class = {});
+// Adds a hook run to the node's tally (vgpu/node/hook_tally_store.h); a failure is logged only.
+void tally_run(NodeRuntime& rt, std::string_view hook, std::chrono::steady_clock::time_point started,
+               std::string_view cancel_class = {}, bool requeued = false);
 
 }  // namespace vgpu::agent

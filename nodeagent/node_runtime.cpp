@@ -62,6 +62,15 @@ void NodeRuntime::log(const std::string& line) const {
 
 void NodeRuntime::poke_planner() const { (void)signal_pidfile(planner_pidfile(), SIGUSR1); }
 
+Result<NodeContext> NodeRuntime::bare_context() {
+  auto node = node_name();
+  if (!node) return std::unexpected(node.error());
+  NodeContext ctx;
+  ctx.node = *node;
+  ctx.state_dir = contract::resolve_state_dir(std::getenv("VGPU_STATE_DIR"));
+  return ctx;
+}
+
 Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_view program) {
   std::unique_ptr<NodeRuntime> rt(new NodeRuntime());
   rt->program_ = std::string(program);

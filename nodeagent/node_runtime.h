@@ -23,6 +23,9 @@ namespace vgpu::agent {
 class NodeRuntime {
  public:
   static Result<std::unique_ptr<NodeRuntime>> from_environment(std::string_view program);
+  // Only the node's name and state directory, from the same environment: for what needs no more
+  // (the hook tally) when from_environment() fails (no NVML, an unreadable policy).
+  static Result<NodeContext> bare_context();
   NodeContext& context() { return ctx_; }
   void log(const std::string& line) const;
   // Pokes the node's planner daemon (SIGUSR1) so freed space is re-planned at once.

@@ -18,6 +18,7 @@
 #include "adapters.h"
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/demand_file.h"
+#include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/metrics.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
@@ -73,6 +74,8 @@ void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::
   in.handover_pending = state.shrink_unconfirmed;
   in.split_mismatch_rounds = state.split_mismatch_rounds;
   in.planner = &metrics;
+  auto hooks = vgpu::read_hook_tally(ctx);
+  if (hooks) in.hooks = &*hooks;
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);

@@ -11,6 +11,7 @@
 // the node, and the epilog and the planner's reconcile clean up (docs/reliability.md).
 #include <fmt/format.h>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "hook_support.h"
 #include "node_runtime.h"
 #include "adapters.h"
+#include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/prolog.h"
 
 namespace {
@@ -37,13 +39,17 @@ std::optional<unsigned> job_uid() {
   return uid;
 }
 
-int prolog(vgpu::JobId job, const std::string& alloc) {
+int prolog(vgpu::JobId job, const std::string& alloc, std::chrono::steady_clock::time_point started) {
   try {
     auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-prolog");
     if (!rt) {
       std::string why = fmt::format("vgpu: prolog: job {}: node not ready: {}", job, rt.error().message);
       std::fprintf(stderr, "%s\n", why.c_str());
       if (auto slurm = vgpu::agent::make_command_slurm_client()) (void)slurm->reject_job(job, why);
+      if (auto bare = vgpu::agent::NodeRuntime::bare_context()) {
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+        (void)vgpu::tally_hook_run(*bare, {"prolog", took.count(), "node", false});
+      }
       return 0;
     }
     vgpu::PrologRequest req{job, env("SLURM_JOB_USER"), env("SLURM_JOB_PARTITION"), alloc, job_uid()};
@@ -52,6 +58,8 @@ int prolog(vgpu::JobId job, const std::string& alloc) {
       (*rt)->log(result.error().message);
       (void)(*rt)->context().slurm->reject_job(job, "vgpu: " + result.error().message);
     }
+    vgpu::agent::tally_run(**rt, "prolog", started, result ? result->cancel_class : "node",
+                           result && result->requeued);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vgpu: prolog: job %u: unexpected: %s\n", job, e.what());
@@ -79,6 +87,7 @@ Logs to <state dir>/<node>/vgpu.log. See docs/admin.md.
 
 int main(int argc, char** argv) {
   if (vgpu::agent::answer_help(argc, argv, "vgpu-prolog", kHelp)) return 0;
+  const auto started = std::chrono::steady_clock::now();
   std::string alloc = env("VGPU_ALLOC");
   const std::string partition = env("SLURM_JOB_PARTITION");
   // Most jobs without VGPU_ALLOC hold no vgpu and return here at once; only a job of a partition
@@ -92,17 +101,18 @@ int main(int argc, char** argv) {
     alloc = vgpu::agent::alloc_from_slurm(job, partition);
     if (alloc.empty()) return 0;  // no vgpu on this node for this job
   }
-  int first = vgpu::agent::run_in_child([&] { return prolog(job, alloc); });
+  int first = vgpu::agent::run_in_child([&] { return prolog(job, alloc, started); });
   if (first >= 0) return 0;
   std::fprintf(stderr, "vgpu: prolog: job %u: node %s: the prolog died by signal %d (%s); running it again\n", job,
                node.c_str(), -first, strsignal(-first));
-  int second = vgpu::agent::run_in_child([&] { return prolog(job, alloc); });
+  int second = vgpu::agent::run_in_child([&] { return prolog(job, alloc, started); });
   if (second >= 0) return 0;
   std::string why = fmt::format("vgpu: prolog: job {}: node {}: the prolog died twice (signal {}, then {}); "
                                 "instances released, job cancelled",
                                 job, node, -first, -second);
   std::fprintf(stderr, "%s\n", why.c_str());
-  int released = vgpu::agent::run_in_child([&] { return vgpu::agent::release_job("prolog", job, "prolog crashed"); });
+  int released = vgpu::agent::run_in_child(
+      [&] { return vgpu::agent::release_job("prolog", job, "prolog crashed", started, "node"); });
   if (released < 0)
     std::fprintf(stderr, "vgpu: prolog: job %u: release died by signal %d; the epilog and the planner finish it\n",
                  job, -released);

@@ -3,6 +3,7 @@
 
 #include "vgpu/contract/advertisement.h"
 #include "vgpu/contract/alloc_codec.h"
+#include "vgpu/contract/hook_tally.h"
 #include "vgpu/contract/job_record.h"
 #include "vgpu/contract/slurmd_report.h"
 
@@ -34,6 +35,19 @@ TEST(Records, JobRecordRoundTrips) {
     auto back = parse_job_record(render_job_record(record), record.job_id);
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, record);
+  }
+}
+
+TEST(Records, HookTallyRoundTrips) {
+  HookTally empty{"n1", {}, {}, 0};
+  HookTally busy{"gpu-017.cluster", {}, {{"policy", 3}, {"no_room", 1}}, 7};
+  busy.hooks["prolog"].observe(0.004);
+  busy.hooks["prolog"].observe(0.3);
+  busy.hooks["epilog"].observe(45);
+  for (const HookTally& t : {empty, busy}) {
+    auto back = parse_hook_tally(render_hook_tally(t), t.node);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, t);
   }
 }
 

@@ -195,6 +195,20 @@ void slurm_view(Writer& w, const NodeMetricsInput& in) {
     if (type != "free") w.sample("vgpu_slurm_allocated", {{"node", in.node}, {"type", type}}, count(in.slurm->used, type));
 }
 
+template <class Bounds, class Counts>
+void histogram(Writer& w, std::string_view name, std::vector<std::pair<std::string, std::string>> labels,
+               const Bounds& bounds, const Counts& counts, double sum, std::uint64_t count) {
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    cumulative += counts[b];
+    auto with_le = labels;
+    with_le.emplace_back("le", b < bounds.size() ? number(bounds[b]) : "+Inf");
+    w.sample(std::string(name) + "_bucket", with_le, static_cast<double>(cumulative));
+  }
+  w.sample(std::string(name) + "_sum", labels, sum);
+  w.sample(std::string(name) + "_count", labels, static_cast<double>(count));
+}
+
 void planner_metrics(Writer& w, const NodeMetricsInput& in) {
   w.family("vgpu_handover_pending", "gauge", "1 while a shrink of the advertisement waits for slurmctld to confirm it");
   w.sample("vgpu_handover_pending", {{"node", in.node}}, in.handover_pending ? 1 : 0);
@@ -208,18 +222,31 @@ void planner_metrics(Writer& w, const NodeMetricsInput& in) {
   w.family("vgpu_planner_last_round_timestamp_seconds", "gauge", "Unix time the planner's last round ended");
   w.sample("vgpu_planner_last_round_timestamp_seconds", {{"node", in.node}}, static_cast<double>(p.last_round_unix));
   w.family("vgpu_planner_round_duration_seconds", "histogram", "Duration of the planner's rounds");
-  std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b < p.round_seconds.counts.size(); ++b) {
-    cumulative += p.round_seconds.counts[b];
-    const double le = b < p.round_seconds.upper_bounds.size() ? p.round_seconds.upper_bounds[b] : INFINITY;
-    w.sample("vgpu_planner_round_duration_seconds_bucket", {{"node", in.node}, {"le", number(le)}}, static_cast<double>(cumulative));
-  }
-  w.sample("vgpu_planner_round_duration_seconds_sum", {{"node", in.node}}, p.round_seconds.sum);
-  w.sample("vgpu_planner_round_duration_seconds_count", {{"node", in.node}}, static_cast<double>(p.round_seconds.count));
+  histogram(w, "vgpu_planner_round_duration_seconds", {{"node", in.node}}, p.round_seconds.upper_bounds,
+            p.round_seconds.counts, p.round_seconds.sum, p.round_seconds.count);
   w.family("vgpu_compute_slice_seconds_total", "counter",
            "Compute-slice-seconds of the node's GPUs held by jobs (used) and in all (available), sampled each round");
   w.sample("vgpu_compute_slice_seconds_total", {{"node", in.node}, {"kind", "used"}}, p.used_slice_seconds);
   w.sample("vgpu_compute_slice_seconds_total", {{"node", in.node}, {"kind", "available"}}, p.available_slice_seconds);
+}
+
+void hook_metrics(Writer& w, const NodeMetricsInput& in) {
+  const contract::HookTally& t = *in.hooks;
+  w.family("vgpu_hook_duration_seconds", "histogram", "Duration of the node's prolog and epilog runs");
+  for (const auto* hook : {"prolog", "epilog"}) {
+    auto it = t.hooks.find(hook);
+    const contract::HookDurations d = it == t.hooks.end() ? contract::HookDurations{} : it->second;
+    histogram(w, "vgpu_hook_duration_seconds", {{"node", in.node}, {"hook", hook}}, contract::kHookSecondsBounds,
+              d.buckets, d.sum_seconds, d.count);
+  }
+  w.family("vgpu_jobs_cancelled_total", "counter", "Jobs the node's prolog cancelled, by reason class");
+  for (const auto reason : contract::kCancelClasses) {
+    auto it = t.cancelled.find(reason);
+    w.sample("vgpu_jobs_cancelled_total", {{"node", in.node}, {"reason", std::string(reason)}},
+             it == t.cancelled.end() ? 0 : static_cast<double>(it->second));
+  }
+  w.family("vgpu_jobs_requeued_total", "counter", "Jobs the node's prolog put back in the queue (no room after all)");
+  w.sample("vgpu_jobs_requeued_total", {{"node", in.node}}, static_cast<double>(t.requeued));
 }
 
 }  // namespace
@@ -267,6 +294,7 @@ std::string render_node_metrics(const NodeMetricsInput& in) {
   }
   slurm_view(w, in);
   planner_metrics(w, in);
+  if (in.hooks) hook_metrics(w, in);
   return w.take();
 }
 

@@ -108,8 +108,10 @@ Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient&
 Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   const std::string where = fmt::format("vgpu: prolog: job {}", req.job);
   PrologResult result;
-  auto reject = [&](std::string reason) -> Result<PrologResult> {
+  // `why`: one of contract::kCancelClasses, for the node's metrics.
+  auto reject = [&](std::string_view why, std::string reason) -> Result<PrologResult> {
     result.rejected = true;
+    result.cancel_class = std::string(why);
     result.reason = "vgpu: " + reason;
     ctx.log(fmt::format("{}: rejected: {}", where, reason));
     if (auto r = ctx.slurm->reject_job(req.job, result.reason); !r)
@@ -128,7 +130,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     std::string why = fmt::format("vgpu: requeued: {} (Slurm started it before the node's advertisement "
                                   "caught up)", reason);
     auto requeued = ctx.slurm->requeue_job(req.job, why);
-    if (!requeued) return reject(fmt::format("{}; could not requeue it: {}", reason, requeued.error().message));
+    if (!requeued) return reject("no_room", fmt::format("{}; could not requeue it: {}", reason, requeued.error().message));
     result.requeued = true;
     result.reason = std::move(why);
     ctx.log(fmt::format("{}: {}", where, result.reason));
@@ -136,24 +138,24 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   };
 
   auto alloc = parse_vgpu_alloc(req.alloc);
-  if (!alloc) return reject(alloc.error().message);
+  if (!alloc) return reject("policy", alloc.error().message);
   std::vector<GresRequest> mig, viz;
   for (const auto& r : *alloc) (node::is_viz_pool(*ctx.policy, r.type) ? viz : mig).push_back(r);
   if (mig.empty()) {
     // A viz-only job: its VM, and a job record with no instances so its steps see no GPU.
     auto refused = start_viz_sessions(ctx, req, viz);
     if (!refused) return std::unexpected(refused.error());
-    if (!refused->empty()) return reject(*refused);
+    if (!refused->empty()) return reject("policy", *refused);
     if (!viz.empty())
       if (auto ok = write_job_record(ctx, req.job, {}); !ok) return std::unexpected(ok.error().within(where));
     return result;
   }
 
   const PartitionPolicy* part = ctx.policy->partition(req.partition);
-  if (!part) return reject(fmt::format("partition {}: no vgpu policy for it", req.partition));
+  if (!part) return reject("policy", fmt::format("partition {}: no vgpu policy for it", req.partition));
   auto ledger = ensure_ledger(ctx);
   if (!ledger) return std::unexpected(ledger.error().within(where));
-  if (ledger->gpus.empty()) return reject(fmt::format("node {} has no MIG-capable GPU", ctx.node));
+  if (ledger->gpus.empty()) return reject("node", fmt::format("node {} has no MIG-capable GPU", ctx.node));
   auto model = node::model_of(*ledger, ledger->gpus.front().index);
   if (!model) return std::unexpected(model.error().within(where));
 
@@ -170,7 +172,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   if (!violations.empty()) {
     std::string joined;
     for (const auto& v : violations) joined += (joined.empty() ? "" : "; ") + v;
-    return reject(joined);
+    return reject("policy", joined);
   }
 
   auto claim = [&] {
@@ -223,7 +225,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   auto reject_after_create = [&](std::string reason) -> Result<PrologResult> {
     if (auto recorded = record_made(); !recorded)
       ctx.log(fmt::format("{}: recording the instances made so far: {}", where, recorded.error().message));
-    return reject(std::move(reason));
+    return reject("hardware", std::move(reason));
   };
   const auto idle = idle_backings(*claimed);
   for (std::size_t slot_index = 0; slot_index < claimed->plan.slots.size(); ++slot_index) {
@@ -290,10 +292,10 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // under the hardware lock, so the planner's sweep of unheld capability files cannot undo it. A
   // refusal leaves them recorded as the job's, so the epilog takes them back and scrubs them.
   if (ctx.access) {
-    if (!req.uid) return reject(fmt::format("node {}: no SLURM_JOB_UID, so its instances cannot be given to its user", ctx.node));
+    if (!req.uid) return reject("confinement", fmt::format("node {}: no SLURM_JOB_UID, so its instances cannot be given to its user", ctx.node));
     for (const auto& inst : result.instances)
       if (auto granted = ctx.access->grant(inst, *req.uid); !granted)
-        return reject(fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node, inst.gpu,
+        return reject("confinement", fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node, inst.gpu,
                                   inst.profile, inst.placement.start, *req.uid, granted.error().message));
   }
   hardware.reset();
@@ -304,7 +306,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // A MIG-backed viz VM needs the job's instances first.
   auto refused = start_viz_sessions(ctx, req, viz);
   if (!refused) return std::unexpected(refused.error().within(where));
-  if (!refused->empty()) return reject(*refused);
+  if (!refused->empty()) return reject("policy", *refused);
   std::string uuids;
   for (const auto& i : result.instances) uuids += (uuids.empty() ? "" : ",") + i.profile + "=" + i.mig_uuid;
   ctx.log(fmt::format("{}: user {}: ready: {}", where, req.user, uuids));

@@ -141,6 +141,23 @@ TEST(NodeMetrics, RoundHistogramIsCumulativeWithInfAndCountersAccumulateSliceSec
   EXPECT_TRUE(has_line(text, R"(vgpu_compute_slice_seconds_total{node="n1",kind="available"} 70)")) << text;
 }
 
+TEST(NodeMetrics, HookDurationsAndCancelledJobsByReasonFromTheHookTally) {
+  contract::HookTally t{"n1", {}, {{"policy", 2}}, 1};
+  t.hooks["prolog"].observe(0.02);
+  t.hooks["prolog"].observe(3);
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.hooks = &t;
+  const auto text = render_node_metrics(in);
+  EXPECT_TRUE(has_line(text, R"(vgpu_hook_duration_seconds_bucket{node="n1",hook="prolog",le="0.025"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_hook_duration_seconds_bucket{node="n1",hook="prolog",le="2.5"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_hook_duration_seconds_bucket{node="n1",hook="prolog",le="+Inf"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_hook_duration_seconds_count{node="n1",hook="epilog"} 0)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_jobs_cancelled_total{node="n1",reason="policy"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_jobs_cancelled_total{node="n1",reason="hardware"} 0)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_jobs_requeued_total{node="n1"} 1)")) << text;
+}
+
 TEST(NodeMetrics, LabelValuesAreEscaped) {
   NodeMetricsInput in;
   in.node = "n\"1\\\n";

@@ -193,6 +193,7 @@ TEST_F(NodeFlows, PolicyViolationsCancelTheJobWithEveryReason) {
   auto r = run_prolog(ctx, {7, "bob", "gpu", "1g.10gb+me:1,1g.10gb:9", std::nullopt});
   ASSERT_TRUE(r);
   ASSERT_TRUE(r->rejected);
+  EXPECT_EQ(r->cancel_class, "policy");  // the metrics' reason label
   ASSERT_EQ(slurm->rejected.size(), 1u);
   EXPECT_EQ(slurm->rejected[0].first, 7u);
   const std::string& why = slurm->rejected[0].second;
@@ -214,6 +215,7 @@ TEST_F(NodeFlows, UnknownPartitionIsRejectedNotCrashed) {
   auto r = run_prolog(ctx, {3, "dave", "nosuch", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->rejected);
+  EXPECT_EQ(r->cancel_class, "policy");
   EXPECT_NE(r->reason.find("partition nosuch"), std::string::npos);
 }
 
@@ -348,6 +350,7 @@ TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
   auto r = run_prolog(ctx, {12, "hal", "gpu", "2g.20gb:1", std::nullopt});
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->rejected);
+  EXPECT_EQ(r->cancel_class, "hardware");
   EXPECT_NE(r->reason.find("Insufficient Resources"), std::string::npos) << r->reason;
   ASSERT_TRUE(run_epilog(ctx, 12, "cancelled"));  // Slurm runs the epilog of the cancelled job
   EXPECT_TRUE(backend.instances().empty());
@@ -865,6 +868,7 @@ TEST_F(ConfinedNodeFlows, JobWithoutAUidIsCancelledNotGivenInstancesAnyoneCanOpe
   auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(pro);
   EXPECT_TRUE(pro->rejected);
+  EXPECT_EQ(pro->cancel_class, "confinement");
   EXPECT_NE(pro->reason.find("no SLURM_JOB_UID"), std::string::npos) << pro->reason;
   EXPECT_FALSE(std::filesystem::exists(dir / "n1" / "jobs" / "42.json"));
   ASSERT_TRUE(run_epilog(ctx, 42, "cancelled"));

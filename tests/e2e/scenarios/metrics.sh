@@ -64,6 +64,21 @@ sleep 4
 check 'sum by (kind, node) (increase(vgpu_compute_slice_seconds_total{kind="used"}[1m]) > 0) * 0 + 1' \
   "$(echo "$want" | awk '{print "kind=used,node=" $1 " 1"}' | sort -u)" "slice-seconds used grow on the busy nodes only"
 
+# The hooks' tally: every busy node counted its prologs. A job whose prolog cannot run on an idle node (no
+# NVML there from now on, as in e2e.node_failure) is cancelled and counted by reason.
+busy=$(echo "$want" | awk '{print $1}' | sort -u)
+busy_re=$(echo "$busy" | paste -sd'|')
+check "count by (node) (vgpu_hook_duration_seconds_count{hook=\"prolog\",node=~\"$busy_re\"} > 0)" \
+  "$(for n in $busy; do echo "node=$n 1"; done)" "prologs counted on the busy nodes"
+bn=$(for n in $VC_NODES; do echo "$busy" | grep -qx "$n" || echo "$n"; done | head -1)
+echo "[ -e $VC_RUN/out/break-$bn ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1" >> "$VC_RUN/etc/vgpu-env/$bn.sh"
+touch "$VC_RUN/out/break-$bn"
+c=$(vp_sbatch -p infer -w "$bn" --gres=vgpu:1g.10gb:1 --wrap 'sleep 30')
+vp_wait_done "$c" 60 || vc_fail "job $c on $bn was not cancelled"
+rm -f "$VC_RUN/out/break-$bn"
+scontrol show job "$c" | grep -q 'Comment=vgpu: .*NVML library' || vc_fail "job $c: no vgpu reason: $(scontrol show job "$c" | grep -o 'Comment=.*')"
+check 'sum by (node, reason) (vgpu_jobs_cancelled_total) > 0' "node=$bn,reason=hardware 1" "jobs cancelled by reason (the instance could not be created)"
+
 # The dashboard: every panel's query runs and has data (the node variable as "All").
 python3 - "$VP_SRC/monitoring/grafana-dashboard.json" > "$VC_RUN/dashboard-queries.txt" <<'PY' ||
 import json, sys
@@ -95,6 +110,8 @@ PY
 
 scancel "$t" "$i"
 for j in "$t" "$i"; do vp_wait_done "$j" 60 || vc_fail "job $j did not end"; done
+check "count by (node) (vgpu_hook_duration_seconds_count{hook=\"epilog\",node=~\"$busy_re\"} > 0)" \
+  "$(for n in $busy; do echo "node=$n 1"; done)" "epilogs counted on the busy nodes"
 vp_check || vc_fail "nodes inconsistent"
 echo "PASS: Prometheus, the dashboard and the alert rules see what the ledgers and slurmctld see"
 } 2>&1

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/contract/hook_tally.h"
 #include "vgpu/ledger/ledger.h"
 #include "vgpu/node/slurm_text.h"
 #include "vgpu/policy/policy.h"
@@ -54,6 +55,7 @@ struct NodeMetricsInput {
   bool handover_pending = false;           // a shrink slurmctld has not confirmed yet
   int split_mismatch_rounds = 0;           // rounds in a row slurmctld's split differed
   const PlannerMetrics* planner = nullptr;
+  const contract::HookTally* hooks = nullptr;  // the prolog's and epilog's runs (hook_tally_store.h)
 };
 
 std::string render_node_metrics(const NodeMetricsInput& in);
