@@ -21,7 +21,9 @@ struct StatusArgs {
   bool json = false;
 };
 
-std::vector<std::string> nodes_in(const std::string& dir) {
+}  // namespace
+
+std::vector<std::string> node_ledgers_in(const std::string& dir) {
   std::vector<std::string> out;
   if (DIR* d = ::opendir(dir.c_str())) {
     while (dirent* e = ::readdir(d)) {
@@ -35,13 +37,15 @@ std::vector<std::string> nodes_in(const std::string& dir) {
   return out;
 }
 
+namespace {
+
 std::string owner_label(const vgpu::LedgerInstance& i) {
   if (i.job) return fmt::format("job {}", *i.job);
   return std::string(vgpu::to_string(i.state));
 }
 
 int run_status(const StatusArgs& a) {
-  auto nodes = a.nodes.empty() ? nodes_in(a.state_dir) : a.nodes;
+  auto nodes = a.nodes.empty() ? node_ledgers_in(a.state_dir) : a.nodes;
   if (nodes.empty()) {
     fmt::print(stderr, "vgpuctl: status: no node ledgers under {}\n", a.state_dir);
     return 1;

@@ -148,9 +148,15 @@ sys.exit(1 if problems else 0)
 PY
   { cat "$VC_RUN/compare.txt"; vc_fail "sacct and the ledger history disagree"; }
 cat "$VC_RUN/compare.txt"
+# The same tenancies as vgpuctl job prints them: the requeued job's two runs, each on its node.
+shown=$("$VP_VGPUCTL" job "$f" --state-dir "$VGPU_STATE_DIR") || vc_fail "vgpuctl job $f failed"
+echo "vgpuctl job $f:"; echo "$shown" | sed 's/^/  /'
+[ "$(echo "$shown" | grep -cE '^n[0-9] GPU [0-9]  2g.20gb  slices [0-9]-[0-9]  MIG-[0-9a-f-]+  .* s\), ended$')" = 2 ] ||
+  vc_fail "vgpuctl job $f does not show two ended 2g.20gb tenancies"
+
+t_end=$(date +%s)
 
 # sreport: roll the run's hours up, then usage per account and profile over those hours.
-t_end=$(date +%s)
 hour_start=$(( (t_start - 60) / 3600 * 3600 ))
 hour_end=$(( (t_end / 3600 + 1) * 3600 ))
 vc_accounting_rollup "$hour_end" 2 || vc_fail "slurmdbd did not roll up the run's hours"
@@ -184,5 +190,21 @@ for p in problems: print("PROBLEM:", p)
 sys.exit(1 if problems or not report else 0)
 PY
   vc_fail "sreport disagrees with sacct and the ledger history"
-echo "PASS: sacct and sreport account every vgpu instance as the ledger history does"
+# Last (after the usage checks, which it would change): a job slurm-vgpu cancels says why in
+# sacct (AccountingStoreFlags=job_comment): its node cannot create
+# the instance (no NVML library there from now on, as in e2e.node_failure).
+echo "[ -e $VC_RUN/out/break-n3 ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1" >> "$VC_RUN/etc/vgpu-env/n3.sh"
+touch "$VC_RUN/out/break-n3"
+g=$(sub -p infer -A infer-team -w n3 --gres=vgpu:1g.10gb:1 --wrap 'sleep 30')
+vp_wait_done "$g" 60 || vc_fail "job $g on n3 was not cancelled"
+rm -f "$VC_RUN/out/break-n3"
+for _ in $(seq 50); do
+  why=$(sacct -n -X -P -j "$g" -o State,Comment)
+  [[ $why == CANCELLED*"|vgpu: "* ]] && break
+  sleep 0.2
+done
+echo "sacct -j $g -o State,Comment: $why"
+[[ $why == CANCELLED*"|vgpu: node n3: GPU "*"NVML library"* ]] || vc_fail "job $g: sacct says '$why'"
+vp_check || vc_fail "nodes inconsistent after the cancelled job"
+echo "PASS: sacct and sreport account every vgpu instance as the ledger history does, and why it cancelled a job"
 } 2>&1

@@ -42,6 +42,14 @@ echo "running instances, ledgers: $(echo "$want" | paste -sd';')"
 echo "running instances, PromQL:  $(echo "$got" | paste -sd';')"
 [ "$got" = "$want" ] || vc_fail "Prometheus says '$got', the ledgers '$want'"
 
+# What the user's admin sees of a running job: vgpuctl job names the instance the ledger holds.
+tn=$(echo "$want" | awk '$2 == "3g.40gb" {print $1}')
+shown=$("$VP_VGPUCTL" job "$t" --state-dir "$VGPU_STATE_DIR") || vc_fail "vgpuctl job $t failed: $shown"
+echo "vgpuctl job $t:"; echo "$shown" | sed 's/^/  /'
+echo "$shown" | grep -qE "^$tn GPU [0-9]  3g.40gb  slices [0-9]-[0-9]  $(vp_ledger_uuids "$tn" "$t")  ready" ||
+  vc_fail "vgpuctl job $t does not show its ledger instance"
+out=$("$VP_VGPUCTL" job 999999 --state-dir "$VGPU_STATE_DIR" 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"job 999999: no instance and no history record"* ]] || vc_fail "vgpuctl job of an unknown job: rc=$rc $out"
 echo "excerpt of $(vp_metrics_file n1):"
 grep -E '^vgpu_(instances\{.*state="running"|gpu_compute_slices|compute_slice_seconds_total|slurm_allocated)' \
   "$(vp_metrics_file n1)" | grep -v ' 0$' | sed 's/^/  /'
@@ -57,7 +65,6 @@ check 'sum by (node) (vgpu_gpu_compute_slices)' "$(for n in $VC_NODES; do echo "
   "compute slices per node (instance + planned + free = 7 per GPU)"
 used_n2=$(scontrol -d show node n2 | grep -oE 'GresUsed=[^ ]*' | tr ',' '\n' | sed -n 's/^.*vgpu:1g.10gb:\([0-9]*\).*/\1/p')
 check 'sum by (node, type) (vgpu_slurm_allocated{node="n2",type="1g.10gb"})' "node=n2,type=1g.10gb ${used_n2:-0}" "Slurm's allocated 1g.10gb on n2 (GresUsed says ${used_n2:-0})"
-tn=$(echo "$want" | awk '$2 == "3g.40gb" {print $1}')
 [ -n "$(vp_prom_query "vgpu_gpu_compute_slices{node=\"$tn\",state=\"instance\"} >= 3")" ] ||
   vc_fail "no GPU of $tn has the 3g.40gb's 3 compute slices in instances"
 sleep 4
