@@ -2,7 +2,7 @@
 # libFuzzer runs over every input surface (docs/fuzzing.md).
 #
 #   scripts/fuzz.sh --short            build, replay fuzz/regressions + fuzz/corpus, then fuzz each
-#                                      target for VGPU_FUZZ_SHORT_S seconds (default 15): the test
+#                                      target for VGPU_FUZZ_SHORT_S seconds (default 8): the test
 #                                      command's run (scripts/test.sh)
 #   scripts/fuzz.sh --long SECONDS [TARGET...]
 #                                      the documented longer run: SECONDS per target
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-  --short) seconds=${VGPU_FUZZ_SHORT_S:-15}; shift ;;
+  --short) seconds=${VGPU_FUZZ_SHORT_S:-8}; shift ;;
   --long)
     seconds=${2:-}
     [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --long needs SECONDS per target" >&2; exit 2; }

@@ -45,7 +45,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" ${VGPU_CTEST_ARGS:-}
 step "ctest passed"
-bash scripts/fuzz.sh --short  # libFuzzer: own clang build (build/fuzz), replay + 15 s per target
+bash scripts/fuzz.sh --short  # libFuzzer: own clang build (build/fuzz), replay + 8 s per target
 step "fuzz replay passed"
 bash scripts/test-tsan.sh  # ThreadSanitizer over the concurrent parts (docs/security.md)
 step "TSan tests passed; all done"
