@@ -32,6 +32,8 @@ set(CPACK_DEBIAN_NODE_DESCRIPTION "Dynamic GPU partitioning for Slurm: node agen
  advertised to Slurm beforehand, and scrubs and destroys them when the job ends. This package holds
  the Prolog/Epilog hooks, the per-node planner daemon, vgpuctl, vgpu-scrub and the job_submit filter.")
 set(CPACK_DEBIAN_NODE_PACKAGE_RECOMMENDS "slurm-vgpu-gres-plugin")
+# vgpuctl report --png draws with matplotlib; node_exporter serves VGPU_METRICS_FILE.
+set(CPACK_DEBIAN_NODE_PACKAGE_SUGGESTS "python3-matplotlib, prometheus-node-exporter")
 set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/packaging/debian/slurm-vgpu/conffiles
   ${PROJECT_SOURCE_DIR}/packaging/debian/slurm-vgpu/postinst

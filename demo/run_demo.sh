@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: a local Slurm cluster (slurmctld + 3 slurmd, two simulated H100-80GB per node, the
 # real gres/vgpu plugin, prolog, epilog and planners) replays a time-compressed slice of the
-# openb trace plus an inference tier, draws the GPU layouts as they change, and summarizes.
+# openb trace plus an inference tier, draws the GPU layouts as they change, and summarizes: text
+# and a utilisation picture in DEMO_OUT (default demo-out/ in the clone: summary.txt, utilisation.png).
 #   VP_BIN=<build dir> demo/run_demo.sh [trace.csv]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +48,9 @@ done
 frame
 elapsed=$(( $(date +%s) - t0 ))
 
+out=${DEMO_OUT:-$here/../demo-out}
+mkdir -p "$out" || vc_fail "cannot create $out"
+{
 echo
 echo "========== summary =========="
 for j in $(cut -d';' -f1 "$VC_RUN/out/jobs.txt"); do scontrol show job -o "$j"; done > "$VC_RUN/out/jobs.show"
@@ -75,5 +79,11 @@ gens=""
 for n in $VC_NODES; do gens+=" $n:$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$VGPU_STATE_DIR/$n/advertisement.json")"; done
 echo "layout changes (plan generations):$gens"
 echo "slurmctld load from vgpu: one squeue per ${VP_PERIOD}s period for the whole cluster (published demand); scontrol only while a shrink is confirmed"
+# Utilisation over the run per node and per profile, from the nodes' ledger history.
+"$VP_VGPUCTL" report --state-dir "$VGPU_STATE_DIR" --since "$t0" --buckets 40 --png "$out/utilisation.png" ||
+  echo "FAIL: vgpuctl report could not draw $out/utilisation.png"
+} | tee "$out/summary.txt"
+grep -q '^FAIL:' "$out/summary.txt" && vc_fail "the summary is incomplete"
+echo "summary and picture: $out/summary.txt, $out/utilisation.png"
 vp_assert_no_instances
 vp_check 2>/dev/null && echo "end state: every GPU released, no node drained, ledger == hardware == Slurm on every node"

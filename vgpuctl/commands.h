@@ -14,6 +14,7 @@ std::vector<std::string> node_ledgers_in(const std::string& dir);
 
 void add_accounting_tres_command(CLI::App& app, int& exit_code);
 void add_job_command(CLI::App& app, int& exit_code);
+void add_report_command(CLI::App& app, int& exit_code);
 void add_catalog_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_policy_command(CLI::App& app, int& exit_code);

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   vgpuctl::add_plan_command(app, exit_code);
   vgpuctl::add_status_command(app, exit_code);
   vgpuctl::add_job_command(app, exit_code);
+  vgpuctl::add_report_command(app, exit_code);
   vgpuctl::add_submit_table_command(app, exit_code);
   vgpuctl::add_policy_command(app, exit_code);
   vgpuctl::add_accounting_tres_command(app, exit_code);

@@ -51,4 +51,10 @@ empty=$(mktemp -d)
 out=$("$vgpuctl" status --state-dir "$empty" 2>&1); rc=$?
 rmdir "$empty"
 [ $rc = 1 ] && [[ $out == *"no node ledgers under"* ]] || fail "status on an empty dir: rc=$rc $out"
+empty=$(mktemp -d)
+out=$("$vgpuctl" report --state-dir "$empty" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"report: no node ledgers under"* ]] || fail "report on an empty dir: rc=$rc $out"
+out=$("$vgpuctl" job 7 --state-dir "$empty" 2>&1); rc=$?
+rmdir "$empty"
+[ $rc = 2 ] && [[ $out == *"job: no node ledgers under"* ]] || fail "job on an empty dir: rc=$rc $out"
 echo "vgpuctl CLI: all checks passed"
