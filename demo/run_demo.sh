@@ -48,7 +48,7 @@ done
 frame
 elapsed=$(( $(date +%s) - t0 ))
 
-out=${DEMO_OUT:-$here/../demo-out}
+out=$(realpath -m "${DEMO_OUT:-$here/../demo-out}")
 mkdir -p "$out" || vc_fail "cannot create $out"
 {
 echo
