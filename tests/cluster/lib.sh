@@ -67,12 +67,18 @@ vc_fail() {
   exit 1
 }
 
-# Two free TCP ports per node plus one for slurmctld, away from the lab's 16817/17001.
+# Free TCP ports for the daemons, away from the lab's 16817/17001 and below the kernel's
+# ephemeral range (ip_local_port_range, 32768 up by default): a port there can be the local end of
+# any outgoing connection (slurmctld pinging a slurmd, a client of MariaDB or Prometheus), which
+# `ss -ltn` does not list and which makes a daemon's bind fail ("Address already in use", seen
+# once in e2e.crash_matrix).
 _vc_free_port() {
-  local p
+  local p low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "${low:-0}" -gt 21000 ] 2>/dev/null || low=32768
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 20000))
-    ss -ltnH "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+    p=$((20000 + RANDOM % (low - 20000)))
+    ss -tanH "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
   done
   return 1
 }
