@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "vgpu/ledger/ledger_store.h"
+
 #include <string>
 #include <vector>
 
@@ -11,6 +13,8 @@ namespace vgpuctl {
 
 // The nodes with a readable <dir>/<node>/ledger.json, sorted.
 std::vector<std::string> node_ledgers_in(const std::string& dir);
+// How vgpuctl opens a node's ledger: to read, creating nothing, waiting at most 5 s for a writer.
+vgpu::LedgerStoreOptions ledger_reader_options();
 
 void add_accounting_tres_command(CLI::App& app, int& exit_code);
 void add_job_command(CLI::App& app, int& exit_code);

@@ -42,10 +42,7 @@ int run_job(const JobArgs& a) {
   std::vector<std::pair<std::int64_t, std::string>> ended;  // oldest first over all nodes
   int problems = 0;
   for (const auto& node : nodes) {
-    vgpu::LedgerStoreOptions opts;
-    opts.create_directory = false;
-    opts.lock_timeout = std::chrono::milliseconds(5000);
-    vgpu::LedgerStore store(a.state_dir + "/" + node, opts);
+    vgpu::LedgerStore store(a.state_dir + "/" + node, ledger_reader_options());
     auto ledger = store.load();
     if (!ledger) {
       fmt::print(stderr, "vgpuctl: job: node {}: {}\n", node, ledger.error().message);

@@ -85,10 +85,7 @@ int run_report(const ReportArgs& a) {
   std::vector<Tenancy> tenancies;
   std::map<std::string, int> capacity;
   for (const auto& node : nodes) {
-    vgpu::LedgerStoreOptions opts;
-    opts.create_directory = false;
-    opts.lock_timeout = std::chrono::milliseconds(5000);
-    vgpu::LedgerStore store(a.state_dir + "/" + node, opts);
+    vgpu::LedgerStore store(a.state_dir + "/" + node, ledger_reader_options());
     auto ledger = store.load();
     auto history = ledger ? store.history() : vgpu::Result<std::vector<vgpu::HistoryRecord>>(std::unexpected(ledger.error()));
     if (!history) {

@@ -37,6 +37,13 @@ std::vector<std::string> node_ledgers_in(const std::string& dir) {
   return out;
 }
 
+vgpu::LedgerStoreOptions ledger_reader_options() {
+  vgpu::LedgerStoreOptions opts;
+  opts.create_directory = false;
+  opts.lock_timeout = std::chrono::milliseconds(5000);
+  return opts;
+}
+
 namespace {
 
 std::string owner_label(const vgpu::LedgerInstance& i) {
@@ -53,10 +60,7 @@ int run_status(const StatusArgs& a) {
   nlohmann::json out = nlohmann::json::array();
   int rc = 0;
   for (const auto& node : nodes) {
-    vgpu::LedgerStoreOptions opts;
-    opts.create_directory = false;
-    opts.lock_timeout = std::chrono::milliseconds(5000);
-    vgpu::LedgerStore store(a.state_dir + "/" + node, opts);
+    vgpu::LedgerStore store(a.state_dir + "/" + node, ledger_reader_options());
     auto ledger = store.load();
     if (!ledger) {
       fmt::print(stderr, "vgpuctl: status: node {}: {}\n", node, ledger.error().message);
