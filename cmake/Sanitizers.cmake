@@ -6,11 +6,13 @@ option(VGPU_TSAN "Build with ThreadSanitizer (not together with VGPU_SANITIZE)" 
 if(VGPU_SANITIZE AND VGPU_TSAN)
   message(FATAL_ERROR "VGPU_SANITIZE (ASan+UBSan) and VGPU_TSAN cannot be combined")
 endif()
-# -O1 -g1 (after the build type's flags, so they win): ASan's recommended level, with line tables
-# for its stack traces. On the 2-core test machine it compiles the tree about 2.5 times faster
-# than -O2 -g (71 s -> 29 s for node_flows_test.cpp), which is most of the test command's time.
+# -O0 -g1 (after the build type's flags, so they win): unoptimised code finds the same ASan/UBSan
+# errors (nothing is optimised away), and line tables are enough for the stack traces. Compiling is
+# most of the test command's time on the 2-core test machine; -O0 halves it against -O1
+# (node_flows_test.cpp 51 s -> 26 s; -O2 -g took 71 s), and the tests' run time is dominated by
+# the Slurm daemons, not by our code's speed.
 if(VGPU_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g1)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O0 -g1)
   add_link_options(-fsanitize=address,undefined)
 endif()
 if(VGPU_TSAN)
