@@ -63,7 +63,8 @@ int publish_demand(const std::string& path, int period, const sigset_t& signals)
 // next round rewrites it.
 void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::PlannerState& state,
                    const vgpu::PlannerMetrics& metrics, const std::optional<vgpu::NodeGres>& slurm,
-                   const vgpu::agent::NodeRuntime& rt, std::string& last_error) {
+                   const vgpu::agent::NodeRuntime& rt, const vgpu::ActivitySample* activity,
+                   std::string& last_error) {
   auto ledger = ctx.ledger->load();
   vgpu::NodeMetricsInput in;
   in.node = ctx.node;
@@ -74,6 +75,7 @@ void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::
   in.handover_pending = state.shrink_unconfirmed;
   in.split_mismatch_rounds = state.split_mismatch_rounds;
   in.planner = &metrics;
+  in.activity = activity;
   auto hooks = vgpu::read_hook_tally(ctx);
   if (hooks) in.hooks = &*hooks;
   const auto slash = path.rfind('/');
@@ -140,6 +142,10 @@ int main(int argc, char** argv) {
     vgpu::PlannerMetrics metrics;
     std::optional<vgpu::NodeGres> slurm_view;
     std::string metrics_error;
+    // Utilisation is sampled only for the metrics file: GPM reports between two samples, so each
+    // round's values cover the time since the round before.
+    std::unique_ptr<vgpu::ActivitySampler> sampler;
+    if (!metrics_path.empty() && ctx.backend) sampler = ctx.backend->activity_sampler();
     while (true) {
       const auto started = std::chrono::steady_clock::now();
       auto round = vgpu::run_planner_round(ctx, planner);
@@ -148,7 +154,13 @@ int main(int argc, char** argv) {
         auto after = ctx.ledger->load();
         metrics.record_round(round.has_value(), took.count(), std::time(nullptr), after ? &*after : nullptr);
         if (round && round->slurm_view) slurm_view = round->slurm_view;
-        write_metrics(metrics_path, ctx, planner, metrics, slurm_view, **rt, metrics_error);
+        std::optional<vgpu::ActivitySample> activity;
+        if (sampler) {
+          activity = sampler->sample();
+          metrics.record_activity_errors(*activity);
+        }
+        write_metrics(metrics_path, ctx, planner, metrics, slurm_view, **rt, activity ? &*activity : nullptr,
+                      metrics_error);
       }
       if (!round) {
         (*rt)->log(round.error().message);

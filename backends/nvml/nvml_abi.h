@@ -166,6 +166,46 @@ typedef struct nvmlComputeInstanceInfo_st {
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+/* ---- GPU Performance Monitoring (GPM; Hopper and newer; "GPM Functions" in the reference) ----
+ * A sample is an opaque snapshot of the device's (or one MIG GPU instance's) counters; a metric is
+ * computed between two samples of the same scope. Values are percentages for the *_UTIL metrics. */
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+#define NVML_GPM_METRIC_GRAPHICS_UTIL 1
+#define NVML_GPM_METRIC_SM_UTIL 2
+#define NVML_GPM_METRIC_SM_OCCUPANCY 3
+#define NVML_GPM_METRIC_DRAM_BW_UTIL 10
+/* The metrics array's length changed between headers (98 before CUDA 13, 333 in CUDA 13's) while
+ * NVML_GPM_METRICS_GET_VERSION stayed 1; the library only touches the first numMetrics entries,
+ * so the larger array is safe against either. */
+#define VGPU_NVML_GPM_METRICS_CAPACITY 333
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn; /* this metric's own result */
+  double value;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[VGPU_NVML_GPM_METRICS_CAPACITY];
+} nvmlGpmMetricsGet_t;
+
+typedef struct nvmlGpmSupport_st {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
 /* ---- read-only calls ---- */
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
@@ -207,6 +247,15 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t migDevice, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t migDevice, unsigned int* id);
 
+/* GPM (read-only; absent from drivers before 520, so resolved optionally) */
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* gpmSupport);
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* gpmSample);
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                 nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet);
+
 /* ---- state-changing calls (never resolved by the read-only reader) ---- */
 nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
                                                       const nvmlGpuInstancePlacement_t* placement,
@@ -234,6 +283,10 @@ static_assert(nvmlGpuInstanceProfileInfo_v2 == 0x2000098u);
 static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
 static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(offsetof(nvmlGpmMetric_t, value) == 8);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
+static_assert(sizeof(nvmlGpmSupport_t) == 8);
 #endif
 
 #endif /* VGPU_NVML_ABI_H */

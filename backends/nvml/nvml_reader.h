@@ -64,6 +64,8 @@ class Reader : public GpuReader {
   [[nodiscard]] std::string unavailable_reason() const override { return unavailable_; }
   Result<GpuModel> read_catalog(int gpu) override;
   Result<std::vector<InstanceInfo>> list_instances(int gpu) override;
+  // Memory per instance, and GPM utilisation where the GPU has it (nvml_gpm.h).
+  std::unique_ptr<ActivitySampler> activity_sampler() override;
 
   // Every profile index 0..NVML_GPU_INSTANCE_PROFILE_COUNT-1 with its answer or NVML error.
   Result<std::vector<ProfileRead>> read_profiles(int gpu);

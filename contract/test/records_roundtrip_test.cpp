@@ -39,8 +39,9 @@ TEST(Records, JobRecordRoundTrips) {
 }
 
 TEST(Records, HookTallyRoundTrips) {
-  HookTally empty{"n1", {}, {}, 0};
-  HookTally busy{"gpu-017.cluster", {}, {{"policy", 3}, {"no_room", 1}}, 7};
+  HookTally empty{"n1", {}, {}, 0, {}};
+  HookTally busy{"gpu-017.cluster", {}, {{"policy", 3}, {"no_room", 1}}, 7, {{"clean", 12}, {"failed", 1}}};
+  busy.hooks["scrub"].observe(2.5);
   busy.hooks["prolog"].observe(0.004);
   busy.hooks["prolog"].observe(0.3);
   busy.hooks["epilog"].observe(45);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_control.h"
 #include "fixture.h"
 #include "latency.h"
 #include "caps.h"
@@ -319,14 +320,32 @@ FAKE_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t
   return NVML_SUCCESS;
 }
 
+// A MIG device handle answers for its instance (the profile's memory, what its workload uses); the
+// physical GPU for all of it.
 FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   ENTER();
-  const Handle* h = lookup(device, Kind::device);
+  const Handle* h = any_device(device);
   if (!h || !memory) return NVML_ERROR_INVALID_ARGUMENT;
-  memory->total = gpu_of(h).memory_mib * 1024ULL * 1024ULL;
-  memory->used = 0;
-  memory->free = memory->total;
-  return NVML_SUCCESS;
+  const Gpu& gpu = gpu_of(h);
+  constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
+  return g().store->with(false, [&](State& s) {
+    unsigned long long total_mib = gpu.memory_mib, used_mib = 0;
+    if (h->kind == Kind::mig_device) {
+      const GiState* gi = live_gi_of_mig(s, h);
+      if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
+      const GiProfile* p = gi_profile_by_id(gpu, gi->profile_id);
+      total_mib = p ? p->memory_size_mib : 0;
+      used_mib = gi->activity.memory_used_mib;
+    } else if (gpu.mig_current == Mig::enabled) {
+      for (const auto& gi : s.gpus[gpu.uuid]) used_mib += gi.activity.memory_used_mib;
+    } else if (auto it = s.whole_gpus.find(gpu.uuid); it != s.whole_gpus.end()) {
+      used_mib = it->second.memory_used_mib;
+    }
+    memory->total = total_mib * kMiB;
+    memory->used = used_mib * kMiB;
+    memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+  });
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
@@ -689,4 +708,179 @@ FAKE_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsign
   if (!h) return NVML_ERROR_NOT_SUPPORTED;
   *id = h->ci;
   return NVML_SUCCESS;
+}
+
+/* ---- GPM: counters sampled per GPU or per MIG GPU instance (activity.h) ---- */
+
+namespace {
+
+// A GPM sample: the scope it was read from and the counters at that moment. Like the other
+// handles, one is only dereferenced after the registry has vouched for it.
+struct GpmSampleObj {
+  bool filled = false;
+  unsigned gpu = 0;
+  int gi = -1;  // -1: the whole GPU
+  std::uint64_t gi_serial = 0;
+  Counters counters;
+};
+
+std::set<GpmSampleObj*>& gpm_samples() {
+  static auto* samples = new std::set<GpmSampleObj*>;
+  return *samples;
+}
+
+GpmSampleObj* sample_of(nvmlGpmSample_t s) {
+  auto* p = reinterpret_cast<GpmSampleObj*>(s);
+  return p && gpm_samples().contains(p) ? p : nullptr;
+}
+
+// GPM is answered for physical devices on GPM-capable (Hopper and newer) GPUs only.
+nvmlReturn_t gpm_device(nvmlDevice_t device, const Handle*& h) {
+  h = lookup(device, Kind::device);
+  if (!h) return NVML_ERROR_INVALID_ARGUMENT;
+  return gpu_of(h).gpm_supported ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+// The whole GPU's counters: with MIG on, each instance's weighted by its share of the SMs (compute
+// slices), so an instance of 3 of 7 slices at 100 % makes the GPU 3/7 busy.
+Counters whole_gpu_counters(State& s, const Gpu& gpu, std::int64_t now) {
+  if (gpu.mig_current != Mig::enabled) return counters_at(s.whole_gpus[gpu.uuid], now);
+  Counters sum{now, 0, 0};
+  for (const auto& gi : s.gpus[gpu.uuid]) {
+    const GiProfile* p = gi_profile_by_id(gpu, gi.profile_id);
+    if (!p || gpu.compute_slices == 0) continue;
+    double share = static_cast<double>(p->slice_count) / gpu.compute_slices;
+    Counters c = counters_at(gi.activity, now);
+    sum.sm_pct_ns += share * c.sm_pct_ns;
+    sum.dram_pct_ns += share * c.dram_pct_ns;
+  }
+  return sum;
+}
+
+const char* metric_name(unsigned id, const char*& long_name, const char*& unit) {
+  unit = "%";
+  switch (id) {
+    case NVML_GPM_METRIC_GRAPHICS_UTIL: long_name = "Graphics engine utilization"; return "gr_util";
+    case NVML_GPM_METRIC_SM_UTIL: long_name = "SM utilization"; return "sm_util";
+    case NVML_GPM_METRIC_DRAM_BW_UTIL: long_name = "DRAM bandwidth utilization"; return "dram_bw_util";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* support) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !support) return NVML_ERROR_INVALID_ARGUMENT;
+  if (support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  support->isSupportedDevice = gpu_of(h).gpm_supported ? 1 : 0;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  ENTER();
+  if (!sample) return NVML_ERROR_INVALID_ARGUMENT;
+  auto* obj = new GpmSampleObj;
+  gpm_samples().insert(obj);
+  *sample = reinterpret_cast<nvmlGpmSample_t>(obj);
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  ENTER();
+  GpmSampleObj* obj = sample_of(sample);
+  if (!obj) return NVML_ERROR_INVALID_ARGUMENT;
+  gpm_samples().erase(obj);
+  delete obj;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  ENTER();
+  const Handle* h = nullptr;
+  if (auto rc = gpm_device(device, h); rc != NVML_SUCCESS) return rc;
+  GpmSampleObj* obj = sample_of(sample);
+  if (!obj) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(false, [&](State& s) {
+    *obj = {true, h->gpu, -1, 0, whole_gpu_counters(s, gpu_of(h), monotonic_ns())};
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_API nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                          nvmlGpmSample_t sample) {
+  ENTER();
+  const Handle* h = nullptr;
+  if (auto rc = gpm_device(device, h); rc != NVML_SUCCESS) return rc;
+  if (gpu_of(h).mig_current != Mig::enabled) return NVML_ERROR_NOT_SUPPORTED;
+  GpmSampleObj* obj = sample_of(sample);
+  if (!obj) return NVML_ERROR_INVALID_ARGUMENT;
+  return g().store->with(false, [&](State& s) {
+    GiState* gi = find_gi(s, gpu_of(h), gpuInstanceId, 0);
+    if (!gi) return NVML_ERROR_NOT_FOUND;
+    *obj = {true, h->gpu, static_cast<int>(gi->id), gi->serial, counters_at(gi->activity, monotonic_ns())};
+    return NVML_SUCCESS;
+  });
+}
+
+// Both samples must be filled, of one scope (one GPU, or one incarnation of one GPU instance) and
+// in time order; each requested metric carries its own result.
+FAKE_API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
+  ENTER();
+  if (!get) return NVML_ERROR_INVALID_ARGUMENT;
+  if (get->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (get->numMetrics > VGPU_NVML_GPM_METRICS_CAPACITY) return NVML_ERROR_INVALID_ARGUMENT;
+  const GpmSampleObj* a = sample_of(get->sample1);
+  const GpmSampleObj* b = sample_of(get->sample2);
+  if (!a || !b || !a->filled || !b->filled || a->gpu != b->gpu || a->gi != b->gi ||
+      a->gi_serial != b->gi_serial)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  double sm = 0, dram = 0;
+  if (!mean_between(a->counters, b->counters, sm, dram)) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned i = 0; i < get->numMetrics; ++i) {
+    nvmlGpmMetric_t& m = get->metrics[i];
+    const char* long_name = nullptr;
+    const char* unit = nullptr;
+    const char* short_name = metric_name(m.metricId, long_name, unit);
+    if (!short_name) {
+      m.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      m.value = 0;
+      continue;
+    }
+    m.nvmlReturn = NVML_SUCCESS;
+    m.value = m.metricId == NVML_GPM_METRIC_DRAM_BW_UTIL ? dram : sm;
+    m.metricInfo.shortName = const_cast<char*>(short_name);
+    m.metricInfo.longName = const_cast<char*>(long_name);
+    m.metricInfo.unit = const_cast<char*>(unit);
+  }
+  return NVML_SUCCESS;
+}
+
+/* ---- the fake's own control call (not NVML): what a test workload does to its scope ---- */
+
+// Sets what `device` (a MIG device: its instance; a GPU without MIG: all of it) is doing from now
+// on. Percentages 0..100; the memory must fit the scope.
+FAKE_API nvmlReturn_t vgpuFakeSetActivity(nvmlDevice_t device, double smPercent, double dramPercent,
+                                          unsigned long long memoryUsedMiB) {
+  ENTER();
+  const Handle* h = any_device(device);
+  if (!h || !(smPercent >= 0 && smPercent <= 100) || !(dramPercent >= 0 && dramPercent <= 100))
+    return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  return g().store->with(true, [&](State& s) {
+    std::int64_t now = monotonic_ns();
+    if (h->kind == Kind::mig_device) {
+      GiState* gi = find_gi(s, gpu, h->gi, h->gi_serial);
+      if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
+      const GiProfile* p = gi_profile_by_id(gpu, gi->profile_id);
+      if (!p || memoryUsedMiB > p->memory_size_mib) return NVML_ERROR_INVALID_ARGUMENT;
+      set_activity(gi->activity, smPercent, dramPercent, memoryUsedMiB, now);
+      return NVML_SUCCESS;
+    }
+    // With MIG on, the work runs in instances, not on the bare GPU.
+    if (gpu.mig_current == Mig::enabled || memoryUsedMiB > gpu.memory_mib) return NVML_ERROR_INVALID_ARGUMENT;
+    set_activity(s.whole_gpus[gpu.uuid], smPercent, dramPercent, memoryUsedMiB, now);
+    return NVML_SUCCESS;
+  });
 }

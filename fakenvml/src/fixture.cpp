@@ -127,11 +127,22 @@ std::optional<unsigned> ci_index_for_slices(unsigned slices) {
   }
 }
 
+}  // namespace
+
+bool gpm_supported_by_name(const std::string& product_name) {
+  // Hopper (H100, H200, H800, H20, GH200) and Blackwell (B100, B200, GB200) parts.
+  for (const char* part : {"H100", "H200", "H800", "H20", "B100", "B200"})
+    if (product_name.find(part) != std::string::npos) return true;
+  return false;
+}
+
+namespace {
+
 Gpu gpu_at(const json& j, const std::string& where) {
   only_keys(j, where,
             {"index", "name", "uuid", "pci_bus_id", "pci_device_id", "memory_mib", "minor_number",
              "mig_mode", "gpu_instance_profiles", "compute_instance_profiles",
-             /* probe report keys, not replayed */ "catalog_check", "instances", "notes"});
+             /* probe report keys, not replayed */ "catalog_check", "instances", "notes", "gpm"});
   Gpu g;
   g.name = str_at(j, where, "name");
   g.uuid = str_at(j, where, "uuid");
@@ -139,6 +150,7 @@ Gpu gpu_at(const json& j, const std::string& where) {
   g.pci_device_id = u32_or(j, where, "pci_device_id", 0);
   g.memory_mib = uint_at(j, where, "memory_mib");
   g.minor = u32_at(j, where, "minor_number");
+  g.gpm_supported = gpm_supported_by_name(g.name);
   const json& mig = need(j, where, "mig_mode");
   only_keys(mig, where + ".mig_mode", {"current", "pending"});
   g.mig_current = mig_at(mig, where + ".mig_mode", "current");

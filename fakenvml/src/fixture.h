@@ -49,7 +49,12 @@ struct Gpu {
   std::vector<CiProfile> ci_profiles;  // derived from the GI profiles when the fixture has none
   unsigned compute_slices = 0;         // largest GI profile's slice count
   unsigned memory_slices = 0;          // widest placement end
+  bool gpm_supported = false;          // GPM counters: Hopper and newer (gpm_supported_by_name)
 };
+
+// NVML's GPM exists on Hopper and newer only (nvmlGpmQueryDeviceSupport); fixtures carry the
+// product name, so the architecture is read from it.
+bool gpm_supported_by_name(const std::string& product_name);
 
 struct Fixture {
   std::string driver_version;

@@ -16,6 +16,17 @@ namespace {
 
 using nlohmann::json;
 
+json activity_json(const Activity& a) {
+  return {{"sm_pct", a.sm_pct}, {"dram_pct", a.dram_pct}, {"memory_used_mib", a.memory_used_mib},
+          {"since_ns", a.since_ns}, {"sm_pct_ns", a.sm_pct_ns}, {"dram_pct_ns", a.dram_pct_ns}};
+}
+
+Activity activity_from(const json& j) {
+  return {j.at("sm_pct").get<double>(), j.at("dram_pct").get<double>(),
+          j.at("memory_used_mib").get<std::uint64_t>(), j.at("since_ns").get<std::int64_t>(),
+          j.at("sm_pct_ns").get<double>(), j.at("dram_pct_ns").get<double>()};
+}
+
 json to_json(const State& s) {
   json gpus = json::object();
   for (const auto& [uuid, gis] : s.gpus) {
@@ -27,17 +38,22 @@ json to_json(const State& s) {
                        {"size", ci.size}, {"serial", ci.serial}});
       arr.push_back({{"id", gi.id}, {"profile_id", gi.profile_id},
                      {"placement", {{"start", gi.placement.start}, {"size", gi.placement.size}}},
-                     {"serial", gi.serial}, {"compute_instances", cis}});
+                     {"serial", gi.serial}, {"compute_instances", cis},
+                     {"activity", activity_json(gi.activity)}});
     }
     gpus[uuid] = arr;
   }
-  return {{"format", "vgpu-fake-nvml-state"}, {"version", 1}, {"next_serial", s.next_serial},
-          {"gpus", gpus}};
+  json whole = json::object();
+  for (const auto& [uuid, a] : s.whole_gpus) whole[uuid] = activity_json(a);
+  return {{"format", "vgpu-fake-nvml-state"}, {"version", 2}, {"next_serial", s.next_serial},
+          {"gpus", gpus}, {"whole_gpus", whole}};
 }
 
 State from_json(const json& j) {
-  if (j.at("format").get<std::string>() != "vgpu-fake-nvml-state" || j.at("version").get<int>() != 1)
-    throw std::runtime_error("not a version 1 vgpu-fake-nvml-state file");
+  // Version 1 predates the activity records: its instances and GPUs are idle.
+  int version = j.at("version").get<int>();
+  if (j.at("format").get<std::string>() != "vgpu-fake-nvml-state" || (version != 1 && version != 2))
+    throw std::runtime_error("not a version 1 or 2 vgpu-fake-nvml-state file");
   State s;
   s.next_serial = j.at("next_serial").get<std::uint64_t>();
   for (const auto& [uuid, arr] : j.at("gpus").items()) {
@@ -53,9 +69,12 @@ State from_json(const json& j) {
         gi.cis.push_back({c.at("id").get<unsigned>(), c.at("profile_id").get<unsigned>(),
                           c.at("start").get<unsigned>(), c.at("size").get<unsigned>(),
                           c.at("serial").get<std::uint64_t>()});
+      if (version >= 2) gi.activity = activity_from(g.at("activity"));
       gis.push_back(std::move(gi));
     }
   }
+  if (version >= 2)
+    for (const auto& [uuid, a] : j.at("whole_gpus").items()) s.whole_gpus[uuid] = activity_from(a);
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "activity.h"
 #include "nvml_abi.h"
 
 namespace fakenvml {
@@ -23,11 +24,13 @@ struct GiState {
   nvmlGpuInstancePlacement_t placement{};
   std::uint64_t serial = 0;
   std::vector<CiState> cis;
+  Activity activity;  // zero when created, gone with the instance
 };
 
 struct State {
   std::uint64_t next_serial = 1;
   std::map<std::string, std::vector<GiState>> gpus;  // GPU uuid -> its GPU instances
+  std::map<std::string, Activity> whole_gpus;        // GPU uuid -> activity while MIG is off
 };
 
 class StateStore {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -16,10 +17,20 @@
 #include "node_model.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/node/epilog.h"
+#include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/node_state.h"
 
 namespace vgpu {
 namespace {
+
+std::string_view scrub_outcome_name(ScrubStatus s) {
+  switch (s) {
+    case ScrubStatus::scrubbed: return "clean";
+    case ScrubStatus::failed: return "failed";
+    case ScrubStatus::unavailable: return "unavailable";
+  }
+  return "failed";
+}
 
 bool scrub_required(const NodeContext& ctx) {
   for (const auto* p : node_partitions(*ctx.policy, ctx.node))
@@ -54,6 +65,7 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   };
 
   std::map<InstanceKey, InstanceState> scrubbed;  // the outcome of each scrub
+  std::vector<ScrubRun> scrub_runs;                // for the metrics (hook_tally_store.h)
   std::vector<const LedgerInstance*> to_destroy;
   for (const auto& inst : ledger->instances) {
     if (inst.job || (inst.state != InstanceState::scrubbing && inst.state != InstanceState::destroying)) continue;
@@ -71,8 +83,11 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
       scrubbed[key_of(inst)] = InstanceState::quarantined;
       continue;
     }
+    const auto scrub_started = std::chrono::steady_clock::now();
     ScrubOutcome s = ctx.scrubber->scrub(inst.mig_uuid);
     crash_point("release.after_scrub");
+    scrub_runs.push_back({std::chrono::duration<double>(std::chrono::steady_clock::now() - scrub_started).count(),
+                          scrub_outcome_name(s.status)});
     bool quarantine = s.status == ScrubStatus::failed || (s.status == ScrubStatus::unavailable && required);
     if (quarantine) {
       ctx.log(fmt::format("vgpu: epilog: {}: scrub {}: {}; QUARANTINED, never handed out again until an admin "
@@ -89,6 +104,9 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
     }
     scrubbed[key_of(inst)] = InstanceState::idle;  // destroyed instead if its slot is gone (below)
   }
+  // Metrics only: a tally that cannot be written costs a log line, never the release.
+  if (auto tallied = tally_scrubs(ctx, scrub_runs); !tallied)
+    ctx.log(fmt::format("vgpu: node {}: scrub tally: {}", ctx.node, tallied.error().message));
   std::vector<InstanceKey> unbacked;  // scrubbed, but no slot to keep them for: destroyed
   if (!scrubbed.empty()) {
     auto marked = ctx.ledger->update([&](Ledger& l) -> Result<void> {

@@ -232,11 +232,12 @@ void planner_metrics(Writer& w, const NodeMetricsInput& in) {
 
 void hook_metrics(Writer& w, const NodeMetricsInput& in) {
   const contract::HookTally& t = *in.hooks;
-  w.family("vgpu_hook_duration_seconds", "histogram", "Duration of the node's prolog and epilog runs");
-  for (const auto* hook : {"prolog", "epilog"}) {
+  w.family("vgpu_hook_duration_seconds", "histogram",
+           "Duration of the node's prolog and epilog runs, and of each instance's scrub (hook=\"scrub\")");
+  for (const auto hook : contract::kTimedSteps) {
     auto it = t.hooks.find(hook);
     const contract::HookDurations d = it == t.hooks.end() ? contract::HookDurations{} : it->second;
-    histogram(w, "vgpu_hook_duration_seconds", {{"node", in.node}, {"hook", hook}}, contract::kHookSecondsBounds,
+    histogram(w, "vgpu_hook_duration_seconds", {{"node", in.node}, {"hook", std::string(hook)}}, contract::kHookSecondsBounds,
               d.buckets, d.sum_seconds, d.count);
   }
   w.family("vgpu_jobs_cancelled_total", "counter", "Jobs the node's prolog cancelled, by reason class");
@@ -247,9 +248,80 @@ void hook_metrics(Writer& w, const NodeMetricsInput& in) {
   }
   w.family("vgpu_jobs_requeued_total", "counter", "Jobs the node's prolog put back in the queue (no room after all)");
   w.sample("vgpu_jobs_requeued_total", {{"node", in.node}}, static_cast<double>(t.requeued));
+  w.family("vgpu_scrubs_total", "counter", "Instance scrubs by outcome (failed and unavailable ones quarantine or destroy the instance)");
+  for (const auto outcome : contract::kScrubOutcomes) {
+    auto it = t.scrubs.find(outcome);
+    w.sample("vgpu_scrubs_total", {{"node", in.node}, {"outcome", std::string(outcome)}},
+             it == t.scrubs.end() ? 0 : static_cast<double>(it->second));
+  }
+}
+
+// Per instance (MIG on) or per GPU (MIG off): what the hardware's counters say the work did. The
+// ledger names the instance's profile and job; an instance the ledger does not know (created
+// behind the product's back) is still reported, with empty labels.
+void activity_metrics(Writer& w, const NodeMetricsInput& in) {
+  const ActivitySample& a = *in.activity;
+  struct Row {
+    std::vector<std::pair<std::string, std::string>> labels;
+    const ActivityReading* r;
+  };
+  std::vector<Row> instances, gpus;
+  for (const auto& r : a.readings) {
+    if (!r.gi_id) {
+      gpus.push_back({{{"node", in.node}, {"gpu", std::to_string(r.gpu)}, {"uuid", r.uuid}}, &r});
+      continue;
+    }
+    std::string profile, job;
+    if (in.ledger)
+      for (const auto& i : in.ledger->instances)
+        if (i.mig_uuid == r.uuid) {
+          profile = i.profile;
+          job = i.job ? std::to_string(*i.job) : "";
+        }
+    instances.push_back({{{"node", in.node}, {"gpu", std::to_string(r.gpu)}, {"gpu_instance", std::to_string(*r.gi_id)},
+                          {"uuid", r.uuid}, {"profile", profile}, {"slurm_job", job}}, &r});
+  }
+  auto emit = [&](const std::vector<Row>& rows, std::string_view scope, std::string_view what) {
+    auto name = [&](std::string_view m) { return fmt::format("vgpu_{}_{}", scope, m); };
+    auto each = [&](std::string_view m, std::string_view type, std::string_view help, auto value) {
+      bool any = std::ranges::any_of(rows, [&](const Row& row) { return value(*row.r).has_value(); });
+      if (!any) return;
+      w.family(name(m), type, fmt::format("{} of each {}", help, what));
+      for (const auto& row : rows)
+        if (auto v = value(*row.r)) w.sample(name(m), row.labels, static_cast<double>(*v));
+    };
+    each("sm_utilization_ratio", "gauge", "Fraction of the SMs busy since the previous round (NVML GPM SM_UTIL)",
+         [](const ActivityReading& r) { return r.sm_utilization; });
+    each("dram_bandwidth_utilization_ratio", "gauge",
+         "Fraction of the DRAM bandwidth used since the previous round (NVML GPM DRAM_BW_UTIL)",
+         [](const ActivityReading& r) { return r.dram_bandwidth_utilization; });
+    each("memory_used_bytes", "gauge", "Device memory in use (nvmlDeviceGetMemoryInfo)",
+         [](const ActivityReading& r) { return r.memory_used_bytes; });
+    each("memory_total_bytes", "gauge", "Device memory in all (nvmlDeviceGetMemoryInfo)",
+         [](const ActivityReading& r) { return r.memory_total_bytes; });
+  };
+  emit(instances, "instance", "MIG instance");
+  emit(gpus, "gpu", "GPU without MIG");
+  w.family("vgpu_gpus_without_gpm", "gauge", "GPUs whose hardware gives no GPM utilisation (before Hopper)");
+  w.sample("vgpu_gpus_without_gpm", {{"node", in.node}}, a.gpus_without_support);
+}
+
+void nvml_error_metrics(Writer& w, const NodeMetricsInput& in) {
+  w.family("vgpu_nvml_errors_total", "counter", "NVML calls of the planner that failed, by entry point");
+  for (const auto& [call, n] : in.planner->nvml_errors)
+    w.sample("vgpu_nvml_errors_total", {{"node", in.node}, {"call", call}}, static_cast<double>(n));
 }
 
 }  // namespace
+
+void PlannerMetrics::record_activity_errors(const ActivitySample& sample) {
+  for (const auto& e : sample.errors) {
+    // "nvmlGpmMigSampleGet(gpu 0, gi 3): Not Found" -> nvmlGpmMigSampleGet; a label of few values.
+    const auto paren = e.find('(');
+    std::string call = e.starts_with("nvml") && paren != std::string::npos ? e.substr(0, paren) : "other";
+    ++nvml_errors[call];
+  }
+}
 
 void PlannerMetrics::record_round(bool ok, double seconds, std::int64_t now, const Ledger* ledger) {
   ++(ok ? rounds_ok : rounds_failed);
@@ -294,6 +366,8 @@ std::string render_node_metrics(const NodeMetricsInput& in) {
   }
   slurm_view(w, in);
   planner_metrics(w, in);
+  if (in.planner) nvml_error_metrics(w, in);
+  if (in.activity) activity_metrics(w, in);
   if (in.hooks) hook_metrics(w, in);
   return w.take();
 }

@@ -16,6 +16,10 @@ int main(int argc, char** argv) {
   std::string library, output;
   app.add_option("--library", library, "NVML library to load (default: $VGPU_NVML_LIBRARY or libnvidia-ml.so.1)");
   app.add_option("-o,--output", output, "write the JSON here instead of stdout");
+  double gpm_seconds = 1;
+  app.add_option("--gpm-seconds", gpm_seconds,
+                 "GPM utilisation and memory per instance (or GPU) over this many seconds; 0: skip")
+      ->check(CLI::Range(0.0, 60.0));
   CLI11_PARSE(app, argc, argv);
 
   char host[256] = {};
@@ -25,7 +29,8 @@ int main(int argc, char** argv) {
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
 
   auto reader = vgpu::nvml::Reader::open(library);
-  auto json = vgpu::probe::report(*reader, std::string("vgpu-nvml-probe on ") + host + " at " + when);
+  auto json = vgpu::probe::report(*reader, std::string("vgpu-nvml-probe on ") + host + " at " + when,
+                                 gpm_seconds);
   std::string text = json.dump(1) + "\n";
   if (output.empty()) {
     std::cout << text;

@@ -1,5 +1,9 @@
 #include "probe_report.h"
 
+#include <chrono>
+#include <map>
+#include <thread>
+
 #include <fmt/format.h>
 
 namespace vgpu::probe {
@@ -62,9 +66,34 @@ json catalog_check(nvml::Reader& reader, const GpuInfo& info) {
   return check;
 }
 
+json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json optional_mib(const std::optional<std::uint64_t>& v) { return v ? json(*v / (1024 * 1024)) : json(nullptr); }
+
+// Two activity samples `seconds` apart; the second one's readings, per GPU index.
+std::map<int, json> activity_by_gpu(nvml::Reader& reader, double seconds, json& errors) {
+  std::map<int, json> out;
+  auto sampler = reader.activity_sampler();
+  if (!sampler) return out;
+  (void)sampler->sample();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  ActivitySample s = sampler->sample();
+  for (const auto& e : s.errors) errors.push_back(e);
+  for (const auto& r : s.readings) {
+    json& g = out[r.gpu];
+    if (g.is_null()) g = {{"interval_s", r.interval_seconds}, {"readings", json::array()}};
+    g["readings"].push_back({{"gi_id", r.gi_id ? json(*r.gi_id) : json(nullptr)},
+                             {"uuid", r.uuid},
+                             {"sm_utilization", optional_json(r.sm_utilization)},
+                             {"dram_bandwidth_utilization", optional_json(r.dram_bandwidth_utilization)},
+                             {"memory_used_mib", optional_mib(r.memory_used_bytes)},
+                             {"memory_total_mib", optional_mib(r.memory_total_bytes)}});
+  }
+  return out;
+}
+
 }  // namespace
 
-json report(nvml::Reader& reader, const std::string& source) {
+json report(nvml::Reader& reader, const std::string& source, double gpm_seconds) {
   json out = {{"format", "vgpu-nvml-probe"}, {"version", 1}, {"source", source}};
   json probe = {{"errors", json::array()}};
   json gpus = json::array();
@@ -109,6 +138,11 @@ json report(nvml::Reader& reader, const std::string& source) {
     }
     g["catalog_check"] = catalog_check(reader, info);
     gpus.push_back(std::move(g));
+  }
+  if (gpm_seconds > 0) {
+    auto activity = activity_by_gpu(reader, gpm_seconds, probe["errors"]);
+    for (auto& g : gpus)
+      if (auto it = activity.find(g["index"].get<int>()); it != activity.end()) g["gpm"] = it->second;
   }
   out["gpus"] = gpus;
   out["probe"] = probe;

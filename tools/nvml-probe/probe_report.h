@@ -10,7 +10,9 @@
 
 namespace vgpu::probe {
 
-// Never throws and never fails: whatever NVML refuses is recorded in the report.
-nlohmann::json report(nvml::Reader& reader, const std::string& source);
+// Never throws and never fails: whatever NVML refuses is recorded in the report. With
+// gpm_seconds > 0 each GPU also gets "activity": GPM utilisation and memory per MIG instance (or
+// for the whole GPU with MIG off), between two samples that far apart.
+nlohmann::json report(nvml::Reader& reader, const std::string& source, double gpm_seconds = 0);
 
 }  // namespace vgpu::probe

@@ -15,7 +15,8 @@ namespace {
 using nlohmann::json;
 using ProbeTest = FakeNvml;
 
-json run_probe(const std::string& extra = "") {
+// A short GPM window keeps the tests quick; the probe's default is one second.
+json run_probe(const std::string& extra = "--gpm-seconds 0.05") {
   auto r = run_command(std::string(VGPU_NVML_PROBE) + " " + extra);
   EXPECT_EQ(r.status, 0) << r.out;
   return json::parse(r.out);
@@ -60,6 +61,28 @@ TEST_F(ProbeTest, ListsExistingInstancesWithoutTouchingThem) {
   ASSERT_EQ(j["gpus"][0]["instances"].size(), 1u);
   EXPECT_EQ(j["gpus"][0]["instances"][0]["placement"], json({{"start", 0}, {"size", 4}}));
   EXPECT_EQ(read_file(state_), before);
+}
+
+TEST_F(ProbeTest, ReportsEachInstancesGpmUtilisationAndMemory) {
+  ASSERT_EQ(helper("create 0 9 0 4").status, 0);
+  auto j = run_probe();
+  std::string uuid = j["gpus"][0]["instances"][0]["mig_uuid"];
+  auto loaded = run_command(std::string(VGPU_FAKE_NVML_LOAD) + " " + uuid + " 70 20 1000 2>&1");
+  ASSERT_EQ(loaded.status, 0) << loaded.out;
+  j = run_probe();
+  EXPECT_EQ(j["probe"]["errors"], json::array()) << j["probe"].dump(1);
+  const json& gpm = j["gpus"][0]["gpm"];
+  ASSERT_EQ(gpm["readings"].size(), 1u) << gpm.dump(1);
+  const json& r = gpm["readings"][0];
+  EXPECT_EQ(r["uuid"], uuid);
+  EXPECT_EQ(r["gi_id"], j["gpus"][0]["instances"][0]["gi_id"]);
+  EXPECT_NEAR(r["sm_utilization"].get<double>(), 0.70, 1e-9);
+  EXPECT_NEAR(r["dram_bandwidth_utilization"].get<double>(), 0.20, 1e-9);
+  EXPECT_EQ(r["memory_used_mib"], 1000);
+  EXPECT_EQ(r["memory_total_mib"], 40448);
+  EXPECT_GE(gpm["interval_s"].get<double>(), 0.05);
+  // --gpm-seconds 0 leaves the sampling out (OutputReplaysAsAFixture replays a report with it).
+  EXPECT_FALSE(run_probe("--gpm-seconds 0")["gpus"][0].contains("gpm"));
 }
 
 TEST_F(ProbeTest, MigDisabledCaptureStillYieldsTheCatalog) {

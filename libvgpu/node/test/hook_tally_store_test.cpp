@@ -46,6 +46,21 @@ TEST(HookTallyStore, EveryRunIsAddedToTheNodesTally) {
   EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
+TEST(HookTallyStore, ScrubsAreTimedAndCountedByOutcome) {
+  TallyDir d;
+  ASSERT_TRUE(tally_scrubs(d.ctx, {}));
+  EXPECT_FALSE(std::filesystem::exists(d.ctx.node_dir() + "/hook-tally.json")) << "nothing scrubbed, nothing written";
+  ASSERT_TRUE(tally_scrubs(d.ctx, {{2.0, "clean"}, {3.0, "clean"}, {0.5, "failed"}}));
+  ASSERT_TRUE(tally_hook_run(d.ctx, {"epilog", 6.0, "", false}));
+  auto t = read_hook_tally(d.ctx);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->hooks.at("scrub").count, 3u);
+  EXPECT_NEAR(t->hooks.at("scrub").sum_seconds, 5.5, 1e-9);
+  EXPECT_EQ(t->scrubs.at("clean"), 2u);
+  EXPECT_EQ(t->scrubs.at("failed"), 1u);
+  EXPECT_EQ(t->hooks.at("epilog").count, 1u);
+}
+
 TEST(HookTallyStore, ACorruptTallyIsStartedAfreshAndSaysSo) {
   TallyDir d;
   std::ofstream(d.ctx.node_dir() + "/hook-tally.json") << "{\"format\": \"slurm-vgpu-hook-tally\", trunc";

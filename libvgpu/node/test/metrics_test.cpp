@@ -142,7 +142,8 @@ TEST(NodeMetrics, RoundHistogramIsCumulativeWithInfAndCountersAccumulateSliceSec
 }
 
 TEST(NodeMetrics, HookDurationsAndCancelledJobsByReasonFromTheHookTally) {
-  contract::HookTally t{"n1", {}, {{"policy", 2}}, 1};
+  contract::HookTally t{"n1", {}, {{"policy", 2}}, 1, {{"clean", 4}, {"failed", 1}}};
+  t.hooks["scrub"].observe(1.5);
   t.hooks["prolog"].observe(0.02);
   t.hooks["prolog"].observe(3);
   NodeMetricsInput in;
@@ -156,6 +157,70 @@ TEST(NodeMetrics, HookDurationsAndCancelledJobsByReasonFromTheHookTally) {
   EXPECT_TRUE(has_line(text, R"(vgpu_jobs_cancelled_total{node="n1",reason="policy"} 2)")) << text;
   EXPECT_TRUE(has_line(text, R"(vgpu_jobs_cancelled_total{node="n1",reason="hardware"} 0)")) << text;
   EXPECT_TRUE(has_line(text, R"(vgpu_jobs_requeued_total{node="n1"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_hook_duration_seconds_count{node="n1",hook="scrub"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_scrubs_total{node="n1",outcome="clean"} 4)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_scrubs_total{node="n1",outcome="failed"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_scrubs_total{node="n1",outcome="unavailable"} 0)")) << text;
+}
+
+TEST(NodeMetrics, InstanceUtilisationIsLabelledWithTheLedgersProfileAndJob) {
+  const Ledger l = one_gpu();
+  ActivitySample a;
+  ActivityReading running;
+  running.gpu = 0;
+  running.gi_id = 2;
+  running.uuid = "MIG-0-0";  // the 3g.40gb job 5 runs on
+  running.sm_utilization = 0.6;
+  running.dram_bandwidth_utilization = 0.25;
+  running.memory_used_bytes = 4096;
+  running.memory_total_bytes = 8192;
+  ActivityReading first_round = running;  // GPM has no utilisation before a second sample
+  first_round.gi_id = 9;
+  first_round.uuid = "MIG-0-4";
+  first_round.sm_utilization.reset();
+  first_round.dram_bandwidth_utilization.reset();
+  a.readings = {running, first_round};
+  a.gpus_without_support = 0;
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.ledger = &l;
+  in.activity = &a;
+  const auto text = render_node_metrics(in);
+  const std::string labels = R"({node="n1",gpu="0",gpu_instance="2",uuid="MIG-0-0",profile="3g.40gb",slurm_job="5"})";
+  EXPECT_TRUE(has_line(text, "vgpu_instance_sm_utilization_ratio" + labels + " 0.6")) << text;
+  EXPECT_TRUE(has_line(text, "vgpu_instance_dram_bandwidth_utilization_ratio" + labels + " 0.25")) << text;
+  EXPECT_TRUE(has_line(text, "vgpu_instance_memory_used_bytes" + labels + " 4096")) << text;
+  EXPECT_TRUE(has_line(
+      text, R"(vgpu_instance_memory_used_bytes{node="n1",gpu="0",gpu_instance="9",uuid="MIG-0-4",profile="1g.10gb",slurm_job=""} 4096)"))
+      << text;
+  EXPECT_EQ(text.find(R"(vgpu_instance_sm_utilization_ratio{node="n1",gpu="0",gpu_instance="9")"), std::string::npos)
+      << "no value is better than a made-up zero";
+  EXPECT_TRUE(has_line(text, "# TYPE vgpu_instance_sm_utilization_ratio gauge")) << text;
+  EXPECT_EQ(text.find("vgpu_gpu_sm_utilization_ratio"), std::string::npos) << "no GPU runs with MIG off here";
+}
+
+TEST(NodeMetrics, AWholeGpuWithMigOffAndNvmlErrorsByCall) {
+  ActivitySample a;
+  ActivityReading whole;
+  whole.gpu = 1;
+  whole.uuid = "GPU-1";
+  whole.sm_utilization = 0.9;
+  a.readings = {whole};
+  a.gpus_without_support = 1;
+  a.errors = {"nvmlGpmMigSampleGet(gpu 0, gi 3): Not Found", "nvmlGpmMigSampleGet(gpu 0, gi 4): Not Found",
+              "gpu 2: no such GPU"};
+  PlannerMetrics p;
+  p.record_activity_errors(a);
+  NodeMetricsInput in;
+  in.node = "n1";
+  in.activity = &a;
+  in.planner = &p;
+  const auto text = render_node_metrics(in);
+  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_sm_utilization_ratio{node="n1",gpu="1",uuid="GPU-1"} 0.9)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_gpus_without_gpm{node="n1"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_nvml_errors_total{node="n1",call="nvmlGpmMigSampleGet"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_nvml_errors_total{node="n1",call="other"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, "# TYPE vgpu_nvml_errors_total counter")) << text;
 }
 
 TEST(NodeMetrics, LabelValuesAreEscaped) {

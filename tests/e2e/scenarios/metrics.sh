@@ -4,7 +4,8 @@
 # and an inference job on n2 running, PromQL must say what the ledgers and slurmctld say:
 # instances by profile and state, compute slices per node, Slurm's allocated count, slice-seconds
 # used growing on the busy nodes only. Then every query of the shipped Grafana dashboard runs and
-# returns data, and the shipped alert rules load and evaluate without error.
+# returns data, and the shipped alert rules load and evaluate without error. The training job's
+# instance reports the utilisation its (fake) workload causes, through the fake NVML's GPM.
 #   VP_BIN=<build> bash tests/e2e/scenarios/metrics.sh     (about 40 s)
 set -u
 {
@@ -53,9 +54,9 @@ out=$("$VP_VGPUCTL" job 999999 --state-dir "$VGPU_STATE_DIR" 2>&1); rc=$?
 echo "excerpt of $(vp_metrics_file n1):"
 grep -E '^vgpu_(instances\{.*state="running"|gpu_compute_slices|compute_slice_seconds_total|slurm_allocated)' \
   "$(vp_metrics_file n1)" | grep -v ' 0$' | sed 's/^/  /'
-check() { # $1 PromQL, $2 expected output (vp_prom_query's form), $3 what
+check() { # $1 PromQL, $2 expected output (vp_prom_query's form), $3 what, [$4 tries, 0.2 s apart]
   local out=""
-  for _ in $(seq 50); do out=$(vp_prom_query "$1") && [ "$out" = "$2" ] && break; sleep 0.2; done
+  for _ in $(seq "${4:-50}"); do out=$(vp_prom_query "$1") && [ "$out" = "$2" ] && break; sleep 0.2; done
   echo "$3: $1 -> $(echo "$out" | paste -sd';')"
   [ "$out" = "$2" ] || vc_fail "$3: got '$out', want '$2'"
 }
@@ -67,6 +68,20 @@ used_n2=$(scontrol -d show node n2 | grep -oE 'GresUsed=[^ ]*' | tr ',' '\n' | s
 check 'sum by (node, type) (vgpu_slurm_allocated{node="n2",type="1g.10gb"})' "node=n2,type=1g.10gb ${used_n2:-0}" "Slurm's allocated 1g.10gb on n2 (GresUsed says ${used_n2:-0})"
 [ -n "$(vp_prom_query "vgpu_gpu_compute_slices{node=\"$tn\",state=\"instance\"} >= 3")" ] ||
   vc_fail "no GPU of $tn has the 3g.40gb's 3 compute slices in instances"
+
+# Utilisation per instance (NVML GPM on Hopper; here the fake's GPM): the training job's workload
+# keeps 60 % of its SMs and 25 % of its DRAM bandwidth busy and holds 4 GiB, played by the fake's
+# load tool as the job's CUDA program would be. The inference job's instances stay idle.
+tu=$(vp_ledger_uuids "$tn" "$t")
+( . "$VC_RUN/etc/vgpu-env/$tn.sh"; "$VP_BIN/fakenvml/fake-nvml-load" "$tu" 60 25 4096 ) ||
+  vc_fail "fake-nvml-load on $tu failed"
+check "round(100 * max by (slurm_job, profile) (vgpu_instance_sm_utilization_ratio{slurm_job=\"$t\"}))" \
+  "profile=3g.40gb,slurm_job=$t 60" "the training job's SM utilisation (GPM, %)" 100
+check "sum by (slurm_job) (vgpu_instance_memory_used_bytes{slurm_job=\"$t\"}) / 2^30" "slurm_job=$t 4" "the training job's memory in use (GiB)"
+check "max by (slurm_job) (vgpu_instance_sm_utilization_ratio{slurm_job=\"$i\"})" "slurm_job=$i 0" "the idle inference job's SM utilisation"
+check 'sum(vgpu_gpus_without_gpm)' " 0" "every (fake H100) GPU gives GPM"
+grep -E "^vgpu_instance_(sm_utilization_ratio|memory_used_bytes)\{.*slurm_job=\"$t\"" "$(vp_metrics_file "$tn")" | sed 's/^/  /' 
+
 sleep 4
 check 'sum by (kind, node) (increase(vgpu_compute_slice_seconds_total{kind="used"}[1m]) > 0) * 0 + 1' \
   "$(echo "$want" | awk '{print "kind=used,node=" $1 " 1"}' | sort -u)" "slice-seconds used grow on the busy nodes only"
@@ -119,6 +134,11 @@ scancel "$t" "$i"
 for j in "$t" "$i"; do vp_wait_done "$j" 60 || vc_fail "job $j did not end"; done
 check "count by (node) (vgpu_hook_duration_seconds_count{hook=\"epilog\",node=~\"$busy_re\"} > 0)" \
   "$(for n in $busy; do echo "node=$n 1"; done)" "epilogs counted on the busy nodes"
+# Each released instance was scrubbed (here: no vgpu-scrub, so "unavailable", and the policy's
+# "optional" destroys it), timed and counted by outcome.
+check "count by (node) (vgpu_hook_duration_seconds_count{hook=\"scrub\",node=~\"$busy_re\"} > 0)" \
+  "$(for n in $busy; do echo "node=$n 1"; done)" "scrubs timed on the busy nodes"
+check "sum by (outcome) (vgpu_scrubs_total{node=~\"$busy_re\"}) > 0" "outcome=unavailable 3" "scrubs by outcome (3 instances released)"
 vp_check || vc_fail "nodes inconsistent"
 echo "PASS: Prometheus, the dashboard and the alert rules see what the ledgers and slurmctld see"
 } 2>&1

@@ -6,6 +6,8 @@
 // (the probe run on production nodes) are handed a GpuReader and cannot reach a mutation.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +59,35 @@ struct NodeSnapshot {
   std::vector<std::string> notes;  // why the list may be short ("NVML library not found: ...")
 };
 
+// What one GPU instance (or a whole GPU without MIG) did between two samples. Each value is
+// absent where the hardware does not give it (no GPM before Hopper; the first sample of a scope).
+struct ActivityReading {
+  int gpu = 0;
+  std::optional<int> gi_id;  // empty: the whole GPU
+  std::string uuid;          // "MIG-..." for an instance, "GPU-..." for a whole GPU
+  double interval_seconds = 0;
+  std::optional<double> sm_utilization;            // 0..1, fraction of the scope's SMs busy
+  std::optional<double> dram_bandwidth_utilization;  // 0..1 of the scope's DRAM bandwidth
+  std::optional<std::uint64_t> memory_used_bytes;
+  std::optional<std::uint64_t> memory_total_bytes;
+};
+
+struct ActivitySample {
+  std::vector<ActivityReading> readings;
+  // Calls that failed this time ("nvmlGpmMigSampleGet(gpu 0, gi 3): Not Found"): counted by the
+  // planner's metrics, never fatal.
+  std::vector<std::string> errors;
+  int gpus_without_support = 0;  // GPUs whose hardware has no per-instance counters
+};
+
+// Samples utilisation counters; each call reports the interval since the previous one, so the
+// sampler keeps the previous snapshot of every scope. Read-only.
+class ActivitySampler {
+ public:
+  virtual ~ActivitySampler() = default;
+  virtual ActivitySample sample() = 0;
+};
+
 class GpuReader {
  public:
   virtual ~GpuReader() = default;
@@ -68,6 +99,8 @@ class GpuReader {
   // The profile catalog and legal placements as the device reports them, for compare_models().
   virtual Result<GpuModel> read_catalog(int gpu) = 0;
   virtual Result<std::vector<InstanceInfo>> list_instances(int gpu) = 0;
+  // Null where the backend has no utilisation counters.
+  virtual std::unique_ptr<ActivitySampler> activity_sampler() { return nullptr; }
 };
 
 class GpuBackend : public GpuReader {

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vgpu/contract/hook_tally.h"
 #include "vgpu/node/context.h"
@@ -18,9 +19,16 @@ struct HookRun {
   bool requeued = false;          // a prolog that put its job back in the queue
 };
 
+struct ScrubRun {
+  double seconds = 0;
+  std::string_view outcome;  // contract::kScrubOutcomes
+};
+
 // Adds `run` under <node dir>/hook-tally.lock (a few hundred microseconds). The error, if any, is
 // for the log; a corrupt file is replaced by a tally of this run alone and reported as such.
 Result<void> tally_hook_run(const NodeContext& ctx, const HookRun& run);
+// Adds the scrubs one pass over the released instances ran, the same way.
+Result<void> tally_scrubs(const NodeContext& ctx, const std::vector<ScrubRun>& scrubs);
 
 // The tally as it is; a missing file is an empty tally.
 Result<contract::HookTally> read_hook_tally(const NodeContext& ctx);

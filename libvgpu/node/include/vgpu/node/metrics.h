@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/backend/backend.h"
 #include "vgpu/contract/hook_tally.h"
 #include "vgpu/ledger/ledger.h"
 #include "vgpu/node/slurm_text.h"
@@ -41,7 +42,11 @@ struct PlannerMetrics {
   double used_slice_seconds = 0;
   double available_slice_seconds = 0;
   std::int64_t last_sample_unix = 0;
+  // NVML calls of the planner's own that failed, by entry point ("nvmlGpmMigSampleGet").
+  std::map<std::string, std::uint64_t> nvml_errors;
 
+  // Counts the failed calls an activity sample reports.
+  void record_activity_errors(const ActivitySample& sample);
   // A round ended at `now` after `seconds`; `ledger` is the node's ledger after it (if readable).
   void record_round(bool ok, double seconds, std::int64_t now, const Ledger* ledger);
 };
@@ -56,6 +61,7 @@ struct NodeMetricsInput {
   int split_mismatch_rounds = 0;           // rounds in a row slurmctld's split differed
   const PlannerMetrics* planner = nullptr;
   const contract::HookTally* hooks = nullptr;  // the prolog's and epilog's runs (hook_tally_store.h)
+  const ActivitySample* activity = nullptr;  // utilisation since the previous round, where sampled
 };
 
 std::string render_node_metrics(const NodeMetricsInput& in);
