@@ -32,6 +32,11 @@ set(CPACK_DEBIAN_NODE_DESCRIPTION "Dynamic GPU partitioning for Slurm: node agen
  advertised to Slurm beforehand, and scrubs and destroys them when the job ends. This package holds
  the Prolog/Epilog hooks, the per-node planner daemon, vgpuctl, vgpu-scrub and the job_submit filter.")
 set(CPACK_DEBIAN_NODE_PACKAGE_RECOMMENDS "slurm-vgpu-gres-plugin")
+# The first release whose prolog writes job records a plugin of 0.2 refuses (version 2, with the
+# placement): a 0.2 plugin would run that job with no GPU visible. Breaks makes dpkg and apt
+# upgrade the plugin with this package, never after it (docs/admin.md, "Upgrades").
+set(VGPU_JOB_RECORD_V2_SINCE 0.3.0)
+set(CPACK_DEBIAN_NODE_PACKAGE_BREAKS "slurm-vgpu-gres-plugin (<< ${VGPU_JOB_RECORD_V2_SINCE})")
 # vgpuctl report --png draws with matplotlib; node_exporter serves VGPU_METRICS_FILE.
 set(CPACK_DEBIAN_NODE_PACKAGE_SUGGESTS "python3-matplotlib, prometheus-node-exporter")
 set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_EXTRA
@@ -53,7 +58,7 @@ set(CPACK_DEBIAN_VIZ_PACKAGE_DEPENDS "slurm-vgpu (>= ${PROJECT_VERSION}), websoc
 set(VGPU_DEB_SLURM_PACKAGE "slurm-wlm-basic-plugins" CACHE STRING
   "Debian package that owns Slurm's plugin directory (empty: a Slurm not installed from packages)")
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_NAME "slurm-vgpu-gres-${VGPU_SLURM_VERSION}")
-set(CPACK_DEBIAN_PLUGIN_PACKAGE_PROVIDES slurm-vgpu-gres-plugin)
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_PROVIDES "slurm-vgpu-gres-plugin (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_CONFLICTS slurm-vgpu-gres-plugin)
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_REPLACES slurm-vgpu-gres-plugin)
 set(CPACK_DEBIAN_PLUGIN_DESCRIPTION "Dynamic GPU partitioning for Slurm: gres/vgpu for Slurm ${VGPU_SLURM_VERSION}

@@ -7,21 +7,29 @@ namespace vgpu::contract {
 std::vector<EnvVar> job_environment(const JobRecord& record) {
   std::string devices;
   std::string profiles;
+  std::string placements;
   for (const auto& inst : record.instances) {
     if (!devices.empty()) {
       devices += ',';
       profiles += ',';
+      placements += ',';
     }
     devices += inst.mig_uuid;
     profiles += inst.profile;
+    // GPU index, then the memory slices (first-last) where the record has them (version 2).
+    placements += std::to_string(inst.gpu);
+    if (inst.placement)
+      placements += ':' + std::to_string(inst.placement->start) + '-' +
+                    std::to_string(inst.placement->start + inst.placement->size - 1);
   }
   return {{"CUDA_VISIBLE_DEVICES", devices},
           {"VGPU_PROFILES", profiles},
-          {"VGPU_INSTANCES", std::to_string(record.instances.size())}};
+          {"VGPU_INSTANCES", std::to_string(record.instances.size())},
+          {"VGPU_PLACEMENT", placements}};
 }
 
 std::vector<EnvVar> hidden_environment() {
-  return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""}, {"VGPU_INSTANCES", "0"}};
+  return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""}, {"VGPU_INSTANCES", "0"}, {"VGPU_PLACEMENT", ""}};
 }
 
 std::optional<JobId> job_of_stepd_title(std::string_view title) {

@@ -15,9 +15,26 @@ bool is_valid_mig_uuid(std::string_view uuid) {
   return true;
 }
 
+// No GPU has more than 8 memory slices; the bound keeps a corrupt record from naming absurd ones.
+constexpr std::uint64_t kMaxMemorySlices = 64;
+
+Result<SlicePlacement> parse_placement(const nlohmann::json& obj) {
+  if (auto ok = require_keys(obj, "placement", {"start", "size"}); !ok) return std::unexpected(ok.error());
+  auto start = require_unsigned(obj, "start");
+  if (!start) return std::unexpected(start.error().within("placement"));
+  auto size = require_unsigned(obj, "size");
+  if (!size) return std::unexpected(size.error().within("placement"));
+  if (*size == 0 || *start >= kMaxMemorySlices || *size > kMaxMemorySlices - *start)
+    return fail(ErrorCode::corrupt, "placement {" + std::to_string(*start) + "," + std::to_string(*size) +
+                                        "} is not a range of memory slices");
+  return SlicePlacement{*start, *size};
+}
+
 // Errors other than the keys' are prefixed by the caller with `where`.
-Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string& where) {
-  if (auto ok = require_keys(obj, where, {"profile", "mig_uuid", "gpu"}); !ok) return std::unexpected(ok.error());
+Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string& where, std::uint64_t version) {
+  auto keys = version == 1 ? require_keys(obj, where, {"profile", "mig_uuid", "gpu"})
+                           : require_keys(obj, where, {"profile", "mig_uuid", "gpu", "placement"});
+  if (!keys) return std::unexpected(keys.error());
   MigInstance inst;
   auto profile = require_string(obj, "profile");
   if (!profile) return std::unexpected(profile.error());
@@ -30,6 +47,11 @@ Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string&
   auto gpu = require_unsigned(obj, "gpu");
   if (!gpu) return std::unexpected(gpu.error());
   inst.gpu = *gpu;
+  if (version >= 2) {
+    auto placement = parse_placement(obj.at("placement"));
+    if (!placement) return std::unexpected(placement.error());
+    inst.placement = *placement;
+  }
   return inst;
 }
 
@@ -37,8 +59,13 @@ Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string&
 
 std::string render_job_record(const JobRecord& record) {
   nlohmann::json instances = nlohmann::json::array();
-  for (const auto& inst : record.instances)
-    instances.push_back({{"profile", inst.profile}, {"mig_uuid", inst.mig_uuid}, {"gpu", inst.gpu}});
+  for (const auto& inst : record.instances) {
+    nlohmann::json i = {{"profile", inst.profile}, {"mig_uuid", inst.mig_uuid}, {"gpu", inst.gpu}};
+    // The writer always knows the placement; a record without one is only ever read (version 1).
+    const SlicePlacement at = inst.placement.value_or(SlicePlacement{});
+    i["placement"] = {{"start", at.start}, {"size", at.size}};
+    instances.push_back(std::move(i));
+  }
   nlohmann::json doc = {{"format", kJobRecordFormat},
                         {"version", kJobRecordVersion},
                         {"job_id", record.job_id},
@@ -52,7 +79,9 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
   if (auto ok = require_exact_keys(*doc, {"format", "version", "job_id", "instances"}); !ok) {
     return std::unexpected(ok.error());
   }
-  if (auto ok = require_header(*doc, kJobRecordFormat, kJobRecordVersion); !ok) return std::unexpected(ok.error());
+  // Version 1: no placements (written by the previous release for a job still running).
+  const std::uint64_t version = doc->is_object() && doc->contains("version") && doc->at("version") == 1 ? 1 : kJobRecordVersion;
+  if (auto ok = require_header(*doc, kJobRecordFormat, version); !ok) return std::unexpected(ok.error());
   JobRecord record;
   auto job_id = require_unsigned(*doc, "job_id");
   if (!job_id) return std::unexpected(job_id.error());
@@ -65,7 +94,7 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
   if (!instances.is_array()) return fail(ErrorCode::corrupt, "field 'instances' must be an array");
   for (std::size_t i = 0; i < instances.size(); ++i) {
     const std::string where = "instances[" + std::to_string(i) + "]";
-    auto inst = parse_instance(instances[i], where);
+    auto inst = parse_instance(instances[i], where, version);
     if (!inst) {
       if (inst.error().message.starts_with(where)) return std::unexpected(inst.error());
       return std::unexpected(inst.error().within(where));

@@ -35,13 +35,53 @@ TEST(JobRecord, EnvironmentListsExactlyTheJobsInstances) {
   auto rec = parse_job_record(kTwoInstances, 42);
   ASSERT_TRUE(rec);
   auto env = job_environment(*rec);
-  ASSERT_EQ(env.size(), 3U);
+  ASSERT_EQ(env.size(), 4U);
   EXPECT_EQ(env[0].name, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(env[0].value, "MIG-4b1e3a6c-0000-5a1b-9d0e-111111111111,MIG-4b1e3a6c-0000-5a1b-9d0e-222222222222");
   EXPECT_EQ(env[1].name, "VGPU_PROFILES");
   EXPECT_EQ(env[1].value, "1g.10gb,1g.10gb");
   EXPECT_EQ(env[2].name, "VGPU_INSTANCES");
   EXPECT_EQ(env[2].value, "2");
+  EXPECT_EQ(env[3].name, "VGPU_PLACEMENT");
+  EXPECT_EQ(env[3].value, "0,1") << "a version 1 record knows the GPUs only";
+}
+
+const char* kPlaced = R"({"format":"slurm-vgpu-job","version":2,"job_id":42,"instances":[
+  {"profile":"3g.40gb","mig_uuid":"MIG-4b1e3a6c-0000-5a1b-9d0e-111111111111","gpu":1,"placement":{"start":4,"size":4}},
+  {"profile":"1g.10gb","mig_uuid":"MIG-4b1e3a6c-0000-5a1b-9d0e-222222222222","gpu":0,"placement":{"start":6,"size":1}}]})";
+
+TEST(JobRecord, VersionTwoCarriesEachInstancesPlacementIntoTheEnvironment) {
+  auto rec = parse_job_record(kPlaced, 42);
+  ASSERT_TRUE(rec) << rec.error().message;
+  ASSERT_TRUE(rec->instances[0].placement);
+  EXPECT_EQ(*rec->instances[0].placement, (SlicePlacement{4, 4}));
+  auto env = job_environment(*rec);
+  ASSERT_EQ(env.size(), 4U);
+  EXPECT_EQ(env[3].name, "VGPU_PLACEMENT");
+  EXPECT_EQ(env[3].value, "1:4-7,0:6-6");
+  EXPECT_EQ(hidden_environment().back().name, "VGPU_PLACEMENT");
+  EXPECT_EQ(hidden_environment().back().value, "");
+}
+
+TEST(JobRecord, VersionTwoNeedsAPlacementThatIsARangeOfSlices) {
+  auto v2 = [](std::string inst) {
+    return R"({"format":"slurm-vgpu-job","version":2,"job_id":42,"instances":[)" + inst + "]}";
+  };
+  EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0})")),
+              HasSubstr("instances[0].placement: required field missing"));
+  EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":0}})")),
+              HasSubstr("instances[0]: placement {0,0} is not a range of memory slices"));
+  EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":63,"size":2}})")),
+              HasSubstr("placement {63,2} is not a range"));
+  EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0}})")),
+              HasSubstr("placement.size: required field missing"));
+  EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1,"end":1}})")),
+              HasSubstr("placement"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[]})"),
+              HasSubstr("unsupported version 3"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
+    {"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1}}]})"),
+              HasSubstr("placement")) << "version 1 had no placement";
 }
 
 TEST(JobRecord, HiddenEnvironmentExposesNoDevice) {

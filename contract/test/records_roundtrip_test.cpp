@@ -30,8 +30,9 @@ TEST(Records, AdvertisementLeavesZeroCountsOut) {
 
 TEST(Records, JobRecordRoundTrips) {
   for (const JobRecord& record :
-       {JobRecord{1, {}}, JobRecord{4294967295U, {{"1g.10gb", "MIG-01234567-89ab-cdef-0123-456789abcdef", 0},
-                                                  {"3g.40gb", "MIG-fedcba98-7654-3210-fedc-ba9876543210", 7}}}}) {
+       {JobRecord{1, {}},
+        JobRecord{4294967295U, {{"1g.10gb", "MIG-01234567-89ab-cdef-0123-456789abcdef", 0, SlicePlacement{6, 1}},
+                                {"3g.40gb", "MIG-fedcba98-7654-3210-fedc-ba9876543210", 7, SlicePlacement{0, 4}}}}}) {
     auto back = parse_job_record(render_job_record(record), record.job_id);
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, record);

@@ -100,6 +100,13 @@ TEST_F(BridgeTest, JobEnvironmentComesFromTheJobRecord) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "MIG-aaaa");
   EXPECT_EQ(env["VGPU_PROFILES"], "3g.40gb");
   EXPECT_EQ(env["VGPU_INSTANCES"], "1");
+  EXPECT_EQ(env["VGPU_PLACEMENT"], "0");  // a version 1 record (a job started before an upgrade)
+  write("n7/jobs/44.json", R"({"format":"slurm-vgpu-job","version":2,"job_id":44,"instances":[
+    {"profile":"3g.40gb","mig_uuid":"MIG-cccc","gpu":1,"placement":{"start":4,"size":4}}]})");
+  std::map<std::string, std::string> env2;
+  EXPECT_EQ(vgpu_gres_job_env("slurmstepd: [44.0]", "44", &BridgeTest::collect, &env2, msg, sizeof msg), 1);
+  EXPECT_EQ(env2["CUDA_VISIBLE_DEVICES"], "MIG-cccc");
+  EXPECT_EQ(env2["VGPU_PLACEMENT"], "1:4-7");
 }
 
 // A vgpu job without its record (its prolog was cancelled or never finished) must not run with

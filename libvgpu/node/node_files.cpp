@@ -88,7 +88,9 @@ Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx
 Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances) {
   contract::JobRecord record{job, {}};
   for (const auto& inst : instances)
-    record.instances.push_back({inst.profile, inst.mig_uuid, static_cast<std::uint64_t>(inst.gpu)});
+    record.instances.push_back({inst.profile, inst.mig_uuid, static_cast<std::uint64_t>(inst.gpu),
+                                contract::SlicePlacement{static_cast<std::uint64_t>(inst.placement.start),
+                                                         static_cast<std::uint64_t>(inst.placement.size)}});
   return within(write_file_atomically(ctx.node_dir() + "/jobs", fmt::format("{}.json", job),
                                       contract::render_job_record(record)),
                 fmt::format("job {}: job record", job));

@@ -40,6 +40,23 @@ next_micro=$(echo "$slurm_version" | awk -F. '{printf "%s.%s.%d", $1, $2, $3 + 1
 [ "$deps" = "slurm-wlm-basic-plugins (>= $slurm_version), slurm-wlm-basic-plugins (<< $next_micro~)" ] \
   || { echo "FAIL: plugin package Depends is '$deps'"; exit 1; }
 
+# The node package never runs with a plugin too old for its job records (docs/admin.md, Upgrades).
+node_breaks=$(dpkg-deb -f "$(debs "$version" | grep '/slurm-vgpu_')" Breaks)
+plugin_provides=$(dpkg-deb -f "$(debs "$version" | grep gres)" Provides)
+[[ $node_breaks == "slurm-vgpu-gres-plugin (<< "* ]] || { echo "FAIL: slurm-vgpu Breaks is '$node_breaks'"; exit 1; }
+[ "$plugin_provides" = "slurm-vgpu-gres-plugin (= $version)" ] || { echo "FAIL: plugin Provides is '$plugin_provides'"; exit 1; }
+
+# ... and dpkg holds to it: with the previous release's plugin installed, this node package refuses.
+(cd "$pkgdir" && cpack --config "$VP_BIN/CPackConfig.cmake" -G DEB -D CPACK_PACKAGE_VERSION=0.2.0 \
+   -D CPACK_COMPONENTS_ALL=plugin -D "CPACK_DEBIAN_PLUGIN_PACKAGE_PROVIDES=slurm-vgpu-gres-plugin (= 0.2.0)" \
+   -B "$pkgdir/old" >"$pkgdir/cpack-old.log" 2>&1) || { echo "FAIL: cpack 0.2.0 plugin: $(tail -5 "$pkgdir/cpack-old.log")"; exit 1; }
+purge_all
+dpkg -i "$pkgdir"/old/*.deb >"$pkgdir/dpkg-old.log" 2>&1 || { echo "FAIL: dpkg -i 0.2.0 plugin: $(tail -5 "$pkgdir/dpkg-old.log")"; exit 1; }
+if dpkg -i "$(debs "$version" | grep '/slurm-vgpu_')" >"$pkgdir/dpkg-breaks.log" 2>&1 || ! grep -q "breaks" "$pkgdir/dpkg-breaks.log"; then
+  echo "FAIL: slurm-vgpu $version installed beside a 0.2.0 plugin: $(tail -5 "$pkgdir/dpkg-breaks.log")"; purge_all; exit 1
+fi
+log "slurm-vgpu $version refused beside a 0.2.0 plugin: $(grep -m1 breaks "$pkgdir/dpkg-breaks.log")"
+
 purge_all
 trap 'rc=$?; vp_stop >/dev/null 2>&1; purge_all; rm -rf "$pkgdir"; exit $rc' EXIT
 dpkg -i $(debs "$version") >"$pkgdir/dpkg-install.log" 2>&1 \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Prolog/Epilog see VGPU_ALLOC=<type>:<n>[,...]; a job whose jobs/<id>.json exists sees exactly its
-# instances in CUDA_VISIBLE_DEVICES / VGPU_PROFILES / VGPU_INSTANCES (batch step and srun steps);
+# instances in CUDA_VISIBLE_DEVICES / VGPU_PROFILES / VGPU_INSTANCES / VGPU_PLACEMENT (batch step and
+# srun steps; the stand-in writes a version 1 record, as the release before did, so the placement
+# names GPUs only);
 # a job without a record gets nothing; an unreadable record hides every GPU.
 # The real prolog comes later: a stand-in writes the record from VGPU_ALLOC.
 set -u
@@ -33,7 +35,7 @@ HOOK
 chmod 755 "$VC_RUN"/etc/hooks/*.sh
 cat > "$VC_RUN/etc/showenv.sh" <<'JOB'
 #!/bin/bash
-show() { echo "$1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>} VGPU_PROFILES=${VGPU_PROFILES-<unset>} VGPU_INSTANCES=${VGPU_INSTANCES-<unset>}"; }
+show() { echo "$1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>} VGPU_PROFILES=${VGPU_PROFILES-<unset>} VGPU_INSTANCES=${VGPU_INSTANCES-<unset>} VGPU_PLACEMENT=${VGPU_PLACEMENT-<unset>}"; }
 show batch
 srun bash -c "$(declare -f show); show step"
 JOB
@@ -61,18 +63,18 @@ alloc=$(sed -n 's/^VGPU_ALLOC=//p' "$OUT/prolog.$j.n1" | tr ',' '\n' | sort | tr
 profiles=$(sed -n 's/^VGPU_ALLOC=//p' "$OUT/prolog.$j.n1" | tr ',' '\n' |
   while IFS=: read -r p c; do for _ in $(seq "$c"); do echo "$p"; done; done | paste -sd,)
 for line in batch step; do
-  expect_line "$j" "$line CUDA_VISIBLE_DEVICES=MIG-test-$j-0,MIG-test-$j-1,MIG-test-$j-2 VGPU_PROFILES=$profiles VGPU_INSTANCES=3"
+  expect_line "$j" "$line CUDA_VISIBLE_DEVICES=MIG-test-$j-0,MIG-test-$j-1,MIG-test-$j-2 VGPU_PROFILES=$profiles VGPU_INSTANCES=3 VGPU_PLACEMENT=0,0,0"
 done
 sleep 1
 grep -q '^VGPU_ALLOC=.*3g.40gb:1' "$OUT/epilog.$j.n1" || vc_fail "epilog did not see VGPU_ALLOC"
 
 j=$(run_job)
-expect_line "$j" "batch CUDA_VISIBLE_DEVICES=<unset> VGPU_PROFILES=<unset> VGPU_INSTANCES=<unset>"
+expect_line "$j" "batch CUDA_VISIBLE_DEVICES=<unset> VGPU_PROFILES=<unset> VGPU_INSTANCES=<unset> VGPU_PLACEMENT=<unset>"
 grep -q '^VGPU_ALLOC=' "$OUT/prolog.$j.n1" && vc_fail "job without vgpu got VGPU_ALLOC in its prolog"
 
 touch "$OUT/corrupt-next"
 j=$(run_job --gres=vgpu:3g.40gb:1)
-expect_line "$j" "batch CUDA_VISIBLE_DEVICES= VGPU_PROFILES= VGPU_INSTANCES=0"
+expect_line "$j" "batch CUDA_VISIBLE_DEVICES= VGPU_PROFILES= VGPU_INSTANCES=0 VGPU_PLACEMENT="
 grep -q "jobs/$j.json: not valid JSON" "$VC_RUN/log/slurmd.n1.log" || vc_fail "corrupt record not reported in slurmd log"
 vc_assert_no_bad_nodes
 echo PASS

@@ -49,6 +49,11 @@ shown=$("$VP_VGPUCTL" job "$t" --state-dir "$VGPU_STATE_DIR") || vc_fail "vgpuct
 echo "vgpuctl job $t:"; echo "$shown" | sed 's/^/  /'
 echo "$shown" | grep -qE "^$tn GPU [0-9]  3g.40gb  slices [0-9]-[0-9]  $(vp_ledger_uuids "$tn" "$t")  ready" ||
   vc_fail "vgpuctl job $t does not show its ledger instance"
+# The job's environment carries the same placement: GPU index and memory slices.
+slices=$(echo "$shown" | sed -nE "s/^$tn GPU ([0-9])  3g.40gb  slices ([0-9])-([0-9]).*/\1:\2-\3/p")
+env_placement=$(grep -m1 '^CVD=' "$VC_RUN/out/$t.out" | sed -nE 's/.* PLACEMENT=([^ ]*) .*/\1/p')
+echo "job $t: VGPU_PLACEMENT=$env_placement, vgpuctl job says $slices"
+[ -n "$slices" ] && [ "$env_placement" = "$slices" ] || vc_fail "job $t: VGPU_PLACEMENT='$env_placement', the ledger says '$slices'"
 out=$("$VP_VGPUCTL" job 999999 --state-dir "$VGPU_STATE_DIR" 2>&1); rc=$?
 [ $rc = 1 ] && [[ $out == *"job 999999: no instance and no history record"* ]] || vc_fail "vgpuctl job of an unknown job: rc=$rc $out"
 echo "excerpt of $(vp_metrics_file n1):"

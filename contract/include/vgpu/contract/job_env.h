@@ -18,6 +18,7 @@ struct EnvVar {
 };
 
 // CUDA_VISIBLE_DEVICES=MIG-a,MIG-b  VGPU_PROFILES=1g.10gb,1g.10gb  VGPU_INSTANCES=2
+// VGPU_PLACEMENT=0:4-4,1:0-0 (each instance's GPU index and memory slices, in the same order)
 std::vector<EnvVar> job_environment(const JobRecord& record);
 
 // For a record that exists but cannot be read: hide every GPU rather than expose all of them.

@@ -1,7 +1,10 @@
-// jobs/<jobid>.json: the MIG instances the prolog created for one job on this node.
+// jobs/<jobid>.json: the MIG instances the prolog created for one job on this node. Version 2 added
+// each instance's placement (its memory slices on the GPU); a version 1 record, written by the
+// release before for a job that still runs after an upgrade, reads without it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,12 +15,19 @@
 namespace vgpu::contract {
 
 inline constexpr std::string_view kJobRecordFormat = "slurm-vgpu-job";
-inline constexpr std::uint64_t kJobRecordVersion = 1;
+inline constexpr std::uint64_t kJobRecordVersion = 2;
+
+// The memory slices an instance occupies on its GPU: [start, start + size).
+struct SlicePlacement {
+  std::uint64_t start = 0, size = 0;
+  bool operator==(const SlicePlacement&) const = default;
+};
 
 struct MigInstance {
   std::string profile;
   std::string mig_uuid;  // "MIG-...", exactly what CUDA_VISIBLE_DEVICES accepts
   std::uint64_t gpu = 0;
+  std::optional<SlicePlacement> placement;  // always written; absent only in a version 1 record
   bool operator==(const MigInstance&) const = default;
 };
 
