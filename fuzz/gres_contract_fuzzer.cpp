@@ -2,6 +2,7 @@
 // jobs/<id>.json as slurmd reads them, the strict JSON reader under both, the reported-count
 // arithmetic and job environment built from them, and the node-name / job-id strings the plugin
 // takes from its surroundings. This code runs inside slurmd: nothing may crash or throw.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -85,9 +86,28 @@ void check_job_record(std::string_view text, vgpu::JobId job_id) {
     devices += inst.mig_uuid;
   }
   const auto env = vgpu::contract::job_environment(*record);
-  FUZZ_CHECK(env.size() == 3);
+  FUZZ_CHECK(env.size() == 4);
   FUZZ_CHECK(env[0].name == "CUDA_VISIBLE_DEVICES" && env[0].value == devices);
   FUZZ_CHECK(env[2].value == std::to_string(record->instances.size()));
+  // VGPU_PLACEMENT: one item per instance, "<gpu>" or "<gpu>:<first>-<last>" with first <= last.
+  FUZZ_CHECK(env[3].name == "VGPU_PLACEMENT");
+  std::string expected;
+  for (const auto& inst : record->instances) {
+    if (!expected.empty()) expected += ',';
+    expected += std::to_string(inst.gpu);
+    if (inst.placement) {
+      FUZZ_CHECK(inst.placement->size >= 1 && inst.placement->start + inst.placement->size <= 64);
+      expected += ':' + std::to_string(inst.placement->start) + '-' +
+                  std::to_string(inst.placement->start + inst.placement->size - 1);
+    }
+  }
+  FUZZ_CHECK(env[3].value == expected);
+  // What the writer writes, the reader reads back the same (placements are always written).
+  const bool placed = std::ranges::all_of(record->instances, [](const auto& i) { return i.placement.has_value(); });
+  if (placed) {
+    auto back = vgpu::contract::parse_job_record(vgpu::contract::render_job_record(*record), job_id);
+    FUZZ_CHECK(back && *back == *record);
+  }
 }
 
 }  // namespace

@@ -72,7 +72,11 @@ void GpmSampler::read_scope(nvmlDevice_t gpu_handle, const Scope& scope, bool gp
         get->sample2 = s;
         get->metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
         get->metrics[1].metricId = NVML_GPM_METRIC_DRAM_BW_UTIL;
-        if (auto mrc = api_.metrics_get(get.get()); mrc != NVML_SUCCESS) {
+        if (auto mrc = api_.metrics_get(get.get()); mrc == NVML_ERROR_INVALID_ARGUMENT) {
+          // The two samples are not of one scope: the instance was destroyed and created again at
+          // the same place between the calls, under the same UUID (the fake keeps MIG UUIDs
+          // stable). This sample starts the new instance's first interval, like a first call.
+        } else if (mrc != NVML_SUCCESS) {
           out.errors.push_back(lib.failure(fmt::format("nvmlGpmMetricsGet({})", where), mrc).message());
         } else {
           r.interval_seconds = std::chrono::duration<double>(held.taken - prev->second.taken).count();

@@ -22,12 +22,18 @@ log() { echo "[$(date +%T)] $*" >&2; }
 # Two versions of the same build: what is installed now, and the upgrade.
 version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$VP_BIN/CPackConfig.cmake")
 [ -n "$version" ] || { echo "FAIL: no CPACK_PACKAGE_VERSION in $VP_BIN/CPackConfig.cmake"; exit 1; }
-for v in "$version" "$version.1"; do
-  (cd "$pkgdir" && cpack --config "$VP_BIN/CPackConfig.cmake" -G DEB -D CPACK_PACKAGE_VERSION="$v" \
-     -B "$pkgdir/$v" >"$pkgdir/cpack-$v.log" 2>&1) \
-    || { echo "FAIL: cpack $v: $(tail -5 "$pkgdir/cpack-$v.log")"; exit 1; }
-done
+(cd "$pkgdir" && cpack --config "$VP_BIN/CPackConfig.cmake" -G DEB -B "$pkgdir/$version" >"$pkgdir/cpack.log" 2>&1) \
+  || { echo "FAIL: cpack: $(tail -5 "$pkgdir/cpack.log")"; exit 1; }
 debs() { ls "$pkgdir/$1"/*.deb; }
+# The upgrade is the same packages with the next version in their control files, repacked
+# uncompressed: a second cpack run (install tree, dpkg-shlibdeps) took about a minute more.
+mkdir -p "$pkgdir/$version.1" "$pkgdir/repack"
+for deb in $(debs "$version"); do
+  tree=$pkgdir/repack/$(basename "$deb" .deb)
+  dpkg-deb -R "$deb" "$tree" && sed -i "s/^Version: $version-/Version: $version.1-/" "$tree/DEBIAN/control" &&
+    dpkg-deb -Znone -b "$tree" "$pkgdir/$version.1/$(basename "$deb" | sed "s/_${version}-/_${version}.1-/")" >/dev/null &&
+    rm -rf "$tree" || { echo "FAIL: repacking $deb as $version.1"; exit 1; }
+done
 [ "$(debs "$version" | wc -l)" = 3 ] || { echo "FAIL: cpack made $(debs "$version" | xargs -n1 basename)"; exit 1; }
 plugin_pkg=$(basename "$(debs "$version" | grep gres)" | cut -d_ -f1)
 packages+=("$plugin_pkg")
@@ -46,15 +52,26 @@ plugin_provides=$(dpkg-deb -f "$(debs "$version" | grep gres)" Provides)
 [[ $node_breaks == "slurm-vgpu-gres-plugin (<< "* ]] || { echo "FAIL: slurm-vgpu Breaks is '$node_breaks'"; exit 1; }
 [ "$plugin_provides" = "slurm-vgpu-gres-plugin (= $version)" ] || { echo "FAIL: plugin Provides is '$plugin_provides'"; exit 1; }
 
-# ... and dpkg holds to it: with the previous release's plugin installed, this node package refuses.
-(cd "$pkgdir" && cpack --config "$VP_BIN/CPackConfig.cmake" -G DEB -D CPACK_PACKAGE_VERSION=0.2.0 \
-   -D CPACK_COMPONENTS_ALL=plugin -D "CPACK_DEBIAN_PLUGIN_PACKAGE_PROVIDES=slurm-vgpu-gres-plugin (= 0.2.0)" \
-   -B "$pkgdir/old" >"$pkgdir/cpack-old.log" 2>&1) || { echo "FAIL: cpack 0.2.0 plugin: $(tail -5 "$pkgdir/cpack-old.log")"; exit 1; }
+# ... and dpkg holds to it: with a plugin package of the previous release installed (only its
+# control fields matter here: name, version, what it provides), this node package is refused.
+mkdir -p "$pkgdir/old/DEBIAN"
+cat > "$pkgdir/old/DEBIAN/control" <<CONTROL
+Package: slurm-vgpu-gres-old-test
+Version: 0.2.0-1
+Architecture: all
+Maintainer: slurm-vgpu tests <root@localhost>
+Provides: slurm-vgpu-gres-plugin (= 0.2.0)
+Conflicts: slurm-vgpu-gres-plugin
+Description: stand-in for a slurm-vgpu 0.2 plugin package (test only)
+CONTROL
+dpkg-deb --build "$pkgdir/old" "$pkgdir/old.deb" >/dev/null || { echo "FAIL: dpkg-deb of the 0.2.0 stand-in"; exit 1; }
 purge_all
-dpkg -i "$pkgdir"/old/*.deb >"$pkgdir/dpkg-old.log" 2>&1 || { echo "FAIL: dpkg -i 0.2.0 plugin: $(tail -5 "$pkgdir/dpkg-old.log")"; exit 1; }
+dpkg -i "$pkgdir/old.deb" >"$pkgdir/dpkg-old.log" 2>&1 || { echo "FAIL: dpkg -i 0.2.0 stand-in: $(tail -5 "$pkgdir/dpkg-old.log")"; exit 1; }
 if dpkg -i "$(debs "$version" | grep '/slurm-vgpu_')" >"$pkgdir/dpkg-breaks.log" 2>&1 || ! grep -q "breaks" "$pkgdir/dpkg-breaks.log"; then
-  echo "FAIL: slurm-vgpu $version installed beside a 0.2.0 plugin: $(tail -5 "$pkgdir/dpkg-breaks.log")"; purge_all; exit 1
+  echo "FAIL: slurm-vgpu $version installed beside a 0.2.0 plugin: $(tail -5 "$pkgdir/dpkg-breaks.log")"
+  dpkg --purge slurm-vgpu-gres-old-test >/dev/null 2>&1; purge_all; exit 1
 fi
+dpkg --purge slurm-vgpu-gres-old-test >/dev/null 2>&1
 log "slurm-vgpu $version refused beside a 0.2.0 plugin: $(grep -m1 breaks "$pkgdir/dpkg-breaks.log")"
 
 purge_all

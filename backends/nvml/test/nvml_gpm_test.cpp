@@ -80,6 +80,29 @@ TEST_F(NvmlGpmTest, AnInstanceDestroyedBetweenSamplesIsNoLongerReported) {
   EXPECT_TRUE(after.readings[0].sm_utilization);
 }
 
+// Destroyed and created again at the same place between two rounds: same GI id, same (stable)
+// UUID, but a new instance whose counters cannot be compared with the old one's.
+TEST_F(NvmlGpmTest, AnInstanceCreatedAgainInPlaceStartsAFreshIntervalWithoutAnError) {
+  auto b = nvml::Backend::open();
+  auto first = b->create_instance(0, k1g10, {6, 1});
+  ASSERT_TRUE(first);
+  auto sampler = b->activity_sampler();
+  (void)sampler->sample();
+  ASSERT_TRUE(b->destroy_instance(0, first->gi_id));
+  auto again = b->create_instance(0, k1g10, {6, 1});
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->mig_uuid, first->mig_uuid);
+  load(again->mig_uuid, 30, 10, 0);
+  ActivitySample s = sampler->sample();
+  EXPECT_EQ(s.errors, std::vector<std::string>{});
+  ASSERT_EQ(s.readings.size(), 1u);
+  EXPECT_FALSE(s.readings[0].sm_utilization) << "no interval spans the two instances";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  s = sampler->sample();
+  ASSERT_TRUE(s.readings[0].sm_utilization);
+  EXPECT_NEAR(*s.readings[0].sm_utilization, 0.30, 1e-9);
+}
+
 TEST_F(NvmlGpmTest, AGpuWithMigOffIsReportedWhole) {
   use_fixture("h100-80gb-capture.json");  // recorded on the lab's H100, MIG disabled
   auto b = nvml::Backend::open();
