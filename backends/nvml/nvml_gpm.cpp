@@ -6,17 +6,24 @@
 
 namespace vgpu::nvml {
 
+namespace {
+
+// Like the reader's required entry points, but a missing one leaves the slot null.
+template <class Fn>
+void resolve_optional(const Library& lib, Fn*& slot, const char* name) {
+  if (auto s = lib.symbol<Fn>(name)) slot = *s;
+}
+
+}  // namespace
+
 GpmApi resolve_gpm(const Library& lib) {
   GpmApi a;
-  auto get = [&](auto& slot, const char* name) {
-    if (auto s = lib.symbol<std::remove_pointer_t<std::remove_reference_t<decltype(slot)>>>(name)) slot = *s;
-  };
-  get(a.query_device_support, "nvmlGpmQueryDeviceSupport");
-  get(a.sample_alloc, "nvmlGpmSampleAlloc");
-  get(a.sample_free, "nvmlGpmSampleFree");
-  get(a.sample_get, "nvmlGpmSampleGet");
-  get(a.mig_sample_get, "nvmlGpmMigSampleGet");
-  get(a.metrics_get, "nvmlGpmMetricsGet");
+  resolve_optional(lib, a.query_device_support, "nvmlGpmQueryDeviceSupport");
+  resolve_optional(lib, a.sample_alloc, "nvmlGpmSampleAlloc");
+  resolve_optional(lib, a.sample_free, "nvmlGpmSampleFree");
+  resolve_optional(lib, a.sample_get, "nvmlGpmSampleGet");
+  resolve_optional(lib, a.mig_sample_get, "nvmlGpmMigSampleGet");
+  resolve_optional(lib, a.metrics_get, "nvmlGpmMetricsGet");
   return a.complete() ? a : GpmApi{};
 }
 
