@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Open a noVNC URL in headless Chromium and report what the page shows.
+"""Open a viz session URL (vgpu-viz.html) in headless Chromium and report what the page shows.
 
 Chromium is driven over the DevTools protocol on --remote-debugging-pipe (fd 3 in, fd 4 out,
 NUL-separated JSON), so only the Python standard library is needed.
@@ -7,10 +7,14 @@ NUL-separated JSON), so only the Python standard library is needed.
 Usage:
   cdp_novnc.py URL --expect banner  [--screenshot OUT.png] [--timeout S]
       exit 0 once the guest banner (background + colour bars) shows in noVNC's canvas
-  cdp_novnc.py URL --expect refused [--screenshot OUT.png] [--timeout S]
-      exit 0 once noVNC reports the connection failed, and the banner never showed
-Prints one line: outcome, seconds from navigation to 'Connected' and to the banner, the last
-status text. Never prints the URL (it carries the session secret).
+  cdp_novnc.py URL --expect connected --then ended [--screenshot OUT.png] [--timeout S]
+      once logged in, print "cdp_novnc: connected" and go on; exit 0 when the page then says the
+      session ended
+  cdp_novnc.py URL --expect bad-password|no-session [--screenshot OUT.png] [--timeout S]
+      exit 0 once the page says why it cannot show the session (its #status data-state), and the
+      banner never showed
+Prints one line: outcome, seconds from navigation to 'Connected' and to the banner, the page's
+state and status text. Never prints the URL (it carries the session secret).
 """
 import argparse
 import base64
@@ -29,14 +33,15 @@ BARS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (255, 0, 255), (0,
 # Samples noVNC's canvas where the banner has its background (top strip) and colour bars
 # (bottom strip). Coordinates are fractions of the guest framebuffer (1024x768 in the guest).
 PROBE = """(() => {
-  const st = (document.getElementById('status') || {}).textContent || '';
+  const el = document.getElementById('status') || {dataset: {}};
+  const st = el.textContent || '', state = el.dataset.state || '';
   const c = document.querySelector('#screen canvas') || document.querySelector('canvas');
-  if (!c || !c.width) return JSON.stringify({st, w: 0});
+  if (!c || !c.width) return JSON.stringify({st, state, w: 0});
   const g = c.getContext('2d');
   const px = (fx, fy) => Array.from(g.getImageData(Math.floor(c.width * fx), Math.floor(c.height * fy), 1, 1).data.slice(0, 3));
   const bars = [];
   for (let i = 0; i < 6; i++) bars.push(px((40 + (i + 0.5) * 157) / 1024, (768 - 110) / 768));
-  return JSON.stringify({st, w: c.width, h: c.height, bg: px(0.5, 0.13), bars});
+  return JSON.stringify({st, state, w: c.width, h: c.height, bg: px(0.5, 0.13), bars});
 })()"""
 
 
@@ -49,9 +54,8 @@ def banner_visible(s):
         and len(s.get("bars", [])) == 6
 
 
-def refused(s):
-    st = s.get("st", "")
-    return any(w in st for w in ("went wrong", "Disconnected", "Failed", "failed", "closed"))
+# The page's final states: why it shows no session (web/vgpu-viz.html).
+FAILED_STATES = ("password-needed", "bad-password", "ended", "no-session", "disconnected")
 
 
 class Chromium:
@@ -124,7 +128,9 @@ class Chromium:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("url")
-    ap.add_argument("--expect", choices=["banner", "refused"], required=True)
+    ap.add_argument("--expect", choices=["banner", "connected", "bad-password", "password-needed", "no-session"],
+                    required=True)
+    ap.add_argument("--then", choices=["ended"], help="once connected, wait until the page says this")
     ap.add_argument("--screenshot")
     ap.add_argument("--timeout", type=float, default=60)
     a = ap.parse_args()
@@ -133,22 +139,28 @@ def main():
     try:
         t0 = time.monotonic()
         browser.call("Page.navigate", {"url": a.url}, session=True)
-        t_connected = t_banner = t_refused = None
+        t_connected = t_banner = t_failed = t_then = None
         last = {}
         while time.monotonic() - t0 < a.timeout:
             last = json.loads(browser.evaluate(PROBE) or "{}")
-            if t_connected is None and "Connected" in last.get("st", ""):
+            if t_connected is None and last.get("state") == "connected":
                 t_connected = time.monotonic()
-            if banner_visible(last):
+                if a.expect == "connected":
+                    if not a.then:
+                        break
+                    print("cdp_novnc: connected", flush=True)
+            if a.expect == "banner" and banner_visible(last):
                 t_banner = time.monotonic()
                 break
-            if refused(last):
-                t_refused = time.monotonic()
-                if a.expect == "refused":
-                    time.sleep(1.0)  # and it stays that way: no late banner
-                    last = json.loads(browser.evaluate(PROBE) or "{}")
-                    if banner_visible(last):
-                        t_banner = time.monotonic()
+            if t_connected is not None and a.then and last.get("state") == a.then:
+                t_then = time.monotonic()
+                break
+            if t_connected is None and last.get("state") in FAILED_STATES:
+                t_failed = time.monotonic()
+                time.sleep(1.0)  # and it stays that way: no late banner
+                last = json.loads(browser.evaluate(PROBE) or "{}")
+                if banner_visible(last):
+                    t_banner = time.monotonic()
                 break
             time.sleep(0.05)
         if a.screenshot:
@@ -159,10 +171,16 @@ def main():
     def since(t):
         return f"{t - t0:.3f}s" if t else "never"
 
-    ok = t_banner is not None if a.expect == "banner" else (t_refused is not None and t_banner is None)
-    print(f"cdp_novnc: expect={a.expect} {'OK' if ok else 'FAIL'}; from navigation: connected {since(t_connected)}, "
-          f"banner {since(t_banner)}, refused {since(t_refused)}; status {last.get('st', '')!r}; "
-          f"canvas {last.get('w', 0)}x{last.get('h', 0)} bg {last.get('bg')}")
+    if a.expect == "banner":
+        ok = t_banner is not None
+    elif a.expect == "connected":
+        ok = t_connected is not None and (not a.then or t_then is not None)
+    else:
+        ok = t_failed is not None and t_banner is None and last.get("state") == a.expect
+    print(f"cdp_novnc: expect={a.expect}{' then ' + a.then if a.then else ''} {'OK' if ok else 'FAIL'}; "
+          f"from navigation: connected {since(t_connected)}, banner {since(t_banner)}, failed {since(t_failed)}"
+          f"{', ' + a.then + ' ' + since(t_then) if a.then else ''}; state {last.get('state', '')!r} "
+          f"status {last.get('st', '')!r}; canvas {last.get('w', 0)}x{last.get('h', 0)} bg {last.get('bg')}")
     return 0 if ok else 1
 
 

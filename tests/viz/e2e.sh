@@ -55,7 +55,7 @@ URL=$(sed -n 's/^  2\. open: *//p' "$WORK/access.txt")
 SECRET=$(sed -n 's/^  password: *//p' "$WORK/access.txt")
 url_ok() {
   case "$URL" in
-    "http://127.0.0.1:$PORT/vnc_lite.html?"*"#&password=$SECRET") [[ "${URL%%#*}" != *"$SECRET"* ]] ;;
+    "http://127.0.0.1:$PORT/vgpu-viz.html?"*"#&password=$SECRET") [[ "${URL%%#*}" != *"$SECRET"* ]] ;;
     *) return 1 ;;
   esac
 }
@@ -102,21 +102,23 @@ echo "e2e: screenshot: $SHOT"
 "$VIZ" --config "$WORK/viz.json" screenshot --job "$JOB" --out "$WORK/libvirt-screenshot.png" >/dev/null &&
   echo "e2e: libvirt screenshot: $WORK/libvirt-screenshot.png"
 
-# --- wrong secrets are refused
+# --- wrong secrets are refused, and the page says why
 WRONG_PW="${URL%%#*}#&password=WrongPw1"
-check "wrong password refused" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$WRONG_PW" --expect refused \
-  --screenshot "$WORK/novnc-wrong-password.png" --timeout 60
+check "wrong password refused; the page says wrong or used password" timeout 120 /usr/bin/python3 \
+  "$HERE/cdp_novnc.py" "$WRONG_PW" --expect bad-password --screenshot "$WORK/novnc-wrong-password.png" --timeout 60
 WRONG_TOKEN=$(echo "$URL" | sed -E 's/token%3D[0-9a-f]{32}/token%3D00000000000000000000000000000000/')
-check "wrong token refused" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$WRONG_TOKEN" --expect refused \
-  --timeout 60
+check "wrong token refused; the page says no session behind the link" timeout 120 /usr/bin/python3 \
+  "$HERE/cdp_novnc.py" "$WRONG_TOKEN" --expect no-session --screenshot "$WORK/novnc-no-session.png" --timeout 60
+check "a link without its password asks for it" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "${URL%%#*}" \
+  --expect password-needed --timeout 60
 
 # --- rotation: the old secret stops working, the new one works
 "$VIZ" --config "$WORK/viz.json" rotate --job "$JOB" --access-file "$WORK/access2.txt" >/dev/null
 NEW_URL=$(sed -n 's/^  2\. open: *//p' "$WORK/access2.txt")
 NEW_SECRET=$(sed -n 's/^  password: *//p' "$WORK/access2.txt")
 check "rotate gives a different password" test -n "$NEW_SECRET" -a "$NEW_SECRET" != "$SECRET"
-check "old password refused after rotation" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$URL" \
-  --expect refused --timeout 60
+check "old password refused after rotation; the page says so" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" \
+  "$URL" --expect bad-password --timeout 60
 check "new password accepted after rotation" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$NEW_URL" \
   --expect banner --timeout 60
 
@@ -137,7 +139,7 @@ STEP_SECRET2=$(sed -n 's/^  password: *//p' "$WORK/step-access.txt")
 STEP_URL2=$(sed -n 's/^  2\. open: *//p' "$WORK/step-access.txt")
 check "step mode: password rotated after the first login" test -n "$STEP_SECRET2" -a "$STEP_SECRET2" != "$STEP_SECRET"
 check "step mode: the printed (first) password no longer works" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" \
-  "$STEP_URL" --expect refused --timeout 60
+  "$STEP_URL" --expect bad-password --timeout 60
 check "step mode: the rotated password works" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$STEP_URL2" \
   --expect banner --timeout 60
 kill -TERM $STEP 2>/dev/null
@@ -158,13 +160,26 @@ done
 check "no password in websockify, QEMU or test logs" test "$leak" = 0
 check "no password in the session record" bash -c "! grep -q -F -- '$SECRET' '$STATE/sessions/$JOB.json'"
 
+# --- stop while the browser shows the session: the page says the session ended
+timeout 240 /usr/bin/python3 "$HERE/cdp_novnc.py" "$NEW_URL" --expect connected --then ended \
+  --screenshot "$WORK/novnc-ended.png" --timeout 200 > "$WORK/cdp-ended.txt" 2>&1 &
+WATCH=$!
+for _ in $(seq 1 600); do grep -q '^cdp_novnc: connected' "$WORK/cdp-ended.txt" && break; kill -0 $WATCH 2>/dev/null || break; sleep 0.2; done
+check "the browser is connected before the stop" grep -q '^cdp_novnc: connected' "$WORK/cdp-ended.txt"
+
 # --- stop: everything gone
 "$VIZ" --config "$WORK/viz.json" stop --job "$JOB"
+wait $WATCH
+check "the open page says the session ended" test $? = 0
+cat "$WORK/cdp-ended.txt"
 check "domain gone" bash -c "! virsh -q -c qemu:///system list --all --name | grep -qx vgpu-viz-$JOB"
 check "token gone" test ! -e "$STATE/tokens/vgpu-viz-$JOB"
 check "session record gone" test ! -e "$STATE/sessions/$JOB.json"
 check "proxy stopped (port closed)" bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null"
 check "no websockify pid file" test ! -e "$STATE/websockify.pid"
+check "no websockify process left (per-connection handlers included)" bash -c "! pgrep -f '[w]ebsockify .*:$PORT' >/dev/null"
+check "the proxy served our session page (web root: page + noVNC modules)" \
+  test -s "$STATE/web/vgpu-viz.html" -a -e "$STATE/web/core/rfb.js"
 check "device gone (attach none: nothing was made; no mdev of this job)" \
   bash -c "! ls /sys/bus/mdev/devices 2>/dev/null | grep -q '$(printf '%012x' $JOB)\$'"
 

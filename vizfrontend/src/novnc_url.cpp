@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "web_root.h"
+
 namespace vgpu::viz {
 
 std::string url_encode(std::string_view text) {
@@ -22,8 +24,8 @@ AccessInfo make_access_info(std::string_view public_host, std::uint16_t proxy_po
                             std::string_view listen_address, std::string_view token, std::string_view password) {
   AccessInfo info;
   const std::string path = url_encode(fmt::format("websockify?token={}", url_encode(token)));
-  // vnc_lite.html matches "[?&]password=" over the whole href, so the fragment starts with '&'.
-  info.url = fmt::format("http://{}:{}/vnc_lite.html?scale=true&path={}#&password={}", public_host, proxy_port, path,
+  // The page (web/vgpu-viz.html) reads the password from the fragment as URL parameters.
+  info.url = fmt::format("http://{}:{}/{}?path={}#&password={}", public_host, proxy_port, kSessionPageName, path,
                          url_encode(password));
   info.ssh_line = fmt::format("ssh -N -L {}:{}:{} {}", proxy_port, listen_address, proxy_port, ssh_host);
   return info;

@@ -1,6 +1,6 @@
 // What the user is told to open. The VNC password travels in the URL fragment (after '#'):
 // browsers never send the fragment to the server, so neither websockify's HTTP log nor a proxy
-// sees it; noVNC's vnc_lite.html reads parameters from the fragment as well as the query.
+// sees it; our session page (web/vgpu-viz.html) reads it from there.
 // The websockify token must reach websockify (it is in the WebSocket path), so it sits in the
 // query; alone it grants nothing without the VNC password.
 #pragma once

@@ -18,7 +18,7 @@ class Proxy {
   virtual Result<void> stop() = 0;
 };
 
-// websockify --web novnc_dir --token-plugin TokenFile --token-source <token dir> listen:port; each
+// websockify --web state_dir/web (web_root.h) --token-plugin TokenFile --token-source <token dir> listen:port; each
 // token's target is "unix_socket:<the domain's VNC socket>". Daemonised, pid in
 // state_dir/websockify.pid, output in state_dir/websockify.log.
 class WebsockifyProxy final : public Proxy {
@@ -33,6 +33,7 @@ class WebsockifyProxy final : public Proxy {
   std::string token_source_;
   std::string pid_file_;
   std::string log_file_;
+  std::string web_root_;
 };
 
 }  // namespace vgpu::viz

@@ -14,6 +14,7 @@
 
 #include "file_util.h"
 #include "proxy.h"
+#include "web_root.h"
 
 namespace vgpu::viz {
 namespace {
@@ -36,7 +37,8 @@ WebsockifyProxy::WebsockifyProxy(const VizConfig& config, std::string token_sour
     : config_(config),
       token_source_(std::move(token_source)),
       pid_file_(config.state_dir + "/websockify.pid"),
-      log_file_(config.state_dir + "/websockify.log") {}
+      log_file_(config.state_dir + "/websockify.log"),
+      web_root_(config.state_dir + "/web") {}
 
 int WebsockifyProxy::running_pid() const {
   auto text = read_file(pid_file_);
@@ -55,9 +57,10 @@ Result<void> WebsockifyProxy::ensure_running() {
     return fail(ErrorCode::conflict, fmt::format("websockify: {}:{} is already in use by another program",
                                                  config_.listen_address, config_.proxy_port));
   }
+  if (auto web = prepare_web_root(web_root_, config_.novnc_dir); !web) return std::unexpected(web.error().within("websockify"));
   const std::string listen = fmt::format("{}:{}", config_.listen_address, config_.proxy_port);
-  std::vector<std::string> args{config_.websockify, "--web",        config_.novnc_dir, "--token-plugin", "TokenFile",
-                                "--token-source",   token_source_,  listen};
+  std::vector<std::string> args{config_.websockify, "--web",        web_root_,    "--token-plugin", "TokenFile",
+                                "--token-source",   token_source_, listen};
   const int log_fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) return fail(ErrorCode::io, fmt::format("websockify: log {}: {}", log_file_, std::strerror(errno)));
   const pid_t child = fork();
@@ -101,11 +104,16 @@ Result<void> WebsockifyProxy::ensure_running() {
 Result<void> WebsockifyProxy::stop() {
   const int pid = running_pid();
   if (pid > 0) {
-    ::kill(pid, SIGTERM);
-    for (int i = 0; i < 100 && running_pid() > 0; ++i) {
+    // websockify forks a handler per connection, and each holds the listening socket: signal the
+    // whole process group (setsid made it pid), or a handler that outlives its parent keeps the
+    // port accepting connections nobody answers, and the next session's proxy finds it "in use".
+    ::kill(-pid, SIGTERM);
+    for (int i = 0; i < 100 && ::kill(-pid, 0) == 0; ++i) {
       waitpid(pid, nullptr, WNOHANG);  // reaps it when we are its parent (same process started it)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    if (::kill(-pid, 0) == 0) ::kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, WNOHANG);
   }
   return remove_file(pid_file_);
 }

@@ -186,7 +186,7 @@ TEST(Secrets, UuidIsVersion4) {
 TEST(NovncUrl, PasswordIsInTheFragmentTokenInThePath) {
   auto a = make_access_info("localhost", 6080, "node7", "127.0.0.1", "0123abcd", "Pw12Ab34");
   EXPECT_EQ(a.url,
-            "http://localhost:6080/vnc_lite.html?scale=true&path=websockify%3Ftoken%3D0123abcd#&password=Pw12Ab34");
+            "http://localhost:6080/vgpu-viz.html?path=websockify%3Ftoken%3D0123abcd#&password=Pw12Ab34");
   EXPECT_EQ(a.url.find("Pw12Ab34"), a.url.find('#') + 11) << "the password must only be after '#'";
   EXPECT_EQ(a.ssh_line, "ssh -N -L 6080:127.0.0.1:6080 node7");
 }

@@ -88,10 +88,13 @@ for _ in $(seq 100); do grep -q 'display password changed' "$out" && break; slee
 SECRET2=$(field password "$out")
 URL2=$(field "2\\. open" "$out")
 [ -n "$SECRET2" ] && [ "$SECRET2" != "$SECRET" ] || vc_fail "password not rotated after the first login: $(cat "$out")"
-timeout 120 python3 "$CDP" "$URL" --expect refused --timeout 60 || vc_fail "the first (used) password still works"
-timeout 120 python3 "$CDP" "${URL2%%#*}#&password=WrongPw1" --expect refused --timeout 60 || vc_fail "wrong password accepted"
+timeout 120 python3 "$CDP" "$URL" --expect bad-password --timeout 60 ||
+  vc_fail "the first (used) password still works, or the page does not say it was used"
+timeout 120 python3 "$CDP" "${URL2%%#*}#&password=WrongPw1" --expect bad-password --timeout 60 ||
+  vc_fail "wrong password accepted, or the page does not say it is wrong"
 WRONG_TOKEN=$(echo "$URL2" | sed -E 's/token%3D[0-9a-f]{32}/token%3D00000000000000000000000000000000/')
-timeout 120 python3 "$CDP" "$WRONG_TOKEN" --expect refused --timeout 60 || vc_fail "wrong token accepted"
+timeout 120 python3 "$CDP" "$WRONG_TOKEN" --expect no-session --timeout 60 ||
+  vc_fail "wrong token accepted, or the page does not say there is no session behind it"
 timeout 180 python3 "$CDP" "$URL2" --expect banner --timeout 120 || vc_fail "the rotated password does not work"
 
 echo "--- a second step asks for another display size: the node restarts the VM with it"
@@ -108,9 +111,19 @@ virsh -c qemu:///system dumpxml "vgpu-viz-$job" | grep -q 'vgpu_viz.geometry=800
 grep -q 'session is up' "$out" || vc_fail "the first step did not follow the restart"
 kill $STEP2 2>/dev/null; wait $STEP2 2>/dev/null
 
+echo "--- scancel while the browser shows the session: the page says the session ended"
+URL3=$(field "2\\. open" "$out2")
+timeout 240 python3 "$CDP" "$URL3" --expect connected --then ended --screenshot "$SHOTS/viz-session-ended.png" \
+  --timeout 200 > "$VC_RUN/out/cdp-ended.txt" 2>&1 &
+WATCH=$!
+for _ in $(seq 600); do grep -q '^cdp_novnc: connected' "$VC_RUN/out/cdp-ended.txt" && break; kill -0 $WATCH 2>/dev/null || break; sleep 0.2; done
+grep -q '^cdp_novnc: connected' "$VC_RUN/out/cdp-ended.txt" || vc_fail "the restarted session did not accept its password: $(cat "$VC_RUN/out/cdp-ended.txt")"
+
 echo "--- scancel: VM, token, access file and ledger record are gone"
 scancel "$job"
 wait $STEP
+wait $WATCH || vc_fail "the open page did not say the session ended: $(cat "$VC_RUN/out/cdp-ended.txt")"
+cat "$VC_RUN/out/cdp-ended.txt"
 vp_wait_done "$job" 90 || vc_fail "job $job did not end"
 for _ in $(seq 100); do [ "$(domains "$job")" = 0 ] && break; sleep 0.2; done
 [ "$(domains "$job")" = 0 ] || vc_fail "domain vgpu-viz-$job outlived its job"
