@@ -34,8 +34,8 @@ class Hypervisor {
   virtual Result<std::vector<DomainSummary>> list(std::string_view name_prefix) = 0;
   // Starts counting successful display logins (client passed VNC/SPICE authentication).
   virtual Result<void> watch_logins(std::string_view name) = 0;
-  // Waits up to timeout_ms for hypervisor events (a signal cuts it short); returns the logins
-  // seen since the previous call.
+  // Waits until a login or timeout_ms, whichever is first; returns the logins seen since the
+  // previous call. Callers poll their stop flag between calls, so keep timeout_ms short.
   virtual Result<int> wait_logins(int timeout_ms) = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <libvirt/virterror.h>
 
 #include <cstdio>
+#include <chrono>
 #include <fmt/format.h>
 #include <memory>
 #include <utility>
@@ -147,12 +148,19 @@ class LibvirtHypervisor final : public Hypervisor {
   }
 
   Result<int> wait_logins(int timeout_ms) override {
-    // A one-shot timer bounds the wait; virEventRunDefaultImpl returns after one dispatch round.
-    const int timer = virEventAddTimeout(timeout_ms, [](int, void*) {}, nullptr, nullptr);
-    if (timer < 0) return fail(ErrorCode::internal, "libvirt: cannot add an event timer");
-    const int rc = virEventRunDefaultImpl();
-    virEventRemoveTimeout(timer);
-    if (rc < 0) return fail(ErrorCode::io, fmt::format("libvirt {}: event loop: {}", uri_, last_error()));
+    // virEventRunDefaultImpl returns after one dispatch round, and any activity on the connection
+    // (the reply to the caller's last RPC included) ends a round at once; so rounds run until a
+    // login or the deadline, or the caller's loop spins (it did: 220 rounds a second).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (logins_ == 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      const int timer = virEventAddTimeout(static_cast<int>(left.count()), [](int, void*) {}, nullptr, nullptr);
+      if (timer < 0) return fail(ErrorCode::internal, "libvirt: cannot add an event timer");
+      const int rc = virEventRunDefaultImpl();
+      virEventRemoveTimeout(timer);
+      if (rc < 0) return fail(ErrorCode::io, fmt::format("libvirt {}: event loop: {}", uri_, last_error()));
+    }
     return std::exchange(logins_, 0);
   }
 
