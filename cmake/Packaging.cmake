@@ -51,6 +51,8 @@ set(CPACK_DEBIAN_VIZ_DESCRIPTION "Dynamic GPU partitioning for Slurm: visualizat
  vgpu-viz starts a libvirt VM with a (v)GPU for a Slurm job and shows its desktop in the user's
  browser through noVNC, with a one-time secret.")
 set(CPACK_DEBIAN_VIZ_PACKAGE_DEPENDS "slurm-vgpu (>= ${PROJECT_VERSION}), websockify, novnc")
+# The desktop image builder (libexec/slurm-vgpu/viz/desktop) runs on the node that builds images.
+set(CPACK_DEBIAN_VIZ_PACKAGE_SUGGESTS "mmdebstrap, qemu-utils")
 
 # The plugin package is named after the Slurm release it was built for (like Debian's kernel
 # module packages), so installing the build for the next release replaces it through

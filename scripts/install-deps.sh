@@ -23,6 +23,8 @@ packages=(
   # visualization sessions
   libvirt-dev libvirt-daemon libvirt-clients qemu-system-x86 qemu-utils
   websockify novnc chromium busybox-static cpio
+  # the desktop guest image (vizfrontend/guest/desktop): Debian from its archive into a directory
+  mmdebstrap
   # benchmark plots and helpers
   python3 python3-matplotlib python3-pil fonts-dejavu-core jq bc
 )

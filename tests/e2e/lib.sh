@@ -84,19 +84,25 @@ JSON
     vc_fail "generated policy does not check"
 }
 
-# The viz partition (node n1 only) and its image: the guest tests/viz builds.
+# The viz partition (node n1 only) and its image: the guest tests/viz builds, or with
+# VP_VIZ_DESKTOP_IMAGE=<dir> the desktop image vizfrontend/guest/desktop built there (its
+# image.json), with the memory and vCPUs Xfce and PyMOL need.
 _vp_policy_add_viz() {
-  python3 - "$VC_RUN/etc/vgpu-policy.json" "$VP_VIZ_GUEST" "$VP_VIZ_SESSIONS" <<'PY' || vc_fail "could not add viz to the policy"
+  python3 - "$VC_RUN/etc/vgpu-policy.json" "$VP_VIZ_GUEST" "$VP_VIZ_SESSIONS" "${VP_VIZ_DESKTOP_IMAGE:-}" <<'PY' ||
 import json, sys
-path, guest, sessions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+path, guest, sessions, desktop = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 p = json.load(open(path))
 p["images"] = {"tinyguest": {"kernel": f"{guest}/vmlinuz", "initrd": f"{guest}/initrd.gz",
                              "cmdline": "console=ttyS0,115200 console=tty0 vga=0x318 quiet"}}
-p["partitions"]["viz"] = {"profiles": ["1g.10gb"], "nodes": ["n1"], "scrub": "optional",
-  "viz_pools": [{"name": "viz-small", "attach": "none", "image": "tinyguest", "memory_mib": 256,
-                 "vcpus": 1, "max_sessions": sessions, "display": "vnc", "max_geometry": "1024x768"}]}
+pool = {"name": "viz-small", "attach": "none", "image": "tinyguest", "memory_mib": 256,
+        "vcpus": 1, "max_sessions": sessions, "display": "vnc", "max_geometry": "1024x768"}
+if desktop:
+    p["images"]["desktop"] = json.load(open(f"{desktop}/image.json"))
+    pool.update(image="desktop", memory_mib=2048, vcpus=2, max_geometry="1920x1200")
+p["partitions"]["viz"] = {"profiles": ["1g.10gb"], "nodes": ["n1"], "scrub": "optional", "viz_pools": [pool]}
 json.dump(p, open(path, "w"), indent=2)
 PY
+    vc_fail "could not add viz to the policy"
 }
 
 # vgpu-viz's node config for n1 (pools come from the policy) and the daemons it needs.

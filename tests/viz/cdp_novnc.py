@@ -7,6 +7,9 @@ NUL-separated JSON), so only the Python standard library is needed.
 Usage:
   cdp_novnc.py URL --expect banner  [--screenshot OUT.png] [--timeout S]
       exit 0 once the guest banner (background + colour bars) shows in noVNC's canvas
+  cdp_novnc.py URL --expect desktop [--screenshot OUT.png] [--timeout S]
+      exit 0 once a screenshot shows the desktop guest's Xfce and PyMOL's structure
+      (desktop_check.py's rule; checked every 2 s); prints when Xfce and when PyMOL showed
   cdp_novnc.py URL --expect connected --then ended [--screenshot OUT.png] [--timeout S]
       once logged in, print "cdp_novnc: connected" and go on; exit 0 when the page then says the
       session ended
@@ -128,7 +131,8 @@ class Chromium:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("url")
-    ap.add_argument("--expect", choices=["banner", "connected", "bad-password", "password-needed", "no-session"],
+    ap.add_argument("--expect", choices=["banner", "desktop", "connected", "bad-password", "password-needed",
+                                         "no-session"],
                     required=True)
     ap.add_argument("--then", choices=["ended"], help="once connected, wait until the page says this")
     ap.add_argument("--screenshot")
@@ -139,7 +143,14 @@ def main():
     try:
         t0 = time.monotonic()
         browser.call("Page.navigate", {"url": a.url}, session=True)
-        t_connected = t_banner = t_failed = t_then = None
+        t_connected = t_banner = t_failed = t_then = t_desktop = t_pymol = None
+        t_checked = 0.0
+        checks = {}
+        shot = os.path.join(browser.profile, "check.png")
+        if a.expect == "desktop":
+            # Only here: it needs PIL, which the other checks do without (any python3 runs them).
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import desktop_check
         last = {}
         while time.monotonic() - t0 < a.timeout:
             last = json.loads(browser.evaluate(PROBE) or "{}")
@@ -152,6 +163,15 @@ def main():
             if a.expect == "banner" and banner_visible(last):
                 t_banner = time.monotonic()
                 break
+            if a.expect == "desktop" and t_connected is not None and time.monotonic() - t_checked >= 2.0:
+                t_checked = time.monotonic()
+                browser.screenshot(shot)
+                checks = desktop_check.analyse(shot)
+                if checks["desktop"] and t_desktop is None:
+                    t_desktop = time.monotonic()
+                if checks["desktop"] and checks["pymol"]:
+                    t_pymol = time.monotonic()
+                    break
             if t_connected is not None and a.then and last.get("state") == a.then:
                 t_then = time.monotonic()
                 break
@@ -173,6 +193,10 @@ def main():
 
     if a.expect == "banner":
         ok = t_banner is not None
+    elif a.expect == "desktop":
+        ok = t_pymol is not None
+        print(f"cdp_novnc: from navigation: Xfce desktop {since(t_desktop)}, PyMOL's structure {since(t_pymol)}; "
+              f"last check {checks}")
     elif a.expect == "connected":
         ok = t_connected is not None and (not a.then or t_then is not None)
     else:
