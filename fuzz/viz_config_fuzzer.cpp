@@ -1,7 +1,7 @@
 // The node's viz configuration (vizfrontend/src/viz_config.h): admin-written JSON whose values
 // end up in libvirt XML, websockify's command line and file paths. Properties: an accepted
-// config holds only names, paths and host strings of the documented shapes, and each of its
-// pools renders a domain XML at its largest geometry in which markup stays balanced.
+// config holds only names, paths, host strings and port ranges of the documented shapes, and
+// each of its pools renders a domain XML at its largest geometry in which markup stays balanced.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -36,8 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const viz::VizConfig& c = *config;
-  for (const std::string* s : {&c.libvirt_uri, &c.listen_address, &c.public_host, &c.ssh_host})
+  for (const std::string* s : {&c.libvirt_uri, &c.listen_address, &c.public_host, &c.ssh_host, &c.ood_listen_address,
+                               &c.ood_host})
     FUZZ_CHECK(host_string(*s));
+  // The OnDemand websockets' port range: on websockify's command line, never privileged, never empty.
+  FUZZ_CHECK(c.ood_port_min >= 1024 && c.ood_port_min <= c.ood_port_max);
   for (const std::string* p : {&c.state_dir, &c.access_dir, &c.sysfs_root, &c.novnc_dir, &c.websockify, &c.emulator})
     FUZZ_CHECK(plain_absolute(*p));
   FUZZ_CHECK(c.proxy_port >= 1);

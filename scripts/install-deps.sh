@@ -27,6 +27,8 @@ packages=(
   mmdebstrap
   # benchmark plots and helpers
   python3 python3-matplotlib python3-pil fonts-dejavu-core jq bc
+  # the Open OnDemand app check (tests/viz/ood_app_check.py): ERB as OnDemand renders it, YAML
+  ruby python3-yaml
 )
 
 missing=()

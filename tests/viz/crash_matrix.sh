@@ -36,7 +36,8 @@ trap cleanup EXIT
 "$HERE/libvirt-up.sh" "$WORK/run" || { echo "viz crash matrix: FAIL: libvirt-up"; exit 1; }
 "$SRC/vizfrontend/guest/build-guest.sh" "$GUEST" >/dev/null || { echo "viz crash matrix: FAIL: build-guest"; exit 1; }
 
-viz_test_config "$WORK/viz.json" "$STATE" "$PORT" "$GUEST"
+OOD_PORTS=6300   # every session also gets its OnDemand websocket (viz.after_ood_proxy)
+viz_test_config "$WORK/viz.json" "$STATE" "$PORT" "$GUEST" "$OOD_PORTS"
 
 start() { viz start --job "$1" --pool viz-test --user crash --access-file "$WORK/access-$1.txt" >"$WORK/start-$1.out" 2>&1; }
 
@@ -46,6 +47,10 @@ witness_intact() {
   [ -s "$STATE/tokens/vgpu-viz-$WITNESS" ] || { echo "witness token gone"; return 1; }
   [ -s "$STATE/sessions/$WITNESS.json" ] || { echo "witness record gone"; return 1; }
   (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null || { echo "websockify no longer listens"; return 1; }
+  local ood_port
+  ood_port=$(cut -d' ' -f2 "$STATE/ood/$WITNESS" 2>/dev/null)
+  [ -n "$ood_port" ] && (exec 3<>/dev/tcp/127.0.0.1/"$ood_port") 2>/dev/null ||
+    { echo "the witness's OnDemand websocket no longer listens"; return 1; }
 }
 
 # What a dead start of job $1 left: the pieces that exist.
@@ -54,13 +59,15 @@ leftovers() {
   [ -e "$STATE/sessions/$1.json" ] && out+=(record)
   domain_exists "$1" && { domain_running "$1" && out+=(running-domain) || out+=(defined-domain); }
   [ -e "$STATE/tokens/vgpu-viz-$1" ] && out+=(token)
+  [ -e "$STATE/ood/$1" ] && out+=(ood-proxy)
+  pgrep -f "[w]ebsockify .*--unix-target=.*vgpu-viz-$1/" >/dev/null && out+=(ood-websockify)
   echo "${out[*]:-nothing}"
 }
 
 rows=()
 fails=0
 job=910100
-for point in viz.after_record viz.after_acquire viz.after_define viz.after_start viz.after_token; do
+for point in viz.after_record viz.after_acquire viz.after_define viz.after_start viz.after_token viz.after_ood_proxy; do
   job=$((job + 1)); jobs_started+=("$job")
   problem=""
   echo "$point@vgpu-viz" > "$WORK/crash"
@@ -84,7 +91,7 @@ for point in viz.after_record viz.after_acquire viz.after_define viz.after_start
   fi
   [ "$(leftovers "$job")" = nothing ] || problem+="left after stop: $(leftovers "$job"); "
   [ -n "$problem" ] && fails=$((fails + 1))
-  rows+=("$(printf '%-18s|%-34s|%s' "$point" "$left" "${problem:-reaped, witness intact, retry ran}")")
+  rows+=("$(printf '%-20s|%-52s|%s' "$point" "$left" "${problem:-reaped, witness intact, retry ran}")")
   echo "viz crash matrix: $point: left '$left'; ${problem:-ok}"
 done
 
@@ -94,7 +101,7 @@ if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then echo "websockify still l
 
 echo
 echo "viz crash-point matrix (${#rows[@]} cases; recovery: vgpu-viz reap --live <witness>):"
-printf '%-18s|%-34s|%s\n' "crash point" "left by the dead start" "outcome"
+printf '%-20s|%-52s|%s\n' "crash point" "left by the dead start" "outcome"
 for r in "${rows[@]}"; do echo "$r"; done
 if [ "$fails" = 0 ]; then echo "viz crash matrix: PASS"; else echo "viz crash matrix: FAIL: $fails case(s)"; fi
 [ "$fails" = 0 ]

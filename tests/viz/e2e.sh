@@ -40,7 +40,8 @@ T_ALL=$(now)
 virsh -q -c qemu:///system destroy "vgpu-viz-$JOB" >/dev/null 2>&1
 virsh -q -c qemu:///system undefine "vgpu-viz-$JOB" >/dev/null 2>&1
 
-viz_test_config "$WORK/viz.json" "$STATE" "$PORT" "$GUEST"
+OOD_PORTS=6200   # sessions also get an OnDemand websocket on 127.0.0.1:6200-6209
+viz_test_config "$WORK/viz.json" "$STATE" "$PORT" "$GUEST" "$OOD_PORTS"
 
 # --- start
 T0=$(now)
@@ -62,6 +63,9 @@ url_ok() {
 check "URL names the proxy and carries the password only in the fragment" url_ok
 check "ssh line printed" grep -q "ssh -N -L $PORT:127.0.0.1:$PORT testnode" "$WORK/access.txt"
 check "token file is 0600" test "$(stat -c %a "$STATE/tokens/vgpu-viz-$JOB")" = 600
+OOD_PORT=$(sed -n 's/^  OnDemand websocket: *testnode:\([0-9]*\)$/\1/p' "$WORK/access.txt")
+check "the access names the session's OnDemand websocket" test -n "$OOD_PORT"
+check "the OnDemand websocket listens (127.0.0.1:$OOD_PORT)" bash -c "(exec 3<>/dev/tcp/127.0.0.1/$OOD_PORT) 2>/dev/null"
 "$VIZ" --config "$WORK/viz.json" list | tee "$WORK/list.txt"
 check "list shows the session running" grep -Eq "^$JOB +vgpu-viz-$JOB +viz-test +e2e +none .*running$" "$WORK/list.txt"
 check "vCPU pinned to the cpuset" bash -c "virsh -c qemu:///system vcpupin vgpu-viz-$JOB | grep -Eq '^ *0 +0 *$'"
@@ -125,8 +129,9 @@ check "new password accepted after rotation" timeout 120 /usr/bin/python3 "$HERE
 # --- Slurm-step mode: no subcommand, job id from SLURM_JOB_ID. The first login rotates the
 # password; SIGTERM (what Slurm sends at the end of a step) tears the session down.
 JOB2=$((JOB + 1))
+mkdir -p "$WORK/ood"
 SLURM_JOB_ID=$JOB2 VGPU_VIZ_POOL=viz-test "$VIZ" --config "$WORK/viz.json" --access-file "$WORK/step-access.txt" \
-  > "$WORK/step.out" 2>&1 < /dev/null &
+  --ood-connection "$WORK/ood/connection.yml" > "$WORK/step.out" 2>&1 < /dev/null &
 STEP=$!
 for _ in $(seq 1 600); do [ -s "$WORK/step-access.txt" ] && break; kill -0 $STEP 2>/dev/null || break; sleep 0.1; done
 STEP_URL=$(sed -n 's/^  2\. open: *//p' "$WORK/step-access.txt" 2>/dev/null)
@@ -142,11 +147,25 @@ check "step mode: the printed (first) password no longer works" timeout 120 /usr
   "$STEP_URL" --expect bad-password --timeout 60
 check "step mode: the rotated password works" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" "$STEP_URL2" \
   --expect banner --timeout 60
+
+# --- Open OnDemand: its connection file follows the rotation, and its proxy's path (rnode/<host>/
+# <websocket>/websockify, here the websocket port itself) reaches the session with that password
+check "OnDemand: connection.yml has ood_core's VNC keys" /usr/bin/python3 "$HERE/ood_app_check.py" \
+  --connection "$WORK/ood/connection.yml"
+OOD2=$(sed -n 's/^websocket: //p' "$WORK/ood/connection.yml")
+OOD_PW=$(sed -n 's/^password: //p' "$WORK/ood/connection.yml")
+check "OnDemand: connection.yml carries the rotated password" test "$OOD_PW" = "$STEP_SECRET2"
+OOD_URL="http://127.0.0.1:$OOD2/vgpu-viz.html?path=websockify#&password=$OOD_PW"
+check "OnDemand: its websocket shows the session with that password" timeout 120 /usr/bin/python3 \
+  "$HERE/cdp_novnc.py" "$OOD_URL" --expect banner --screenshot "$WORK/ondemand-banner.png" --timeout 60
+check "OnDemand: the used first password is refused there too" timeout 120 /usr/bin/python3 "$HERE/cdp_novnc.py" \
+  "${OOD_URL%%#*}#&password=$STEP_SECRET" --expect bad-password --timeout 60
 kill -TERM $STEP 2>/dev/null
 wait $STEP
 check "step mode: exits 0 on SIGTERM" test $? = 0
 check "step mode: domain gone after SIGTERM" bash -c "! virsh -q -c qemu:///system list --all --name | grep -qx vgpu-viz-$JOB2"
 check "step mode: token and record gone" test ! -e "$STATE/tokens/vgpu-viz-$JOB2" -a ! -e "$STATE/sessions/$JOB2.json"
+check "step mode: the OnDemand websocket is gone" bash -c "test ! -e '$STATE/ood/$JOB2' && ! (exec 3<>/dev/tcp/127.0.0.1/$OOD2) 2>/dev/null"
 LOGS+=("$WORK/step.out")
 SECRETS+=("$STEP_SECRET" "$STEP_SECRET2")
 
@@ -180,6 +199,7 @@ check "no websockify pid file" test ! -e "$STATE/websockify.pid"
 check "no websockify process left (per-connection handlers included)" bash -c "! pgrep -f '[w]ebsockify .*:$PORT' >/dev/null"
 check "the proxy served our session page (web root: page + noVNC modules)" \
   test -s "$STATE/web/vgpu-viz.html" -a -e "$STATE/web/core/rfb.js"
+check "the OnDemand websocket is gone" bash -c "test ! -e '$STATE/ood/$JOB' && ! (exec 3<>/dev/tcp/127.0.0.1/$OOD_PORT) 2>/dev/null"
 check "device gone (attach none: nothing was made; no mdev of this job)" \
   bash -c "! ls /sys/bus/mdev/devices 2>/dev/null | grep -q '$(printf '%012x' $JOB)\$'"
 

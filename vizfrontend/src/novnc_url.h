@@ -13,6 +13,9 @@ namespace vgpu::viz {
 struct AccessInfo {
   std::string url;       // open in a browser (after the ssh tunnel is up)
   std::string ssh_line;  // tunnel from the user's machine to the node's proxy
+  // Open OnDemand: this session's own websockify (VizConfig::ood_listen_address); port 0 = none.
+  std::string ood_host;
+  std::uint16_t ood_port = 0;
 };
 
 AccessInfo make_access_info(std::string_view public_host, std::uint16_t proxy_port, std::string_view ssh_host,

@@ -4,7 +4,10 @@
 // when the last session ends so an idle node listens on nothing.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "vgpu/base/error.h"
 #include "viz_config.h"
@@ -34,6 +37,38 @@ class WebsockifyProxy final : public Proxy {
   std::string pid_file_;
   std::string log_file_;
   std::string web_root_;
+};
+
+// One websockify per session, for Open OnDemand: its proxy reaches a session at
+// <host>:<port>/websockify and has no room for our token, so each session gets a port of its own
+// on VizConfig::ood_listen_address that leads to its VNC socket alone. Only the VNC password
+// guards it (docs/viz.md, security model).
+class SessionProxy {
+ public:
+  virtual ~SessionProxy() = default;
+  // Starts the job's proxy to `vnc_socket` and returns its port.
+  virtual Result<std::uint16_t> start(std::uint32_t job_id, const std::string& vnc_socket) = 0;
+  // Stops the job's proxy; succeeds when there is none.
+  virtual Result<void> stop(std::uint32_t job_id) = 0;
+  virtual std::optional<std::uint16_t> port(std::uint32_t job_id) const = 0;
+  // Jobs with a recorded proxy (reap looks for leftovers there too).
+  virtual std::vector<std::uint32_t> jobs() const = 0;
+};
+
+// state_dir/ood/<job> holds "<pid> <port>"; state_dir/ood/<job>.log its output. Serves the same web
+// root as the node's proxy, so the session page works on that port as well.
+class WebsockifySessionProxy final : public SessionProxy {
+ public:
+  explicit WebsockifySessionProxy(const VizConfig& config);
+  Result<std::uint16_t> start(std::uint32_t job_id, const std::string& vnc_socket) override;
+  Result<void> stop(std::uint32_t job_id) override;
+  std::optional<std::uint16_t> port(std::uint32_t job_id) const override;
+  std::vector<std::uint32_t> jobs() const override;
+
+ private:
+  std::string dir() const;
+  std::string state_path(std::uint32_t job_id) const;
+  const VizConfig& config_;
 };
 
 }  // namespace vgpu::viz

@@ -42,8 +42,13 @@ std::string host_name() {
 }  // namespace
 
 SessionManager::SessionManager(const VizConfig& config, Hypervisor& hypervisor, Sysfs& sysfs, Proxy& proxy,
-                               RandomSource random)
-    : config_(config), hv_(hypervisor), sysfs_(sysfs), proxy_(proxy), random_(std::move(random)) {}
+                               RandomSource random, SessionProxy* session_proxy)
+    : config_(config),
+      hv_(hypervisor),
+      sysfs_(sysfs),
+      proxy_(proxy),
+      random_(std::move(random)),
+      session_proxy_(session_proxy) {}
 
 std::string SessionManager::record_path(std::uint32_t job) const {
   return fmt::format("{}/sessions/{}.json", config_.state_dir, job);
@@ -79,16 +84,25 @@ Result<std::string> SessionManager::read_token(std::uint32_t job) const {
   return text->substr(0, colon);
 }
 
-AccessInfo SessionManager::access_for(const std::string& token, const std::string& password) const {
-  return make_access_info(config_.public_host, config_.proxy_port,
-                          config_.ssh_host.empty() ? host_name() : config_.ssh_host, config_.listen_address, token,
-                          password);
+AccessInfo SessionManager::access_for(std::uint32_t job, const std::string& token, const std::string& password) const {
+  auto info = make_access_info(config_.public_host, config_.proxy_port,
+                               config_.ssh_host.empty() ? host_name() : config_.ssh_host, config_.listen_address, token,
+                               password);
+  if (session_proxy_ != nullptr) {
+    if (auto port = session_proxy_->port(job)) {
+      info.ood_host = config_.ood_host.empty() ? host_name() : config_.ood_host;
+      info.ood_port = *port;
+    }
+  }
+  return info;
 }
 
 AccessInfo SessionManager::spice_access(int port, const std::string& password) const {
   const std::string host = config_.ssh_host.empty() ? host_name() : config_.ssh_host;
-  return AccessInfo{fmt::format("spice://localhost:{}?password={}", port, url_encode(password)),
-                    fmt::format("ssh -N -L {}:{}:{} {}", port, config_.listen_address, port, host)};
+  AccessInfo info;
+  info.url = fmt::format("spice://localhost:{}?password={}", port, url_encode(password));
+  info.ssh_line = fmt::format("ssh -N -L {}:{}:{} {}", port, config_.listen_address, port, host);
+  return info;
 }
 
 Result<void> SessionManager::release_attachment(const Attachment& a) {
@@ -229,10 +243,16 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   rollback.add([this, job = req.job_id] { (void)remove_file(token_path(job)); });
   crash_point("viz.after_token");
   if (auto ok = proxy_.ensure_running(); !ok) return in_ctx(ok.error());
+  // 6. Open OnDemand's way in, when the node offers it: a proxy of this session's own.
+  if (session_proxy_ != nullptr) {
+    if (auto port = session_proxy_->start(req.job_id, *socket); !port) return in_ctx(port.error());
+    rollback.add([this, job = req.job_id] { (void)session_proxy_->stop(job); });
+    crash_point("viz.after_ood_proxy");
+  }
 
   if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) return in_ctx(ok.error());
   rollback.commit();
-  return StartedSession{record, access_for(*token, *password), *password};
+  return StartedSession{record, access_for(req.job_id, *token, *password), *password};
 }
 
 Result<void> SessionManager::stop(std::uint32_t job) {
@@ -261,6 +281,9 @@ Result<void> SessionManager::stop(std::uint32_t job) {
   }
   if (auto ok = release_attachment(attachment); !ok) problems.push_back(ok.error().message);
   if (auto ok = remove_file(token_path(job)); !ok) problems.push_back(ok.error().message);
+  if (session_proxy_ != nullptr) {
+    if (auto ok = session_proxy_->stop(job); !ok) problems.push_back(ok.error().message);
+  }
   (void)remove_file(serial_log_path(job));
   if (problems.empty()) {
     // Only forget the session once everything it held is gone, so a retry or reap can finish it.
@@ -312,6 +335,9 @@ Result<ReapReport> SessionManager::reap(const std::set<std::uint32_t>& live) {
     if (auto job = job_of_domain(d.name)) seen.insert(*job);
   }
   for (const auto job : make_attacher(AttachKind::mdev, sysfs_)->orphan_candidates()) seen.insert(job);
+  if (session_proxy_ != nullptr) {
+    for (const auto job : session_proxy_->jobs()) seen.insert(job);
+  }
 
   ReapReport report;
   for (const auto job : seen) {
@@ -352,7 +378,7 @@ Result<StartedSession> SessionManager::rotate_password(std::uint32_t job) {
   }
   auto token = read_token(job);
   if (!token) return std::unexpected(token.error().within(ctx));
-  return StartedSession{*record, access_for(*token, *password), *password};
+  return StartedSession{*record, access_for(job, *token, *password), *password};
 }
 
 }  // namespace vgpu::viz

@@ -46,7 +46,9 @@ struct ReapReport {
 
 class SessionManager {
  public:
-  SessionManager(const VizConfig& config, Hypervisor& hypervisor, Sysfs& sysfs, Proxy& proxy, RandomSource random);
+  // `session_proxy`: per-session proxies for Open OnDemand (VizConfig::ood_listen_address); null = off.
+  SessionManager(const VizConfig& config, Hypervisor& hypervisor, Sysfs& sysfs, Proxy& proxy, RandomSource random,
+                 SessionProxy* session_proxy = nullptr);
 
   Result<StartedSession> start(const StartRequest& request);
   // Tears down everything of the job that exists; succeeds when nothing was there.
@@ -70,7 +72,7 @@ class SessionManager {
   Result<void> write_token(std::uint32_t job_id, const std::string& token, const std::string& vnc_socket) const;
   Result<std::string> read_token(std::uint32_t job_id) const;
   Result<void> release_attachment(const Attachment& attachment);
-  AccessInfo access_for(const std::string& token, const std::string& password) const;
+  AccessInfo access_for(std::uint32_t job_id, const std::string& token, const std::string& password) const;
   AccessInfo spice_access(int port, const std::string& password) const;
   Result<void> stop_proxy_if_idle();
 
@@ -79,6 +81,7 @@ class SessionManager {
   Sysfs& sysfs_;
   Proxy& proxy_;
   RandomSource random_;
+  SessionProxy* session_proxy_;
   CpuLocator cpu_locator_;
 };
 

@@ -156,7 +156,7 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   }
   if (auto ok = only_keys(j, {"version", "libvirt_uri", "listen_address", "proxy_port", "public_host", "ssh_host",
                               "state_dir", "access_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "topology",
-                              "pools", "images"},
+                              "pools", "images", "ood_listen_address", "ood_host", "ood_port_min", "ood_port_max"},
                           where);
       !ok) {
     return std::unexpected(ok.error());
@@ -175,7 +175,8 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
                         Field{"state_dir", &c.state_dir, true}, Field{"access_dir", &c.access_dir, true},
                         Field{"sysfs_root", &c.sysfs_root, true},
                         Field{"novnc_dir", &c.novnc_dir, true}, Field{"websockify", &c.websockify, true},
-                        Field{"emulator", &c.emulator, true}}) {
+                        Field{"emulator", &c.emulator, true}, Field{"ood_listen_address", &c.ood_listen_address, false},
+                        Field{"ood_host", &c.ood_host, false}}) {
     auto v = get_string(j, f.key, where, false, *f.target);
     if (!v) return std::unexpected(v.error());
     if (f.path) {
@@ -198,6 +199,15 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   auto port = get_uint(j, "proxy_port", where, 1, 65535, c.proxy_port);
   if (!port) return std::unexpected(port.error());
   c.proxy_port = static_cast<std::uint16_t>(*port);
+  auto ood_min = get_uint(j, "ood_port_min", where, 1024, 65535, c.ood_port_min);
+  if (!ood_min) return std::unexpected(ood_min.error());
+  auto ood_max = get_uint(j, "ood_port_max", where, 1024, 65535, c.ood_port_max);
+  if (!ood_max) return std::unexpected(ood_max.error());
+  if (*ood_min > *ood_max) {
+    return fail(ErrorCode::corrupt, fmt::format("{}: ood_port_min {} is above ood_port_max {}", where, *ood_min, *ood_max));
+  }
+  c.ood_port_min = static_cast<std::uint16_t>(*ood_min);
+  c.ood_port_max = static_cast<std::uint16_t>(*ood_max);
   if (j.contains("images")) {
     if (!j["images"].is_object()) return fail(ErrorCode::corrupt, fmt::format("{}.images: expected an object", where));
     for (const auto& [key, value] : j["images"].items()) {

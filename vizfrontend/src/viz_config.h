@@ -61,6 +61,13 @@ struct VizConfig {
   std::string topology;
   std::map<std::string, VizPoolSpec> pools;
   std::map<std::string, ImageSpec> images;  // named images a user may pick with --image
+  // Open OnDemand (docs/viz.md): OnDemand's proxy reaches a session at <host>:<port>/websockify,
+  // with no room for our token, so with `ood_listen_address` set each VNC session also gets its
+  // own websockify on that address, on a free port in [ood_port_min, ood_port_max]. "" = off.
+  std::string ood_listen_address;
+  std::string ood_host;  // the name OnDemand's proxy uses for this node; "" = the hostname
+  std::uint16_t ood_port_min = 20000;
+  std::uint16_t ood_port_max = 20999;
 };
 
 // Parses the JSON text of a config; `origin` names the file in error messages.

@@ -14,10 +14,10 @@
 
 #include "file_util.h"
 #include "proxy.h"
+#include "websockify_process.h"
 #include "web_root.h"
 
 namespace vgpu::viz {
-namespace {
 
 bool port_accepts(const std::string& address, std::uint16_t port) {
   sockaddr_in sa{};
@@ -31,38 +31,13 @@ bool port_accepts(const std::string& address, std::uint16_t port) {
   return ok;
 }
 
-}  // namespace
-
-WebsockifyProxy::WebsockifyProxy(const VizConfig& config, std::string token_source)
-    : config_(config),
-      token_source_(std::move(token_source)),
-      pid_file_(config.state_dir + "/websockify.pid"),
-      log_file_(config.state_dir + "/websockify.log"),
-      web_root_(config.state_dir + "/web") {}
-
-int WebsockifyProxy::running_pid() const {
-  auto text = read_file(pid_file_);
-  if (!text) return 0;
-  const int pid = std::atoi(text->c_str());
-  if (pid <= 1) return 0;
-  // The pid must still be websockify, not a recycled pid.
-  auto cmdline = read_file(fmt::format("/proc/{}/cmdline", pid));
-  if (!cmdline || cmdline->find("websockify") == std::string::npos) return 0;
-  return pid;
-}
-
-Result<void> WebsockifyProxy::ensure_running() {
-  if (running_pid() > 0) return {};
-  if (port_accepts(config_.listen_address, config_.proxy_port)) {
-    return fail(ErrorCode::conflict, fmt::format("websockify: {}:{} is already in use by another program",
-                                                 config_.listen_address, config_.proxy_port));
-  }
-  if (auto web = prepare_web_root(web_root_, config_.novnc_dir); !web) return std::unexpected(web.error().within("websockify"));
-  const std::string listen = fmt::format("{}:{}", config_.listen_address, config_.proxy_port);
-  std::vector<std::string> args{config_.websockify, "--web",        web_root_,    "--token-plugin", "TokenFile",
-                                "--token-source",   token_source_, listen};
-  const int log_fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (log_fd < 0) return fail(ErrorCode::io, fmt::format("websockify: log {}: {}", log_file_, std::strerror(errno)));
+Result<pid_t> spawn_detached(const std::vector<std::string>& args, const std::string& log_file) {
+  const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd < 0) return fail(ErrorCode::io, fmt::format("websockify: log {}: {}", log_file, std::strerror(errno)));
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t child = fork();
   if (child < 0) {
     ::close(log_fd);
@@ -75,13 +50,57 @@ Result<void> WebsockifyProxy::ensure_running() {
     dup2(null_fd, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     execv(argv[0], argv.data());
     _exit(127);
   }
   ::close(log_fd);
+  return child;
+}
+
+void stop_process_group(pid_t pid) {
+  if (pid <= 1) return;
+  ::kill(-pid, SIGTERM);
+  for (int i = 0; i < 100 && ::kill(-pid, 0) == 0; ++i) {
+    waitpid(pid, nullptr, WNOHANG);  // reaps it when we are its parent (same process started it)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (::kill(-pid, 0) == 0) ::kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, WNOHANG);
+}
+
+bool is_websockify(pid_t pid) {
+  if (pid <= 1) return false;
+  auto cmdline = read_file(fmt::format("/proc/{}/cmdline", pid));
+  return cmdline && cmdline->find("websockify") != std::string::npos;
+}
+
+WebsockifyProxy::WebsockifyProxy(const VizConfig& config, std::string token_source)
+    : config_(config),
+      token_source_(std::move(token_source)),
+      pid_file_(config.state_dir + "/websockify.pid"),
+      log_file_(config.state_dir + "/websockify.log"),
+      web_root_(config.state_dir + "/web") {}
+
+int WebsockifyProxy::running_pid() const {
+  auto text = read_file(pid_file_);
+  if (!text) return 0;
+  const int pid = std::atoi(text->c_str());
+  return is_websockify(pid) ? pid : 0;
+}
+
+Result<void> WebsockifyProxy::ensure_running() {
+  if (running_pid() > 0) return {};
+  if (port_accepts(config_.listen_address, config_.proxy_port)) {
+    return fail(ErrorCode::conflict, fmt::format("websockify: {}:{} is already in use by another program",
+                                                 config_.listen_address, config_.proxy_port));
+  }
+  if (auto web = prepare_web_root(web_root_, config_.novnc_dir); !web) return std::unexpected(web.error().within("websockify"));
+  const std::string listen = fmt::format("{}:{}", config_.listen_address, config_.proxy_port);
+  std::vector<std::string> args{config_.websockify, "--web",        web_root_,    "--token-plugin", "TokenFile",
+                                "--token-source",   token_source_, listen};
+  auto spawned = spawn_detached(args, log_file_);
+  if (!spawned) return std::unexpected(spawned.error());
+  const pid_t child = *spawned;
   if (auto w = write_file_atomic(pid_file_, config_.state_dir, fmt::format("{}\n", child), 0644); !w) {
     ::kill(child, SIGTERM);
     return std::unexpected(w.error().within("websockify"));
@@ -102,19 +121,7 @@ Result<void> WebsockifyProxy::ensure_running() {
 }
 
 Result<void> WebsockifyProxy::stop() {
-  const int pid = running_pid();
-  if (pid > 0) {
-    // websockify forks a handler per connection, and each holds the listening socket: signal the
-    // whole process group (setsid made it pid), or a handler that outlives its parent keeps the
-    // port accepting connections nobody answers, and the next session's proxy finds it "in use".
-    ::kill(-pid, SIGTERM);
-    for (int i = 0; i < 100 && ::kill(-pid, 0) == 0; ++i) {
-      waitpid(pid, nullptr, WNOHANG);  // reaps it when we are its parent (same process started it)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (::kill(-pid, 0) == 0) ::kill(-pid, SIGKILL);
-    waitpid(pid, nullptr, WNOHANG);
-  }
+  if (const int pid = running_pid(); pid > 0) stop_process_group(pid);
   return remove_file(pid_file_);
 }
 

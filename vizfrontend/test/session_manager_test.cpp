@@ -86,6 +86,34 @@ class FakeProxy final : public Proxy {
   }
 };
 
+// Per-session proxies in memory: job -> port, and what start was given.
+class FakeSessionProxy final : public SessionProxy {
+ public:
+  bool fail = false;
+  std::map<std::uint32_t, std::uint16_t> ports;
+  std::string last_socket;
+  std::vector<std::uint32_t> stopped;
+  Result<std::uint16_t> start(std::uint32_t job, const std::string& socket) override {
+    if (fail) return vgpu::fail(ErrorCode::unavailable, "no free port in 20000..20999");
+    last_socket = socket;
+    return ports[job] = static_cast<std::uint16_t>(20000 + job);
+  }
+  Result<void> stop(std::uint32_t job) override {
+    stopped.push_back(job);
+    ports.erase(job);
+    return {};
+  }
+  std::optional<std::uint16_t> port(std::uint32_t job) const override {
+    if (auto it = ports.find(job); it != ports.end()) return it->second;
+    return std::nullopt;
+  }
+  std::vector<std::uint32_t> jobs() const override {
+    std::vector<std::uint32_t> out;
+    for (const auto& [job, port] : ports) out.push_back(job);
+    return out;
+  }
+};
+
 // Deterministic randomness so the tests can name the secret they expect.
 RandomSource counting_random() {
   return [n = 0U](std::span<unsigned char> out) mutable -> Result<void> {
@@ -115,6 +143,11 @@ class Sessions : public ::testing::Test {
   ~Sessions() override { fs::remove_all(dir); }
 
   SessionManager manager() { return SessionManager(config, hv, sysfs, proxy, counting_random()); }
+  SessionManager manager_with_ondemand() {
+    config.ood_listen_address = "10.0.0.7";
+    config.ood_host = "gpu-node-07";
+    return SessionManager(config, hv, sysfs, proxy, counting_random(), &ood);
+  }
   StartRequest request(std::string pool = "viz") {
     StartRequest r;
     r.job_id = 42;
@@ -133,6 +166,7 @@ class Sessions : public ::testing::Test {
   ScriptedHypervisor hv;
   FakeSysfs sysfs;
   FakeProxy proxy;
+  FakeSessionProxy ood;
 };
 
 TEST_F(Sessions, StartDefinesAndStartsTheDomainAndWritesA0600Token) {
@@ -405,6 +439,46 @@ TEST_F(Sessions, AGpuTheTopologyDoesNotKnowFailsTheStartAndLeavesNothing) {
   EXPECT_NE(s.error().message.find("pinning vCPUs near GPU 0000:3b:00.0"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("not found"), std::string::npos) << s.error().message;
   EXPECT_TRUE(nothing_left());
+}
+
+TEST_F(Sessions, OnDemandGetsAProxyOfTheSessionsOwnToItsVncSocket) {
+  auto m = manager_with_ondemand();
+  auto s = m.start(request());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(ood.last_socket, hv.socket);
+  EXPECT_EQ(s->access.ood_host, "gpu-node-07");
+  EXPECT_EQ(s->access.ood_port, 20042);
+  auto r = m.rotate_password(42);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->access.ood_port, 20042) << "a new password, the same way in";
+  ASSERT_TRUE(m.stop(42));
+  EXPECT_EQ(ood.stopped, std::vector<std::uint32_t>{42});
+  EXPECT_TRUE(nothing_left());
+}
+
+TEST_F(Sessions, WithoutOnDemandTheAccessNamesNoWebsocket) {
+  auto s = manager().start(request());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->access.ood_port, 0);
+  EXPECT_TRUE(ood.ports.empty());
+}
+
+TEST_F(Sessions, AnOnDemandProxyThatWillNotStartFailsTheStartAndLeavesNothing) {
+  ood.fail = true;
+  auto m = manager_with_ondemand();
+  auto s = m.start(request());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("no free port"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(nothing_left());
+}
+
+TEST_F(Sessions, ReapStopsAnOnDemandProxyWhoseJobIsGone) {
+  auto m = manager_with_ondemand();
+  ood.ports[77] = 20077;  // left by a vgpu-viz killed after starting it (viz.after_ood_proxy)
+  auto report = m.reap({});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->removed, std::vector<std::uint32_t>{77});
+  EXPECT_TRUE(ood.ports.empty());
 }
 
 TEST_F(Sessions, RotateWithoutASessionIsNotFound) {

@@ -40,7 +40,9 @@ Result<std::unique_ptr<Context>> open_context(const Options& o) {
   c->hv = std::move(*hv);
   c->sysfs = std::make_unique<RootedSysfs>(c->config.sysfs_root);
   c->proxy = std::make_unique<WebsockifyProxy>(c->config, c->config.state_dir + "/tokens");
-  c->sessions = std::make_unique<SessionManager>(c->config, *c->hv, *c->sysfs, *c->proxy, system_random());
+  if (!c->config.ood_listen_address.empty()) c->ood = std::make_unique<WebsockifySessionProxy>(c->config);
+  c->sessions =
+      std::make_unique<SessionManager>(c->config, *c->hv, *c->sysfs, *c->proxy, system_random(), c->ood.get());
   c->sessions->set_cpu_locator(make_cpu_locator(c->config.topology));
   return c;
 }
@@ -65,16 +67,6 @@ std::string access_path(const VizConfig& config, std::uint32_t job) {
   return fmt::format("{}/{}", config.access_dir, job);
 }
 
-std::string access_text(const StartedSession& s, bool rotated) {
-  return fmt::format(
-      "vgpu-viz: job {}: {} (domain {}, pool {})\n"
-      "  1. on your machine:  {}\n"
-      "  2. open:             {}\n"
-      "  password:            {}\n",
-      s.record.job_id, rotated ? "display password changed" : "session is up", s.record.domain, s.record.pool,
-      s.access.ssh_line, s.access.url, s.password);
-}
-
 Result<void> write_access_file(const std::string& path, const std::string& text, std::optional<Owner> owner) {
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, std::max<std::size_t>(slash, 1));
@@ -82,6 +74,22 @@ Result<void> write_access_file(const std::string& path, const std::string& text,
   // Owner and mode before the secret goes in, so it is never readable by anyone else.
   if (owner) options.owner = std::make_pair(owner->uid, owner->gid);
   return contract::atomic_replace(contract_fs(), dir, path.substr(slash + 1), text, options);
+}
+
+Result<void> write_ood_connection(const std::string& path, std::string_view access) {
+  auto connection = ood_connection_of(access);
+  if (!connection) {
+    return fail(ErrorCode::unavailable,
+                fmt::format("vgpu-viz: --ood-connection {}: this node gives sessions no OnDemand websocket (its "
+                            "viz.json has no ood_listen_address)",
+                            path));
+  }
+  auto yaml = ood_connection_yaml(*connection);
+  if (!yaml) return std::unexpected(yaml.error().within(fmt::format("vgpu-viz: --ood-connection {}", path)));
+  if (auto ok = write_access_file(path, *yaml, std::nullopt); !ok) {
+    return std::unexpected(ok.error().within(fmt::format("vgpu-viz: --ood-connection {}", path)));
+  }
+  return {};
 }
 
 int report(const Error& e) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <sys/types.h>
 
+#include "access_text.h"
 #include "hypervisor.h"
 #include "proxy.h"
 #include "session_manager.h"
@@ -27,6 +28,7 @@ struct Options {
   std::string device;
   std::string gpu_instance;
   std::string access_file;
+  std::string ood_connection;  // step mode: keep OnDemand's connection.yml here up to date
   std::string owner;  // user the access file belongs to (Slurm sessions)
   bool guard = false;
   std::string live;
@@ -38,6 +40,7 @@ struct Context {
   std::unique_ptr<Hypervisor> hv;
   std::unique_ptr<RootedSysfs> sysfs;
   std::unique_ptr<WebsockifyProxy> proxy;
+  std::unique_ptr<WebsockifySessionProxy> ood;  // only with VizConfig::ood_listen_address
   std::unique_ptr<SessionManager> sessions;
 };
 
@@ -56,12 +59,14 @@ Result<Owner> resolve_owner(const std::string& user);
 // Where a Slurm session's "how to connect" text lives for `job`.
 std::string access_path(const VizConfig& config, std::uint32_t job);
 
-// The text the user reads: URL, ssh line, one-time password. `rotated`: after a password change.
-std::string access_text(const StartedSession& s, bool rotated);
 
 // Replaces `path` atomically with `text`, mode 0600, owned by `owner` (root writes it for the
 // job's user). The directory must be root-owned, so nobody can plant a link in it.
 Result<void> write_access_file(const std::string& path, const std::string& text, std::optional<Owner> owner);
+
+// Writes Open OnDemand's connection file (0600, the caller's) from a session's access text; fails
+// when the session has no OnDemand websocket (the node's viz.json has no ood_listen_address).
+Result<void> write_ood_connection(const std::string& path, std::string_view access);
 
 int report(const Error& e);
 

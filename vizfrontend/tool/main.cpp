@@ -55,6 +55,9 @@ Result<void> announce(const StartedSession& s, const Options& o, const VizConfig
     owner = *found;
     if (file.empty()) file = access_path(config, s.record.job_id);
   }
+  if (!o.ood_connection.empty()) {
+    if (auto ok = write_ood_connection(o.ood_connection, text); !ok) return ok;
+  }
   if (file.empty()) {
     std::fputs(text.c_str(), stdout);
   } else {
@@ -305,6 +308,8 @@ int main(int argc, char** argv) {
   };
   // No subcommand: the Slurm step mode, which takes the same options.
   app.add_option("--job", o.job, "job id (default SLURM_JOB_ID)");
+  app.add_option("--ood-connection", o.ood_connection,
+                 "keep Open OnDemand's connection file (connection.yml) here up to date with the session");
   session_options(&app);
 
   auto* start = app.add_subcommand("start", "start a session for a job and print how to reach it");

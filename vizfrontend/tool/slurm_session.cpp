@@ -232,6 +232,11 @@ Result<int> attach_to_session(const Options& o, const VizConfig& config, std::ui
     if (auto err = read_file(access + ".error"); err) std::fprintf(stderr, "%s", err->c_str());
   }
   seen = FileStamp{};
+  if (!o.ood_connection.empty()) {
+    auto text = read_file(access);
+    if (!text) return std::unexpected(text.error().within(fmt::format("vgpu-viz: job {}", job)));
+    if (auto ok = write_ood_connection(o.ood_connection, *text); !ok) return std::unexpected(ok.error());
+  }
   const bool interactive = isatty(STDIN_FILENO) == 1;
   bool told = false;
   while (g_stop == 0) {
@@ -242,7 +247,15 @@ Result<int> attach_to_session(const Options& o, const VizConfig& config, std::ui
     }
     if (!(now == seen)) {
       seen = now;
-      if (auto text = read_file(access); text) std::fputs(text->c_str(), stdout);
+      auto text = read_file(access);
+      if (text) std::fputs(text->c_str(), stdout);
+      // OnDemand reads the password from its connection file each time the user connects; after
+      // the first login the node rotates it, so the file follows the access file.
+      if (text && !o.ood_connection.empty()) {
+        if (auto ok = write_ood_connection(o.ood_connection, *text); !ok) {
+          std::fprintf(stderr, "%s\n", ok.error().message.c_str());
+        }
+      }
       if (!told) {
         std::printf("vgpu-viz: job %u: press q and Enter to leave; the session ends with the job\n", job);
         told = true;

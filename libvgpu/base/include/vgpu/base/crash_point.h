@@ -45,6 +45,7 @@ inline constexpr std::array kCrashPoints = {
     CrashPointInfo{"viz.after_define", "domain defined, not started"},
     CrashPointInfo{"viz.after_start", "domain running, no token, record without port"},
     CrashPointInfo{"viz.after_token", "noVNC token written, proxy not yet ensured, record not final"},
+    CrashPointInfo{"viz.after_ood_proxy", "the session's OnDemand websockify running, record not final"},
 };
 
 constexpr bool is_crash_point(std::string_view name) {
