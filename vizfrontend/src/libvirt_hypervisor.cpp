@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "hypervisor.h"
@@ -148,18 +149,25 @@ class LibvirtHypervisor final : public Hypervisor {
   }
 
   Result<int> wait_logins(int timeout_ms) override {
-    // virEventRunDefaultImpl returns after one dispatch round, and any activity on the connection
-    // (the reply to the caller's last RPC included) ends a round at once; so rounds run until a
-    // login or the deadline, or the caller's loop spins (it did: 220 rounds a second).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    // virEventRunDefaultImpl returns after one dispatch round, and a round can end at once again
+    // and again: the reply to the caller's last RPC ends one, and with the graphics callback
+    // registered the loop keeps a timer due (its poll() gets timeout 0). Rounds run until a login
+    // or the deadline, and a round that ended at once is followed by a short sleep, so waiting
+    // costs nothing (it spun 220 rounds a second, a third of a core, beside the emulated guest).
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (logins_ == 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) break;
       const int timer = virEventAddTimeout(static_cast<int>(left.count()), [](int, void*) {}, nullptr, nullptr);
       if (timer < 0) return fail(ErrorCode::internal, "libvirt: cannot add an event timer");
+      const auto round = Clock::now();
       const int rc = virEventRunDefaultImpl();
       virEventRemoveTimeout(timer);
       if (rc < 0) return fail(ErrorCode::io, fmt::format("libvirt {}: event loop: {}", uri_, last_error()));
+      if (logins_ == 0 && Clock::now() - round < std::chrono::milliseconds(5)) {
+        std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+      }
     }
     return std::exchange(logins_, 0);
   }
