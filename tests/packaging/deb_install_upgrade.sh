@@ -81,9 +81,16 @@ dpkg -i $(debs "$version") >"$pkgdir/dpkg-install.log" 2>&1 \
 plugin_dir=$(dpkg -L "$plugin_pkg" | grep '/gres_vgpu.so$' | xargs dirname)
 for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-epilog /usr/sbin/vgpu-planner /usr/bin/vgpuctl /usr/bin/vgpu-viz \
          /usr/lib/systemd/system/vgpu-planner@.service /etc/slurm-vgpu/policy.json.example \
-         /etc/slurm-vgpu/planner.env /usr/share/slurm-vgpu/job_submit.lua "$plugin_dir/gres_vgpu.so"; do
+         /etc/slurm-vgpu/planner.env /usr/share/slurm-vgpu/job_submit.lua "$plugin_dir/gres_vgpu.so" \
+         /usr/libexec/slurm-vgpu/viz/desktop/build-desktop-image.sh /usr/share/slurm-vgpu/ood/bc_vgpu_viz/form.yml; do
   [ -e "$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
+# The desktop image's recipe works from where it is installed (exit 3: its package layer is not
+# built on this machine), and the installed OnDemand app is the one that passes the check.
+/usr/libexec/slurm-vgpu/viz/desktop/build-desktop-image.sh --status >/dev/null; rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 3 ] || { echo "FAIL: the installed desktop image builder: exit $rc"; exit 1; }
+/usr/bin/python3 "$here/../viz/ood_app_check.py" /usr/share/slurm-vgpu/ood/bc_vgpu_viz >/dev/null \
+  || { echo "FAIL: the installed OnDemand app"; exit 1; }
 grep -q '^ExecStart=/usr/sbin/vgpu-planner$' /usr/lib/systemd/system/vgpu-planner@.service \
   || { echo "FAIL: the unit does not start /usr/sbin/vgpu-planner"; exit 1; }
 /usr/sbin/vgpu-planner --help | grep -q 're-plans this node' || { echo "FAIL: vgpu-planner --help"; exit 1; }
