@@ -1,11 +1,6 @@
-#include <signal.h>
-#include <sys/wait.h>
-
 #include <charconv>
-#include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
-#include <thread>
 
 #include "file_util.h"
 #include "proxy.h"
@@ -61,11 +56,8 @@ Result<std::uint16_t> WebsockifySessionProxy::start(std::uint32_t job, const std
       stop_process_group(*pid);
       return std::unexpected(ok.error().within(ctx));
     }
-    for (int i = 0; i < 100; ++i) {
-      if (port_accepts(config_.ood_listen_address, port)) return port;
-      if (waitpid(*pid, nullptr, WNOHANG) == *pid) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    int status = 0;
+    if (wait_until_listening(*pid, config_.ood_listen_address, port, status) == Startup::listening) return port;
     stop_process_group(*pid);
     (void)remove_file(state_path(job));
     last_problem = fmt::format("websockify did not listen on {}; see {}.log", listen, state_path(job));

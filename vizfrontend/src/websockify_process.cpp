@@ -56,6 +56,15 @@ Result<pid_t> spawn_detached(const std::vector<std::string>& args, const std::st
   return child;
 }
 
+Startup wait_until_listening(pid_t pid, const std::string& address, std::uint16_t port, int& status) {
+  for (int i = 0; i < 100; ++i) {
+    if (port_accepts(address, port)) return Startup::listening;
+    if (waitpid(pid, &status, WNOHANG) == pid) return Startup::exited;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Startup::timed_out;
+}
+
 void stop_process_group(pid_t pid) {
   if (pid <= 1) return;
   ::kill(-pid, SIGTERM);

@@ -20,6 +20,11 @@ bool port_accepts(const std::string& address, std::uint16_t port);
 // reach every per-connection handler websockify forks.
 Result<pid_t> spawn_detached(const std::vector<std::string>& args, const std::string& log_file);
 
+// How a websockify just spawned came up: listening on address:port, exited (bind failed, bad
+// arguments; `status` is its wait status), or neither within 5 s.
+enum class Startup { listening, exited, timed_out };
+Startup wait_until_listening(pid_t pid, const std::string& address, std::uint16_t port, int& status);
+
 // SIGTERM to the whole group, up to 5 s to go, then SIGKILL. A handler that outlived its parent
 // would hold the listening socket: the port would accept connections nobody answers.
 void stop_process_group(pid_t pid);

@@ -1,9 +1,6 @@
 #include <signal.h>
-#include <sys/wait.h>
 
-#include <chrono>
 #include <fmt/format.h>
-#include <thread>
 
 #include "file_util.h"
 #include "proxy.h"
@@ -43,15 +40,16 @@ Result<void> WebsockifyProxy::ensure_running() {
     ::kill(child, SIGTERM);
     return std::unexpected(w.error().within("websockify"));
   }
-  for (int i = 0; i < 100; ++i) {
-    if (port_accepts(config_.listen_address, config_.proxy_port)) return {};
-    int status = 0;
-    if (waitpid(child, &status, WNOHANG) == child) {
+  int status = 0;
+  switch (wait_until_listening(child, config_.listen_address, config_.proxy_port, status)) {
+    case Startup::listening:
+      return {};
+    case Startup::exited:
       (void)remove_file(pid_file_);
       return fail(ErrorCode::unavailable,
                   fmt::format("websockify exited at start-up (status {}); see {}", status, log_file_));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    case Startup::timed_out:
+      break;
   }
   ::kill(child, SIGTERM);
   (void)remove_file(pid_file_);
