@@ -1,4 +1,4 @@
-#include "sysfs.h"
+#include "vgpu/sysfs/sysfs.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace vgpu::viz {
+namespace vgpu {
 
 RootedSysfs::RootedSysfs(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
@@ -67,4 +67,4 @@ Result<std::string> RootedSysfs::link_name(std::string_view path) const {
   return target.filename().string();
 }
 
-}  // namespace vgpu::viz
+}  // namespace vgpu
