@@ -99,10 +99,13 @@ std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel
   return diffs;
 }
 
+std::string_view to_string(Partitioning p) { return p == Partitioning::uniform ? "uniform" : "mig"; }
+
 Result<std::string> parse_profile_name(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return fail(ErrorCode::invalid_argument,
-                fmt::format("profile '{}': {} (expected <N>g.<M>gb, e.g. 3g.40gb or 1g.10gb+me)",
+                fmt::format("profile '{}': {} (expected <N>g.<M>gb or <mode>.<M>gb, e.g. 3g.40gb, "
+                            "1g.10gb+me or cpx.24gb)",
                             text, why));
   };
   if (text.empty()) return bad("empty");
@@ -113,6 +116,15 @@ Result<std::string> parse_profile_name(std::string_view text) {
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
     return i - start;
   };
+  // An AMD compute-partition mode and the memory each partition has: "cpx.24gb".
+  for (std::string_view mode : {"spx.", "dpx.", "tpx.", "qpx.", "cpx."}) {
+    if (!text.starts_with(mode)) continue;
+    i = mode.size();
+    std::size_t m = digits();
+    if (m == 0 || m > 4 || text[mode.size()] == '0') return bad("missing memory size");
+    if (text.substr(i) != "gb") return bad("memory size must end in 'gb'");
+    return std::string(text);
+  }
   std::size_t n = digits();
   if (n == 0 || n > 2 || text[0] == '0') return bad("must start with a compute slice count");
   if (text.substr(i, 2) != "g.") return bad("missing 'g.' after the compute slice count");

@@ -29,6 +29,7 @@ nlohmann::json to_json(const GpuModel& m) {
   return {{"name", m.name},           {"nvml_names", m.nvml_names},
           {"compute_slices", m.compute_slices}, {"memory_slices", m.memory_slices},
           {"sm_count", m.sm_count},   {"memory_mib", m.memory_mib},
+          {"vendor", m.vendor},       {"partitioning", to_string(m.partitioning)},
           {"profiles", profiles}};
 }
 
@@ -139,6 +140,15 @@ Result<GpuModel> model_from_json(const nlohmann::json& j, std::string_view where
   VGPU_TRY_ASSIGN(m.memory_slices, r.integer("memory_slices", 1, 8));
   VGPU_TRY_ASSIGN(m.sm_count, r.integer("sm_count", 0, 100000));
   VGPU_TRY_ASSIGN(m.memory_mib, r.integer("memory_mib", 0, 1 << 24));
+  VGPU_TRY_ASSIGN(m.vendor, r.string("vendor"));
+  if (m.vendor != "nvidia" && m.vendor != "amd")
+    return fail(ErrorCode::corrupt, fmt::format("{}.vendor: '{}': expected nvidia or amd", path, contract::printable(m.vendor)));
+  std::string partitioning;
+  VGPU_TRY_ASSIGN(partitioning, r.string("partitioning"));
+  if (partitioning == "uniform") m.partitioning = Partitioning::uniform;
+  else if (partitioning != "mig")
+    return fail(ErrorCode::corrupt, fmt::format("{}.partitioning: '{}': expected mig or uniform", path,
+                                                contract::printable(partitioning)));
   const nlohmann::json* profiles = nullptr;
   VGPU_TRY_ASSIGN(profiles, r.field("profiles"));
   if (!profiles->is_array()) return fail(ErrorCode::corrupt, path + ".profiles: must be an array");

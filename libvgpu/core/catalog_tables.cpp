@@ -1,4 +1,4 @@
-// Built-in MIG tables. Sources: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles"
+// Built-in partition tables. NVIDIA MIG Sources: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles"
 // (fractions of memory/SMs, instance counts, placement diagrams) and its `nvidia-smi mig -lgip` /
 // `-lgipp` listings (profile IDs, SM counts, memory in GiB with two decimals, placements).
 // memory_mib is the listed GiB x 1024. For models whose listing the guide does not print
@@ -6,6 +6,8 @@
 // rounded down to 256 MiB like the published values; the backend's compare_models() against NVML
 // is the arbiter on real hardware.
 #include "catalog_tables.h"
+
+#include <fmt/format.h>
 
 namespace vgpu::detail {
 namespace {
@@ -48,7 +50,30 @@ std::vector<Profile> seven_slice_profiles(const SevenSliceSizes& s) {
 GpuModel seven_slice_model(std::string short_name, std::vector<std::string> nvml_names, int sm,
                            int memory_mib, const SevenSliceSizes& sizes) {
   return GpuModel{std::move(short_name), std::move(nvml_names), 7, 8, sm, memory_mib,
-                  seven_slice_profiles(sizes)};
+                  seven_slice_profiles(sizes), "nvidia", Partitioning::mig};
+}
+
+// AMD Instinct MI300X/MI325X: 8 XCDs of 38 CUs (sm_count holds CUs), one compute-partition mode
+// per GPU. Memory is the memory partition's even share per partition, as the driver caps it by
+// default (amdgpu_amdkfd_xcp_memory_size, CAPPING mode), in NPS1, the only memory mode this
+// catalog assumes (docs/backends.md). TPX needs 6 XCDs and is not offered on these models.
+GpuModel instinct_model(std::string short_name, std::vector<std::string> product_names, int total_gb) {
+  constexpr int kXcds = 8, kCusPerXcd = 38;
+  auto mode = [&](const char* name, AmdPartitionMode id, int xcds) {
+    const int count = kXcds / xcds;
+    return Profile{fmt::format("{}.{}gb", name, total_gb / count), static_cast<int>(id), static_cast<int>(id),
+                   xcds, xcds, xcds * kCusPerXcd, total_gb * 1024 / count, count, every(count, xcds, xcds)};
+  };
+  return GpuModel{std::move(short_name),
+                  std::move(product_names),
+                  kXcds,
+                  kXcds,
+                  kXcds * kCusPerXcd,
+                  total_gb * 1024,
+                  {mode("cpx", AmdPartitionMode::cpx, 1), mode("qpx", AmdPartitionMode::qpx, 2),
+                   mode("dpx", AmdPartitionMode::dpx, 4), mode("spx", AmdPartitionMode::spx, 8)},
+                  "amd",
+                  Partitioning::uniform};
 }
 
 }  // namespace
@@ -85,7 +110,12 @@ std::vector<GpuModel> builtin_models() {
           {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2)},
           {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2)},
           {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4)},
-      }});
+      },
+      "nvidia",
+      Partitioning::mig});
+
+  models.push_back(instinct_model("MI300X-192GB", {"AMD Instinct MI300X", "AMD Instinct MI300X OAM"}, 192));
+  models.push_back(instinct_model("MI325X-256GB", {"AMD Instinct MI325X", "AMD Instinct MI325X OAM"}, 256));
   return models;
 }
 

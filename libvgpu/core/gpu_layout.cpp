@@ -22,6 +22,10 @@ std::optional<std::string> GpuLayout::why_not(const Profile& profile, Placement 
   if (used_compute_ + profile.compute_slices > model_->compute_slices)
     return fmt::format("needs {} compute slices, {} free", profile.compute_slices,
                        free_compute_slices());
+  if (model_->partitioning == Partitioning::uniform && !instances_.empty() &&
+      instances_.front().profile->nvml_profile_id != profile.nvml_profile_id)
+    return fmt::format("the GPU is partitioned as {}: every partition of {} has one profile",
+                       instances_.front().profile->name, model_->name);
   if (count_of(profile) >= profile.max_instances)
     return fmt::format("{} already has its maximum of {} instance(s)", profile.name,
                        profile.max_instances);

@@ -48,6 +48,32 @@ TEST(Catalog, EveryPlacementFitsInsideItsGpu) {
     }
 }
 
+// AMD's MI300X partitioning overview: 8 XCDs of 38 CUs, 192 GB; SPX/DPX/QPX/CPX give 1/2/4/8
+// partitions, each with its even share of memory in NPS1 (CPX: 38 CUs and 24 GB).
+TEST(Catalog, Mi300xModesMatchAmdsPartitioningDocumentation) {
+  const GpuModel& m = *Catalog::builtin().find_model("MI300X-192GB");
+  EXPECT_EQ(m.vendor, "amd");
+  EXPECT_EQ(m.partitioning, Partitioning::uniform);
+  EXPECT_EQ(m.sm_count, 304);
+  struct Row { const char* name; AmdPartitionMode mode; int xcds, cus, mib, count; };
+  for (const Row& r : std::vector<Row>{{"cpx.24gb", AmdPartitionMode::cpx, 1, 38, 24576, 8},
+                                       {"qpx.48gb", AmdPartitionMode::qpx, 2, 76, 49152, 4},
+                                       {"dpx.96gb", AmdPartitionMode::dpx, 4, 152, 98304, 2},
+                                       {"spx.192gb", AmdPartitionMode::spx, 8, 304, 196608, 1}}) {
+    const Profile* p = m.find_profile(r.name);
+    ASSERT_NE(p, nullptr) << r.name;
+    EXPECT_EQ(p->nvml_profile_id, static_cast<int>(r.mode)) << r.name;
+    EXPECT_EQ(p->compute_slices, r.xcds) << r.name;
+    EXPECT_EQ(p->sm_count, r.cus) << r.name;
+    EXPECT_EQ(p->memory_mib, r.mib) << r.name;
+    EXPECT_EQ(p->max_instances, r.count) << r.name;
+    ASSERT_EQ(p->placements.size(), static_cast<std::size_t>(r.count)) << r.name;
+    EXPECT_EQ(p->placements.back().end(), 8) << r.name;
+  }
+  EXPECT_EQ(Catalog::builtin().find_model_for_product("AMD Instinct MI300X")->name, "MI300X-192GB");
+  EXPECT_EQ(Catalog::builtin().find_model("MI325X-256GB")->find_profile("cpx.32gb")->memory_mib, 32768);
+}
+
 TEST(Catalog, NvmlProductNamesMapToModels) {
   EXPECT_EQ(Catalog::builtin().find_model_for_product("NVIDIA H100 80GB HBM3")->name, "H100-80GB");
   EXPECT_EQ(Catalog::builtin().find_model_for_product("NVIDIA A100-SXM4-40GB")->name, "A100-40GB");
@@ -75,6 +101,8 @@ TEST(Catalog, JsonRoundTripsEveryModel) {
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_TRUE(compare_models(m, *back).empty());
     EXPECT_EQ(back->nvml_names, m.nvml_names);
+    EXPECT_EQ(back->vendor, m.vendor);
+    EXPECT_EQ(back->partitioning, m.partitioning);
   }
 }
 
@@ -104,7 +132,8 @@ TEST(Catalog, CompareModelsReportsEachDifferingField) {
 }
 
 TEST(ProfileName, AcceptsRealSpellings) {
-  for (const char* ok : {"1g.10gb", "1g.10gb+me", "7g.141gb", "1g.6gb", "4g.24gb", "1g.24gb+gfx"})
+  for (const char* ok : {"1g.10gb", "1g.10gb+me", "7g.141gb", "1g.6gb", "4g.24gb", "1g.24gb+gfx", "cpx.24gb",
+                         "spx.192gb", "qpx.64gb"})
     EXPECT_TRUE(parse_profile_name(ok)) << ok;
 }
 
@@ -117,7 +146,12 @@ TEST(ProfileName, RejectsMalformedWithReason) {
                                          {"3g.40", "must end in 'gb'"},
                                          {"3g.40gb+xx", "unknown suffix"},
                                          {"3g.gb", "missing memory size"},
-                                         {"3g.40gb;rm -rf /", "unknown suffix"}}) {
+                                         {"3g.40gb;rm -rf /", "unknown suffix"},
+                                         {"cpx.", "missing memory size"},
+                                         {"cpx.024gb", "missing memory size"},
+                                         {"cpx.24", "must end in 'gb'"},
+                                         {"cpx.24gb+me", "must end in 'gb'"},
+                                         {"xpx.24gb", "must start with"}}) {
     auto r = parse_profile_name(c.text);
     ASSERT_FALSE(r) << c.text;
     EXPECT_NE(r.error().message.find(c.why), std::string::npos) << c.text << ": " << r.error().message;

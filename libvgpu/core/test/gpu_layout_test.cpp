@@ -8,6 +8,21 @@ namespace {
 const GpuModel& h100() { return *Catalog::builtin().find_model("H100-80GB"); }
 const Profile& prof(const GpuModel& m, std::string_view name) { return *m.find_profile(name); }
 
+TEST(GpuLayout, UniformGpuTakesOnlyPartitionsOfItsCurrentMode) {
+  const GpuModel& mi300x = *Catalog::builtin().find_model("MI300X-192GB");
+  GpuLayout gpu(mi300x);
+  ASSERT_TRUE(gpu.place(prof(mi300x, "cpx.24gb"), {7, 1}));
+  ASSERT_TRUE(gpu.place(prof(mi300x, "cpx.24gb"), {3, 1}));
+  auto mixed = gpu.place(prof(mi300x, "qpx.48gb"), {0, 2});
+  ASSERT_FALSE(mixed);
+  EXPECT_NE(mixed.error().message.find("partitioned as cpx.24gb"), std::string::npos) << mixed.error().message;
+  EXPECT_EQ(gpu.what_fits(), std::vector<const Profile*>{mi300x.find_profile("cpx.24gb")});
+  // Once its partitions are released the GPU may take another mode.
+  ASSERT_TRUE(gpu.release({7, 1}));
+  ASSERT_TRUE(gpu.release({3, 1}));
+  EXPECT_TRUE(gpu.place(prof(mi300x, "dpx.96gb"), {4, 4}));
+}
+
 TEST(GpuLayout, OverlappingPlacementIsRefusedWithReason) {
   GpuLayout gpu(h100());
   ASSERT_TRUE(gpu.place(prof(h100(), "3g.40gb"), {0, 4}));

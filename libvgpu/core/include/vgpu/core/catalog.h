@@ -1,6 +1,11 @@
-// What each MIG-capable GPU model can hold: its GPU-instance profiles and their legal placements.
-// The built-in tables follow NVIDIA's public MIG user guide; on real hardware the backend reads the
-// same facts from NVML and compare_models() reports any field that differs.
+// What each partitionable GPU model can hold: its profiles and their legal placements. NVIDIA MIG
+// models follow NVIDIA's public MIG user guide (on real hardware the backend reads the same facts
+// from NVML and compare_models() reports any field that differs); AMD Instinct compute partitions
+// follow AMD's partitioning documentation (docs/backends.md says which facts come from where).
+//
+// One geometry serves both vendors: a GPU has compute and memory slices, and a profile occupies a
+// contiguous range of memory slices. On an AMD Instinct GPU a slice is an XCD (accelerator die)
+// and the profile is a compute-partition mode; what differs is the rule in Partitioning.
 #pragma once
 
 #include <compare>
@@ -24,8 +29,10 @@ struct Placement {
 };
 
 struct Profile {
-  std::string name;             // "3g.40gb", "1g.10gb+me"
-  int nvml_profile_id = 0;      // nvmlGpuInstanceProfileInfo_t.id, as `nvidia-smi mig -lgip` shows it
+  std::string name;             // "3g.40gb", "1g.10gb+me"; "cpx.24gb" for an AMD partition mode
+  // The backend's id of the profile: nvmlGpuInstanceProfileInfo_t.id, as `nvidia-smi mig -lgip`
+  // shows it; on AMD the compute-partition mode (AmdPartitionMode).
+  int nvml_profile_id = 0;
   int nvml_profile_index = 0;   // NVML_GPU_INSTANCE_PROFILE_* passed to nvmlDeviceGetGpuInstanceProfileInfo
   int compute_slices = 0;
   int memory_slices = 0;
@@ -36,6 +43,22 @@ struct Profile {
   bool operator==(const Profile&) const = default;
 };
 
+// How instances of one GPU relate to each other.
+enum class Partitioning {
+  // NVIDIA MIG: any mix of profiles whose placements do not overlap; each instance is created and
+  // destroyed on its own.
+  mig,
+  // AMD Instinct compute partitions: the GPU runs in one mode at a time (SPX, DPX, QPX, CPX), so
+  // every partition on it has the same profile; the mode's partitions all exist while it is set,
+  // and the mode changes only while no partition is in use.
+  uniform,
+};
+std::string_view to_string(Partitioning p);
+
+// AMD compute-partition modes, in the driver's order (amdgpu_gfx_partition); used as the backend
+// profile id of AMD profiles.
+enum class AmdPartitionMode { spx = 0, dpx = 1, tpx = 2, qpx = 3, cpx = 4 };
+
 struct GpuModel {
   std::string name;                      // short, stable: "H100-80GB"
   std::vector<std::string> nvml_names;   // nvmlDeviceGetName() spellings that map here
@@ -44,6 +67,8 @@ struct GpuModel {
   int sm_count = 0;
   int memory_mib = 0;
   std::vector<Profile> profiles;         // largest first is NOT assumed; use helpers below
+  std::string vendor = "nvidia";         // "nvidia" or "amd": which backend drives it
+  Partitioning partitioning = Partitioning::mig;
 
   [[nodiscard]] const Profile* find_profile(std::string_view profile_name) const;
   [[nodiscard]] const Profile* find_profile_by_nvml_id(int nvml_profile_id) const;
@@ -73,7 +98,8 @@ class Catalog {
 // NVML). Empty means identical. Each entry names the profile and field: "3g.40gb: memory_mib 40448 != 40192".
 std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel& actual);
 
-// A profile name is <compute>g.<memory>gb with an optional "+me"/"+gfx" suffix. This validates the
+// A profile name is <compute>g.<memory>gb with an optional "+me"/"+gfx" suffix (NVIDIA MIG), or
+// <mode>.<memory>gb with mode spx, dpx, tpx, qpx or cpx (AMD compute partitions). This validates the
 // spelling only (not whether a model has it) and is the one parser for user-supplied profile text.
 Result<std::string> parse_profile_name(std::string_view text);
 

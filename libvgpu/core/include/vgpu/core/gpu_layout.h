@@ -1,5 +1,6 @@
-// Occupancy of one MIG GPU and the rules for what may be placed on it: memory-slice ranges may not
-// overlap, compute slices may not exceed the model's total, and each profile has an instance cap.
+// Occupancy of one partitionable GPU and the rules for what may be placed on it: memory-slice ranges
+// may not overlap, compute slices may not exceed the model's total, each profile has an instance
+// cap, and on a uniform model (AMD compute partitions) every instance has the same profile.
 // Pure value type: the planner copies layouts freely to try alternatives.
 #pragma once
 
