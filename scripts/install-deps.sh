@@ -8,6 +8,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libgtest-dev libgmock-dev googletest libcli11-dev libfmt-dev
   libbenchmark-dev librapidcheck-dev libhwloc-dev hwloc
+  # the fake amdgpu driver serves its sysfs to a test node's processes as a FUSE filesystem
+  libfuse3-dev fuse3
   clang libclang-rt-14-dev
   clang-19 libclang-rt-19-dev  # libFuzzer with std::expected (scripts/fuzz.sh)
   # Slurm 22.05 (daemons, clients, and the tools that fetch its matching source)
