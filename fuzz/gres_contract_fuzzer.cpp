@@ -79,15 +79,17 @@ void check_job_record(std::string_view text, vgpu::JobId job_id) {
   std::string devices;
   for (const auto& inst : record->instances) {
     FUZZ_CHECK(vgpu::contract::is_valid_type_name(inst.profile));
-    FUZZ_CHECK(inst.mig_uuid.starts_with("MIG-"));
+    FUZZ_CHECK(inst.mig_uuid.starts_with("MIG-") || vgpu::contract::is_amd_partition_uuid(inst.mig_uuid));
     // CUDA_VISIBLE_DEVICES is a comma list: a uuid holding ',' (or '=') would smuggle devices.
     FUZZ_CHECK(inst.mig_uuid.find_first_of(",= \n") == std::string::npos);
     if (!devices.empty()) devices += ',';
     devices += inst.mig_uuid;
   }
   const auto env = vgpu::contract::job_environment(*record);
-  FUZZ_CHECK(env.size() == 4);
-  FUZZ_CHECK(env[0].name == "CUDA_VISIBLE_DEVICES" && env[0].value == devices);
+  // One vendor per record: MIG instances go to CUDA, AMD partitions to ROCr (and HIP ordinals).
+  const bool amd = !record->instances.empty() && vgpu::contract::is_amd_partition_uuid(record->instances[0].mig_uuid);
+  FUZZ_CHECK(env.size() == (amd ? 6u : 4u));
+  FUZZ_CHECK(env[0].name == (amd ? "ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES") && env[0].value == devices);
   FUZZ_CHECK(env[2].value == std::to_string(record->instances.size()));
   // VGPU_PLACEMENT: one item per instance, "<gpu>" or "<gpu>:<first>-<last>" with first <= last.
   FUZZ_CHECK(env[3].name == "VGPU_PLACEMENT");

@@ -22,14 +22,25 @@ std::vector<EnvVar> job_environment(const JobRecord& record) {
       placements += ':' + std::to_string(inst.placement->start) + '-' +
                     std::to_string(inst.placement->start + inst.placement->size - 1);
   }
-  return {{"CUDA_VISIBLE_DEVICES", devices},
-          {"VGPU_PROFILES", profiles},
-          {"VGPU_INSTANCES", std::to_string(record.instances.size())},
-          {"VGPU_PLACEMENT", placements}};
+  const bool amd = !record.instances.empty() && is_amd_partition_uuid(record.instances.front().mig_uuid);
+  std::vector<EnvVar> env = {{amd ? "ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES", devices},
+                             {"VGPU_PROFILES", profiles},
+                             {"VGPU_INSTANCES", std::to_string(record.instances.size())},
+                             {"VGPU_PLACEMENT", placements}};
+  if (amd) {
+    // HIP numbers the devices ROCr lets through from 0, and honours CUDA_VISIBLE_DEVICES as well:
+    // both are set to exactly those, so nothing a job inherited selects another device.
+    std::string ordinals;
+    for (std::size_t i = 0; i < record.instances.size(); ++i) ordinals += (i ? "," : "") + std::to_string(i);
+    env.push_back({"HIP_VISIBLE_DEVICES", ordinals});
+    env.push_back({"CUDA_VISIBLE_DEVICES", ordinals});
+  }
+  return env;
 }
 
 std::vector<EnvVar> hidden_environment() {
-  return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""}, {"VGPU_INSTANCES", "0"}, {"VGPU_PLACEMENT", ""}};
+  return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""}, {"VGPU_INSTANCES", "0"}, {"VGPU_PLACEMENT", ""},
+          {"ROCR_VISIBLE_DEVICES", ""}};
 }
 
 std::optional<JobId> job_of_stepd_title(std::string_view title) {

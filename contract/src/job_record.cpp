@@ -1,19 +1,23 @@
 #include "vgpu/contract/job_record.h"
 
+#include <algorithm>
+
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
 
 namespace vgpu::contract {
 namespace {
 
-bool is_valid_mig_uuid(std::string_view uuid) {
-  if (uuid.size() <= 4 || uuid.size() > 128 || uuid.substr(0, 4) != "MIG-") return false;
+bool is_valid_uuid_text(std::string_view uuid, std::string_view prefix) {
+  if (uuid.size() <= prefix.size() || uuid.size() > 128 || !uuid.starts_with(prefix)) return false;
   for (char c : uuid) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '/';
     if (!ok) return false;
   }
   return true;
 }
+
+bool is_valid_mig_uuid(std::string_view uuid) { return is_valid_uuid_text(uuid, "MIG-"); }
 
 // No GPU has more than 8 memory slices; the bound keeps a corrupt record from naming absurd ones.
 constexpr std::uint64_t kMaxMemorySlices = 64;
@@ -32,17 +36,23 @@ Result<SlicePlacement> parse_placement(const nlohmann::json& obj) {
 
 // Errors other than the keys' are prefixed by the caller with `where`.
 Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string& where, std::uint64_t version) {
+  const char* uuid_key = version >= 3 ? "device_uuid" : "mig_uuid";
   auto keys = version == 1 ? require_keys(obj, where, {"profile", "mig_uuid", "gpu"})
-                           : require_keys(obj, where, {"profile", "mig_uuid", "gpu", "placement"});
+                           : require_keys(obj, where, {"profile", uuid_key, "gpu", "placement"});
   if (!keys) return std::unexpected(keys.error());
   MigInstance inst;
   auto profile = require_string(obj, "profile");
   if (!profile) return std::unexpected(profile.error());
   if (!is_valid_type_name(*profile)) return fail(ErrorCode::corrupt, "profile '" + *profile + "' is not valid");
   inst.profile = *profile;
-  auto uuid = require_string(obj, "mig_uuid");
+  auto uuid = require_string(obj, uuid_key);
   if (!uuid) return std::unexpected(uuid.error());
-  if (!is_valid_mig_uuid(*uuid)) return fail(ErrorCode::corrupt, "mig_uuid '" + *uuid + "' is not a MIG UUID");
+  if (version >= 3) {
+    if (!is_valid_mig_uuid(*uuid) && !is_amd_partition_uuid(*uuid))
+      return fail(ErrorCode::corrupt, "device_uuid '" + *uuid + "' is neither a MIG UUID nor an AMD partition's GPU-<16 hex digits>");
+  } else if (!is_valid_mig_uuid(*uuid)) {
+    return fail(ErrorCode::corrupt, "mig_uuid '" + *uuid + "' is not a MIG UUID");
+  }
   inst.mig_uuid = *uuid;
   auto gpu = require_unsigned(obj, "gpu");
   if (!gpu) return std::unexpected(gpu.error());
@@ -57,17 +67,26 @@ Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string&
 
 }  // namespace
 
+bool is_amd_partition_uuid(std::string_view uuid) {
+  if (uuid.size() != 20 || !uuid.starts_with("GPU-")) return false;
+  return std::ranges::all_of(uuid.substr(4), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 std::string render_job_record(const JobRecord& record) {
+  // The oldest version that can say it: a record of MIG instances stays readable by the release
+  // before; AMD partitions need version 3.
+  const bool amd = std::ranges::any_of(record.instances, [](const MigInstance& i) { return is_amd_partition_uuid(i.mig_uuid); });
+  const char* uuid_key = amd ? "device_uuid" : "mig_uuid";
   nlohmann::json instances = nlohmann::json::array();
   for (const auto& inst : record.instances) {
-    nlohmann::json i = {{"profile", inst.profile}, {"mig_uuid", inst.mig_uuid}, {"gpu", inst.gpu}};
+    nlohmann::json i = {{"profile", inst.profile}, {uuid_key, inst.mig_uuid}, {"gpu", inst.gpu}};
     // The writer always knows the placement; a record without one is only ever read (version 1).
     const SlicePlacement at = inst.placement.value_or(SlicePlacement{});
     i["placement"] = {{"start", at.start}, {"size", at.size}};
     instances.push_back(std::move(i));
   }
   nlohmann::json doc = {{"format", kJobRecordFormat},
-                        {"version", kJobRecordVersion},
+                        {"version", amd ? kJobRecordVersion : std::uint64_t{2}},
                         {"job_id", record.job_id},
                         {"instances", instances}};
   return doc.dump(2) + "\n";
@@ -79,8 +98,11 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
   if (auto ok = require_exact_keys(*doc, {"format", "version", "job_id", "instances"}); !ok) {
     return std::unexpected(ok.error());
   }
-  // Version 1: no placements (written by the previous release for a job still running).
-  const std::uint64_t version = doc->is_object() && doc->contains("version") && doc->at("version") == 1 ? 1 : kJobRecordVersion;
+  // Version 1: no placements (written by the release before last for a job still running);
+  // version 2: MIG instances only, under "mig_uuid".
+  std::uint64_t version = kJobRecordVersion;
+  if (doc->is_object() && doc->contains("version") && (doc->at("version") == 1 || doc->at("version") == 2))
+    version = doc->at("version").get<std::uint64_t>();
   if (auto ok = require_header(*doc, kJobRecordFormat, version); !ok) return std::unexpected(ok.error());
   JobRecord record;
   auto job_id = require_unsigned(*doc, "job_id");
@@ -99,6 +121,8 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
       if (inst.error().message.starts_with(where)) return std::unexpected(inst.error());
       return std::unexpected(inst.error().within(where));
     }
+    if (!record.instances.empty() && is_amd_partition_uuid(record.instances[0].mig_uuid) != is_amd_partition_uuid(inst->mig_uuid))
+      return fail(ErrorCode::corrupt, where + ": mixes MIG instances and AMD partitions (a node has GPUs of one vendor)");
     for (const auto& seen : record.instances) {
       if (seen.mig_uuid == inst->mig_uuid) {
         return fail(ErrorCode::corrupt, "instances[" + std::to_string(i) + "]: mig_uuid '" + inst->mig_uuid +

@@ -59,8 +59,8 @@ TEST(JobRecord, VersionTwoCarriesEachInstancesPlacementIntoTheEnvironment) {
   ASSERT_EQ(env.size(), 4U);
   EXPECT_EQ(env[3].name, "VGPU_PLACEMENT");
   EXPECT_EQ(env[3].value, "1:4-7,0:6-6");
-  EXPECT_EQ(hidden_environment().back().name, "VGPU_PLACEMENT");
-  EXPECT_EQ(hidden_environment().back().value, "");
+  EXPECT_EQ(hidden_environment()[3].name, "VGPU_PLACEMENT");
+  EXPECT_EQ(hidden_environment()[3].value, "");
 }
 
 TEST(JobRecord, VersionTwoNeedsAPlacementThatIsARangeOfSlices) {
@@ -77,11 +77,54 @@ TEST(JobRecord, VersionTwoNeedsAPlacementThatIsARangeOfSlices) {
               HasSubstr("placement.size: required field missing"));
   EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1,"end":1}})")),
               HasSubstr("placement"));
-  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[]})"),
-              HasSubstr("unsupported version 3"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":4,"job_id":42,"instances":[]})"),
+              HasSubstr("unsupported version 4"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
     {"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1}}]})"),
               HasSubstr("placement")) << "version 1 had no placement";
+}
+
+const char* kAmdPartitions = R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[
+  {"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":5,"size":1}},
+  {"profile":"cpx.24gb","device_uuid":"GPU-163456789abcdef0","gpu":0,"placement":{"start":1,"size":1}}]})";
+
+TEST(JobRecord, AmdPartitionsGoToRocrAndHipNumbersThemFromZero) {
+  auto rec = parse_job_record(kAmdPartitions, 42);
+  ASSERT_TRUE(rec) << rec.error().message;
+  auto env = job_environment(*rec);
+  ASSERT_EQ(env.size(), 6U);
+  EXPECT_EQ(env[0].name, "ROCR_VISIBLE_DEVICES");
+  EXPECT_EQ(env[0].value, "GPU-123456789abcdef0,GPU-163456789abcdef0");
+  EXPECT_EQ(env[1].value, "cpx.24gb,cpx.24gb");
+  EXPECT_EQ(env[3].value, "0:5-5,0:1-1");
+  EXPECT_EQ(env[4].name, "HIP_VISIBLE_DEVICES");
+  EXPECT_EQ(env[4].value, "0,1");
+  EXPECT_EQ(env[5].name, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(env[5].value, "0,1");
+  // Written back as version 3; MIG instances alone are still written as version 2.
+  EXPECT_THAT(render_job_record(*rec), HasSubstr("\"version\": 3"));
+  EXPECT_THAT(render_job_record(*rec), HasSubstr("\"device_uuid\": \"GPU-123456789abcdef0\""));
+  EXPECT_EQ(*parse_job_record(render_job_record(*rec), 42), *rec);
+  auto mig = parse_job_record(kPlaced, 42);
+  ASSERT_TRUE(mig);
+  EXPECT_THAT(render_job_record(*mig), HasSubstr("\"version\": 2"));
+  EXPECT_THAT(render_job_record(*mig), HasSubstr("\"mig_uuid\""));
+}
+
+TEST(JobRecord, VersionThreeRefusesOtherUuidsAndMixedVendors) {
+  auto v3 = [](std::string insts) {
+    return R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[)" + insts + "]}";
+  };
+  const std::string amd = R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}})";
+  const std::string mig = R"({"profile":"1g.10gb","device_uuid":"MIG-a","gpu":1,"placement":{"start":0,"size":1}})";
+  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-1,GPU-2","gpu":0,"placement":{"start":0,"size":1}})")),
+              HasSubstr("neither a MIG UUID nor an AMD partition's"));
+  EXPECT_THAT(error_of(v3(amd + "," + mig)), HasSubstr("instances[1]: mixes MIG instances and AMD partitions"));
+  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}})")),
+              HasSubstr("device_uuid"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":2,"job_id":42,"instances":[
+    {"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}}]})"),
+              HasSubstr("is not a MIG UUID")) << "version 2 has MIG instances only";
 }
 
 TEST(JobRecord, HiddenEnvironmentExposesNoDevice) {
@@ -89,6 +132,8 @@ TEST(JobRecord, HiddenEnvironmentExposesNoDevice) {
   ASSERT_FALSE(env.empty());
   EXPECT_EQ(env[0].name, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(env[0].value, "");
+  EXPECT_EQ(env.back().name, "ROCR_VISIBLE_DEVICES");
+  EXPECT_EQ(env.back().value, "");
 }
 
 TEST(JobRecord, RefusesRecordOfAnotherJob) {

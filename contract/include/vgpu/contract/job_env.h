@@ -1,4 +1,4 @@
-// The environment a job step gets from its job record: exactly this job's MIG instances.
+// The environment a job step gets from its job record: exactly this job's instances.
 #pragma once
 
 #include <optional>
@@ -18,10 +18,13 @@ struct EnvVar {
 };
 
 // CUDA_VISIBLE_DEVICES=MIG-a,MIG-b  VGPU_PROFILES=1g.10gb,1g.10gb  VGPU_INSTANCES=2
-// VGPU_PLACEMENT=0:4-4,1:0-0 (each instance's GPU index and memory slices, in the same order)
+// VGPU_PLACEMENT=0:4-4,1:0-0 (each instance's GPU index and memory slices, in the same order).
+// AMD partitions: ROCR_VISIBLE_DEVICES=GPU-<hex>,... in the first place, then the same VGPU_*
+// variables, and HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES=0,1,... (HIP's ordinals of them).
 std::vector<EnvVar> job_environment(const JobRecord& record);
 
-// For a record that exists but cannot be read: hide every GPU rather than expose all of them.
+// For a record that exists but cannot be read: hide every GPU rather than expose all of them
+// (ROCR_VISIBLE_DEVICES empty: ROCr shows no device).
 std::vector<EnvVar> hidden_environment();
 
 // The job a slurmstepd serves, from its process title ("slurmstepd: [1234.0]", "[1234.batch]",

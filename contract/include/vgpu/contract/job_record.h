@@ -1,6 +1,8 @@
-// jobs/<jobid>.json: the MIG instances the prolog created for one job on this node. Version 2 added
-// each instance's placement (its memory slices on the GPU); a version 1 record, written by the
-// release before for a job that still runs after an upgrade, reads without it.
+// jobs/<jobid>.json: the instances the prolog created for one job on this node. Version 2 added
+// each instance's placement (its memory slices on the GPU); a version 1 record, written by an
+// earlier release for a job that still runs after an upgrade, reads without it. Version 3 names
+// each instance's device under "device_uuid", which may be an AMD partition's "GPU-<16 hex>"; the
+// writer still writes version 2 for MIG instances, so the release before reads what it can use.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,7 @@
 namespace vgpu::contract {
 
 inline constexpr std::string_view kJobRecordFormat = "slurm-vgpu-job";
-inline constexpr std::uint64_t kJobRecordVersion = 2;
+inline constexpr std::uint64_t kJobRecordVersion = 3;
 
 // The memory slices an instance occupies on its GPU: [start, start + size).
 struct SlicePlacement {
@@ -25,7 +27,9 @@ struct SlicePlacement {
 
 struct MigInstance {
   std::string profile;
-  std::string mig_uuid;  // "MIG-...", exactly what CUDA_VISIBLE_DEVICES accepts
+  // The device the job is given: "MIG-..." (what CUDA_VISIBLE_DEVICES accepts) or an AMD
+  // partition's "GPU-<16 hex digits>" (what ROCR_VISIBLE_DEVICES accepts).
+  std::string mig_uuid;
   std::uint64_t gpu = 0;
   std::optional<SlicePlacement> placement;  // always written; absent only in a version 1 record
   bool operator==(const MigInstance&) const = default;
@@ -36,6 +40,9 @@ struct JobRecord {
   std::vector<MigInstance> instances;
   bool operator==(const JobRecord&) const = default;
 };
+
+// An AMD partition's UUID as ROCm spells it: "GPU-" and 16 lower-case hex digits.
+bool is_amd_partition_uuid(std::string_view uuid);
 
 // The one writer (the prolog) and the one strict reader (the plugin, the node's recovery).
 std::string render_job_record(const JobRecord& record);
