@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <algorithm>
 #include <fstream>
 
 #include "adapters.h"
+#include "amdgpu_backend.h"
 #include "nvml_backend.h"
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
@@ -39,6 +41,26 @@ Result<std::string> node_name() {
     return fail(ErrorCode::invalid_argument, fmt::format("node name '{}': not usable as a node's state directory ({})",
                                                          contract::printable(name), contract::node_name_rule()));
   return name;
+}
+
+// NVML unless told otherwise or the node has partitionable AMD GPUs: a few stat calls, no driver
+// initialisation, because every prolog and epilog pays for this choice.
+Result<std::unique_ptr<GpuBackend>> open_backend() {
+  const std::string which = env_or("VGPU_BACKEND", "auto");
+  if (which != "auto" && which != "nvml" && which != "amdgpu")
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("VGPU_BACKEND='{}': expected auto, nvml or amdgpu", contract::printable(which)));
+  auto sysfs = std::make_unique<RootedSysfs>(env_or("VGPU_SYSFS_ROOT", "/"));
+  bool amd = which == "amdgpu";
+  if (which == "auto")
+    if (auto entries = sysfs->list("sys/bus/pci/drivers/amdgpu"))
+      amd = std::ranges::any_of(*entries, [&](const std::string& e) {
+        return sysfs->exists("sys/bus/pci/drivers/amdgpu/" + e + "/current_compute_partition");
+      });
+  if (amd) return std::unique_ptr<GpuBackend>(amdgpu::Backend::open(std::move(sysfs)));
+  auto nvml = nvml::Backend::open(env_or("VGPU_NVML_LIBRARY", ""));
+  if (!nvml) return fail(ErrorCode::unavailable, "NVML backend could not be created");
+  return std::unique_ptr<GpuBackend>(std::move(nvml));
 }
 
 }  // namespace
@@ -85,20 +107,25 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   if (!policy) return std::unexpected(policy.error());
   rt->policy_ = std::move(*policy);
   rt->ledger_ = std::make_unique<LedgerStore>(rt->ctx_.node_dir());
-  auto backend = nvml::Backend::open(env_or("VGPU_NVML_LIBRARY", ""));
-  if (!backend) return fail(ErrorCode::unavailable, "NVML backend could not be created");
-  rt->backend_ = std::move(backend);
+  auto backend = open_backend();
+  if (!backend) return std::unexpected(backend.error());
+  amdgpu::Backend* amd = dynamic_cast<amdgpu::Backend*>(backend->get());
+  rt->backend_ = std::move(*backend);
   rt->slurm_ = make_command_slurm_client();
   rt->scrubber_ = make_command_scrubber();
   // Only nodes that serve a partition with viz pools run VMs (and pay for the squeue of the reap).
   for (const auto* part : node_partitions(rt->policy_, rt->ctx_.node))
     if (!part->viz_pools.empty() && !rt->viz_) rt->viz_ = make_command_viz_launcher(policy_path);
-  const std::string confine = env_or("VGPU_CONFINE_DEVICES", "capability-files");
-  if (confine == "capability-files")
-    rt->access_ = make_capability_file_access(env_or("VGPU_DEVICE_ROOT", "/"), *rt->backend_);
+  // Each vendor's own way: MIG capability files, AMD render nodes (the adapters say why).
+  const std::string confine = env_or("VGPU_CONFINE_DEVICES", "auto");
+  const std::string device_root = env_or("VGPU_DEVICE_ROOT", "/");
+  if (confine == "auto" || confine == (amd ? "render-nodes" : "capability-files"))
+    rt->access_ = amd ? make_render_node_access(device_root, *amd) : make_capability_file_access(device_root, *rt->backend_);
   else if (confine != "off")
     return fail(ErrorCode::invalid_argument,
-                fmt::format("VGPU_CONFINE_DEVICES='{}': expected capability-files or off", contract::printable(confine)));
+                fmt::format("VGPU_CONFINE_DEVICES='{}': expected auto, {} or off on this node's {} backend",
+                            contract::printable(confine), amd ? "render-nodes" : "capability-files",
+                            rt->backend_->backend_name()));
   rt->slurmd_pidfile_ = env_or("VGPU_SLURMD_PIDFILE", "/run/slurmd.pid");
   if (auto pos = rt->slurmd_pidfile_.find("%n"); pos != std::string::npos)
     rt->slurmd_pidfile_.replace(pos, 2, rt->ctx_.node);

@@ -344,6 +344,12 @@ int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_vie
   return owned;
 }
 
+bool is_uniform_gpu(const Ledger& ledger, const Catalog& catalog, int gpu) {
+  const LedgerGpu* g = ledger.find_gpu(gpu);
+  const GpuModel* model = g ? catalog.find_model(g->model) : nullptr;
+  return model && model->partitioning == Partitioning::uniform;
+}
+
 Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view, std::int64_t now,
                                      const Catalog& catalog) {
   Ledger ledger;
@@ -410,7 +416,8 @@ std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view
     bool known = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) {
       return i.gpu == hw.gpu && i.gpu_instance_id == hw.gpu_instance_id;
     });
-    if (!known)
+    // A uniform GPU's mode brings all its partitions at once: those no job holds are free space.
+    if (!known && !is_uniform_gpu(ledger, catalog, hw.gpu))
       out.push_back({DifferenceKind::leaked_instance, hw.gpu, hw.gpu_instance_id,
                      fmt::format("hardware has {} ({} at {}), ledger does not", hw.mig_uuid,
                                  hw.profile, show(hw.placement))});

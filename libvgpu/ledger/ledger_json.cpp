@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "vgpu/contract/job_record.h"
 #include "vgpu/contract/strict_json.h"
 
 namespace vgpu {
@@ -93,6 +94,15 @@ std::string read_prefixed(const json& obj, std::string_view key, const std::stri
   return s;
 }
 
+// An instance's device: a MIG instance's "MIG-..." or an AMD partition's "GPU-<16 hex>".
+std::string read_device_uuid(const json& obj, std::string_view key, const std::string& path) {
+  std::string s = read_string(obj, key, path);
+  if (contract::is_amd_partition_uuid(s)) return s;
+  if (!s.starts_with("MIG-") || s.size() == 4)
+    bad(join(path, key), fmt::format("\"{}\": must start with \"MIG-\" or be an AMD partition's GPU-<16 hex digits>", s));
+  return s;
+}
+
 bool read_bool(const json& obj, std::string_view key, const std::string& path) {
   const json& v = obj.at(key);
   if (!v.is_boolean())
@@ -168,7 +178,7 @@ LedgerInstance read_instance(const json& j, const std::string& path) {
   i.placement = read_placement(j, path);
   i.gpu_instance_id = read_small_int(j, "gpu_instance_id", path, 0, 4095);
   i.compute_instance_id = read_small_int(j, "compute_instance_id", path, 0, 4095);
-  i.mig_uuid = read_prefixed(j, "mig_uuid", path, "MIG-");
+  i.mig_uuid = read_device_uuid(j, "mig_uuid", path);
   i.job = read_optional_job(j, "job", path);
   i.user = read_string(j, "user", path, /*allow_empty=*/true);
   std::string state = read_string(j, "state", path);
@@ -342,7 +352,7 @@ Result<HistoryRecord> parse_history_record(std::string_view line) {
     r.gpu = read_small_int(j, "gpu", "", 0, kMaxIndex);
     r.profile = read_string(j, "profile", "");
     r.placement = read_placement(j, "");
-    r.mig_uuid = read_prefixed(j, "mig_uuid", "", "MIG-");
+    r.mig_uuid = read_device_uuid(j, "mig_uuid", "");
     r.start_time = read_int(j, "start_time", "", 0, kMaxTime);
     r.end_time = read_int(j, "end_time", "", 0, kMaxTime);
     r.end_reason = read_string(j, "end_reason", "");

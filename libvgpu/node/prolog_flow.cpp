@@ -121,14 +121,15 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // A valid job Slurm started where this node has no room after all (slurmctld's view lagging the
   // node's, as right after a slurmctld restart: docs/design.md) goes back to the queue instead of
   // being cancelled; only a job Slurm will not requeue is cancelled, with both reasons.
-  auto no_room = [&](std::string reason) -> Result<PrologResult> {
+  auto no_room = [&](std::string reason,
+                     std::string_view because = "Slurm started it before the node's advertisement caught up")
+      -> Result<PrologResult> {
     // A requeued job must not keep space it does not use (no write when it holds nothing).
     (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
       release_claims(l, req.job);
       return {};
     });
-    std::string why = fmt::format("vgpu: requeued: {} (Slurm started it before the node's advertisement "
-                                  "caught up)", reason);
+    std::string why = fmt::format("vgpu: requeued: {} ({})", reason, because);
     auto requeued = ctx.slurm->requeue_job(req.job, why);
     if (!requeued) return reject("no_room", fmt::format("{}; could not requeue it: {}", reason, requeued.error().message));
     result.requeued = true;
@@ -228,6 +229,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     return reject("hardware", std::move(reason));
   };
   const auto idle = idle_backings(*claimed);
+  bool created_any = false;
   for (std::size_t slot_index = 0; slot_index < claimed->plan.slots.size(); ++slot_index) {
     const auto& slot = claimed->plan.slots[slot_index];
     if (slot.claimed_by_job != req.job) continue;
@@ -264,6 +266,17 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       }
     if (!info) {
       auto created = ctx.backend->create_instance(slot.gpu, profile->nvml_profile_id, slot.placement);
+      // The device is in use by something no ledger knows (a process that outlived its job, a
+      // tool run by hand): the job is valid and goes back to the queue; what was made is recorded
+      // for its epilog to release.
+      if (!created && created.error().code == ErrorCode::conflict) {
+        if (auto recorded = record_made(); !recorded)
+          ctx.log(fmt::format("{}: recording the instances made so far: {}", where, recorded.error().message));
+        return no_room(fmt::format("node {}: GPU {}: creating {} at slice {}: {}", ctx.node, slot.gpu, slot.profile,
+                                   slot.placement.start, created.error().message),
+                       "the device is in use outside any job; the job runs once it is free");
+      }
+      created_any = created_any || created.has_value();
       if (!created)
         return reject_after_create(fmt::format("node {}: GPU {}: creating {} at slice {}: {}", ctx.node, slot.gpu,
                                                slot.profile, slot.placement.start, created.error().message));
@@ -293,6 +306,12 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // refusal leaves them recorded as the job's, so the epilog takes them back and scrubs them.
   if (ctx.access) {
     if (!req.uid) return reject("confinement", fmt::format("node {}: no SLURM_JOB_UID, so its instances cannot be given to its user", ctx.node));
+    // Creating can bring devices no job holds into being (an AMD mode switch makes all of the
+    // mode's partitions at once, with the distribution's permissions): root's alone before
+    // anything is granted, not a planner round later.
+    if (created_any)
+      if (auto secured = ctx.access->secure_unheld(*final_ledger); !secured)
+        return reject("confinement", fmt::format("node {}: securing the devices no job holds: {}", ctx.node, secured.error().message));
     for (const auto& inst : result.instances)
       if (auto granted = ctx.access->grant(inst, *req.uid); !granted)
         return reject("confinement", fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node, inst.gpu,

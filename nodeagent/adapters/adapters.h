@@ -8,6 +8,10 @@
 #include "vgpu/backend/backend.h"
 #include "vgpu/node/ports.h"
 
+namespace vgpu::amdgpu {
+class Backend;
+}
+
 namespace vgpu::agent {
 
 // squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN). With $VGPU_DEMAND_FILE set, pending jobs
@@ -28,5 +32,9 @@ std::unique_ptr<VizLauncher> make_command_viz_launcher(std::string policy_path);
 // ("/" on a node, a fake driver's tree in tests): <root>/proc/driver/nvidia-caps/mig-minors,
 // <root>/proc/devices and <root>/dev/nvidia-caps/ (capability_files.cpp says why files).
 std::unique_ptr<InstanceAccess> make_capability_file_access(std::string root, GpuReader& gpus);
+
+// Confines each AMD partition to its job's user through its render node under `root`
+// (<root>/dev/dri/renderD<N>; render_node_access.cpp says why that file).
+std::unique_ptr<InstanceAccess> make_render_node_access(std::string root, amdgpu::Backend& backend);
 
 }  // namespace vgpu::agent

@@ -14,6 +14,7 @@
 
 #include "install_paths.h"
 #include "adapters.h"
+#include "vgpu/contract/job_record.h"
 #include "vgpu/contract/demand_file.h"
 #include "process.h"
 #include "vgpu/base/text_split.h"
@@ -135,6 +136,9 @@ class CommandSlurmClient final : public SlurmClient {
 class CommandScrubber final : public Scrubber {
  public:
   ScrubOutcome scrub(const std::string& mig_uuid) override {
+    // vgpu-scrub is a CUDA program; an AMD partition needs a HIP one, which does not exist yet.
+    if (contract::is_amd_partition_uuid(mig_uuid))
+      return {ScrubStatus::unavailable, "no scrubber for AMD partitions (vgpu-scrub is CUDA only)"};
     const char* env = std::getenv("VGPU_SCRUB");
     std::string program = env && *env ? env : std::string(kInstalledScrub);
     CommandOptions opts;

@@ -44,7 +44,7 @@ VC_NODES=${VC_NODES:-"n1 n2 n3"}
 VC_TOTAL=${VC_TOTAL:-56}
 VC_AUTH=${VC_AUTH:-munge}
 VC_SLURMD_TIMEOUT=${VC_SLURMD_TIMEOUT:-30}
-VC_PROFILES=${VC_PROFILES:-"1g.5gb 1g.5gb+me 1g.6gb 1g.6gb+me 1g.10gb 1g.10gb+me 1g.12gb 1g.12gb+me 1g.18gb 1g.18gb+me 1g.20gb 1g.24gb 1g.35gb 2g.10gb 2g.12gb 2g.12gb+me 2g.20gb 2g.24gb 2g.35gb 3g.20gb 3g.40gb 3g.47gb 3g.71gb 4g.20gb 4g.24gb 4g.40gb 4g.47gb 4g.71gb 7g.40gb 7g.80gb 7g.94gb 7g.141gb"}
+VC_PROFILES=${VC_PROFILES:-"1g.5gb 1g.5gb+me 1g.6gb 1g.6gb+me 1g.10gb 1g.10gb+me 1g.12gb 1g.12gb+me 1g.18gb 1g.18gb+me 1g.20gb 1g.24gb 1g.35gb 2g.10gb 2g.12gb 2g.12gb+me 2g.20gb 2g.24gb 2g.35gb 3g.20gb 3g.40gb 3g.47gb 3g.71gb 4g.20gb 4g.24gb 4g.40gb 4g.47gb 4g.71gb 7g.40gb 7g.80gb 7g.94gb 7g.141gb cpx.24gb qpx.48gb dpx.96gb spx.192gb cpx.32gb qpx.64gb dpx.128gb spx.256gb"}
 VC_SLURM_LIBDIR=${VC_SLURM_LIBDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
 if [ -n "${VC_SLURM_PREFIX:-}" ]; then
   export PATH=$VC_SLURM_PREFIX/bin:$VC_SLURM_PREFIX/sbin:$PATH
@@ -116,10 +116,19 @@ _vc_munge_start() {
 
 # Real nodes: the constant total as free plus the permanent zero type (docs/slurm.md). The
 # placeholder declares every profile at its maximum so valid requests pend instead of being rejected.
-_vc_gres_line() {
-  local line="vgpu:never:0,vgpu:free:$VC_TOTAL" p
-  if [ "${1:-}" = future ]; then for p in $VC_PROFILES; do line+=",vgpu:$p:$VC_TOTAL"; done; fi
+_vc_gres_line() { # $1 node
+  local total p
+  total=$(vc_total_of "$1")
+  local line="vgpu:never:0,vgpu:free:$total"
+  if [ "${1:-}" = future ]; then for p in $VC_PROFILES; do line+=",vgpu:$p:$total"; done; fi
   echo "$line"
+}
+
+# A node's constant vgpu total: VC_TOTAL_<node> where set (a mixed cluster's MI300X node has 8
+# partitions per GPU, a MIG GPU 7 instances), else VC_TOTAL.
+vc_total_of() {
+  local v="VC_TOTAL_${1:-}"
+  echo "${!v:-$VC_TOTAL}"
 }
 
 vc_conf_write() { # $1: extra lines
@@ -173,7 +182,7 @@ EOF
     [ -n "${VC_EPILOG:-}" ] && echo "Epilog=$VC_EPILOG"
     [ -n "${1:-}" ] && printf '%s\n' "$1"
     for n in $VC_NODES; do
-      echo "NodeName=$n NodeHostname=localhost Port=${VC_PORT[$n]} CPUs=2 RealMemory=1000 State=UNKNOWN Gres=$(_vc_gres_line)"
+      echo "NodeName=$n NodeHostname=localhost Port=${VC_PORT[$n]} CPUs=2 RealMemory=1000 State=UNKNOWN Gres=$(_vc_gres_line "$n")"
     done
     echo "NodeName=future NodeHostname=localhost Port=${VC_PORT[future]} CPUs=2 RealMemory=1000 State=FUTURE Gres=$(_vc_gres_line future)"
     echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
@@ -285,13 +294,14 @@ vc_write_advertisement() { # $1 node $2 generation $3 "type=count ..."
   mv -f "$dir/.advertisement.json.tmp" "$dir/advertisement.json"
 }
 
-vc_expected_gres() { # "type=count ..." -> non-zero types plus the free padding, sorted
-  local item sum=0 out=()
+vc_expected_gres() { # "type=count ..." [node] -> non-zero types plus the free padding, sorted
+  local item sum=0 out=() total
+  total=$(vc_total_of "${2:-}")
   for item in $1; do
     out+=("${item%%=*}:${item#*=}")
     sum=$((sum + ${item#*=}))
   done
-  out+=("free:$((VC_TOTAL - sum))")
+  out+=("free:$((total - sum))")
   printf '%s\n' "${out[@]}" | grep -v ':0$' | sort | tr '\n' ',' | sed 's/,$//'
 }
 
@@ -302,7 +312,7 @@ vc_node_gres() { # slurmctld's configured split for a node, non-zero types, sort
 
 vc_wait_gres() { # $1 node $2 counts [$3 seconds]
   local want got t=0 lim=$(( ${3:-20} * 5 ))
-  want=$(vc_expected_gres "$2")
+  want=$(vc_expected_gres "$2" "$1")
   while got=$(vc_node_gres "$1"); [ "$got" != "$want" ]; do
     sleep 0.2; t=$((t + 1))
     [ $t -ge $lim ] && { vc_log "$1: slurmctld shows '$got', advertisement says '$want'"; return 1; }
@@ -322,7 +332,7 @@ vc_publish_split() { # $1 node $2 "type=count ..."
     local gres item sum=0
     for item in $2; do gres+="${gres:+,}vgpu:${item%%=*}:${item#*=}"; sum=$((sum + ${item#*=})); done
     vc_wait_slurmd_report "$1" "$2" 5 || return 1
-    scontrol update NodeName="$1" Gres="vgpu:free:$((VC_TOTAL - sum))${gres:+,$gres}"
+    scontrol update NodeName="$1" Gres="vgpu:free:$(($(vc_total_of "$1") - sum))${gres:+,$gres}"
   else
     vc_hup "$1"
   fi

@@ -57,6 +57,7 @@ _vp_nodelist() { echo "$VC_NODES" | tr ' ' ','; }
 _vp_policy_write() {
   local idle_layout=${VP_IDLE_LAYOUT:-'["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb"]'}
   local infer_profiles=${VP_INFER_PROFILES:-'["1g.10gb", "1g.20gb", "2g.20gb"]'}
+  local train_profiles=${VP_TRAIN_PROFILES:-'["3g.40gb", "4g.40gb", "7g.80gb"]'}
   cat > "$VC_RUN/etc/vgpu-policy.json" <<JSON
 {
   "version": 1,
@@ -71,7 +72,7 @@ _vp_policy_write() {
       "scrub": "$VP_SCRUB"
     },
     "train": {
-      "profiles": ["3g.40gb", "4g.40gb", "7g.80gb"],
+      "profiles": $train_profiles,
       "max_instances_per_job": 2,
       "nodes": ["$(_vp_nodelist)"],
       "scrub": "$VP_SCRUB"
@@ -128,10 +129,47 @@ _vp_submit_table_write() {
     > "$VC_RUN/etc/vgpu_profiles.lua" || vc_fail "vgpuctl submit-table failed"
 }
 
+# A node's simulated GPUs: VP_KIND_<node> is h100 (the default: VP_GPUS H100-80GB), a100 (one
+# A100-40GB) or mi300x (two AMD MI300X behind the fake amdgpu driver, vgpu-fake-amdgpu).
+vp_kind_of() {
+  local v="VP_KIND_$1"
+  echo "${!v:-h100}"
+}
+
+# The fake amdgpu driver of an mi300x node: its sysfs (FUSE) under $VC_RUN/amdgpu/<node>, its
+# render nodes under the node's device root. Every node its own GPU UUIDs, as on real clusters.
+_vp_amdgpu_start() {
+  local n=$1 mnt=$VC_RUN/amdgpu/$1 fixture=$VC_RUN/etc/vgpu-env/$1.amdgpu.json
+  mkdir -p "$mnt" "$VC_RUN/devroot/$n"
+  python3 - "$VP_SRC/fakeamdgpu/fixtures/mi300x-2gpu.json" "$fixture" "$n" <<'PY' || vc_fail "could not write the amdgpu fixture for $n"
+import json, sys, hashlib
+src, dst, node = sys.argv[1:]
+d = json.load(open(src))
+for i, g in enumerate(d["gpus"]):
+    g["unique_id"] = int(hashlib.sha256(f"{node}/{i}".encode()).hexdigest()[:15], 16)
+json.dump(d, open(dst, "w"), indent=1)
+PY
+  ( setsid "$VP_BIN/fakeamdgpu/vgpu-fake-amdgpu" --fixture "$fixture" --mount "$mnt" --dev-root "$VC_RUN/devroot/$n" \
+      >> "$VC_RUN/log/fake-amdgpu.$n.log" 2>&1 < /dev/null &
+    echo $! > "$VC_RUN/run/fake-amdgpu.$n.pid" )
+  for _ in $(seq 50); do [ -e "$mnt/sys/bus/pci/drivers/amdgpu" ] && return 0; sleep 0.1; done
+  vc_fail "fake amdgpu driver on $n did not mount: $(tail -3 "$VC_RUN/log/fake-amdgpu.$n.log")"
+}
+
+_vp_amdgpu_stop() {
+  _vc_stop_pidfile "$VC_RUN/run/fake-amdgpu.$1.pid"
+  mountpoint -q "$VC_RUN/amdgpu/$1" && { fusermount3 -u -z "$VC_RUN/amdgpu/$1" 2>/dev/null || umount -l "$VC_RUN/amdgpu/$1"; }
+  return 0
+}
+
 # Per-node environment for every product process on that node.
 _vp_node_env_write() {
-  local n=$1 fixture source
-  source=$VP_SRC/fakenvml/fixtures/h100-80gb-${VP_GPUS}gpu.json
+  local n=$1 fixture source kind
+  kind=$(vp_kind_of "$n")
+  case $kind in
+    a100) source=$VP_SRC/fakenvml/fixtures/a100-40gb-1gpu.json ;;
+    *) source=$VP_SRC/fakenvml/fixtures/h100-80gb-${VP_GPUS}gpu.json ;;
+  esac
   [ -f "$source" ] || vc_fail "no fixture $source"
   mkdir -p "$VC_RUN/etc/vgpu-env"
   # Every node its own GPUs: real GPU UUIDs (and so MIG UUIDs) are unique across a cluster.
@@ -167,6 +205,8 @@ export SLURM_CONF=$SLURM_CONF
 export PATH=${VC_SLURM_PREFIX:+$VC_SLURM_PREFIX/bin:$VC_SLURM_PREFIX/sbin:}/usr/sbin:/usr/bin:/sbin:/bin
 export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
 ENV
+  # An AMD node: the backend finds the fake driver's GPUs in its sysfs (VGPU_BACKEND=auto).
+  [ "$kind" = mi300x ] && echo "export VGPU_SYSFS_ROOT=$VC_RUN/amdgpu/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && echo "export VGPU_DEMAND_FILE=$VGPU_STATE_DIR/demand.txt" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   [ "$VP_METRICS" = 1 ] && echo "export VGPU_METRICS_FILE=$(vp_metrics_file "$n")" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # MIG changes that take time, as on real hardware (docs/backends.md): VP_NVML_LATENCY=h100.
@@ -221,7 +261,15 @@ vp_start() {
   # Accounting (VC_ACCOUNTING=1) records every type the policy offers, as docs/accounting.md says.
   [ "$VC_ACCOUNTING" = 1 ] && VC_ACCOUNTING_TRES=$("$VP_VGPUCTL" accounting-tres "$VC_RUN/etc/vgpu-policy.json")
   local n
-  for n in $VC_NODES; do _vp_node_env_write "$n"; done
+  for n in $VC_NODES; do
+    _vp_node_env_write "$n"
+    case $(vp_kind_of "$n") in
+      h100) ;;  # VC_TOTAL
+      a100) printf -v "VC_TOTAL_$n" '%s' 7 ;;
+      mi300x) printf -v "VC_TOTAL_$n" '%s' 16; _vp_amdgpu_start "$n" ;;
+      *) vc_fail "VP_KIND_$n='$(vp_kind_of "$n")': expected h100, a100 or mi300x" ;;
+    esac
+  done
   vc_log "e2e run dir $VC_RUN"
   _vc_munge_start || vc_fail "munged did not start"
   vc_conf_write "PrologFlags=Alloc
@@ -243,6 +291,7 @@ $([ "$VP_VIZ" = 1 ] && echo "PartitionName=viz Nodes=n1 MaxTime=INFINITE State=U
 vp_stop() {
   local n
   for n in $VC_NODES; do vp_planner_stop "$n"; done
+  for n in $VC_NODES; do [ "$(vp_kind_of "$n")" = mi300x ] && _vp_amdgpu_stop "$n"; done
   _vc_stop_pidfile "$VC_RUN/run/publisher.pid"
   vp_metrics_stop
   vc_stop
@@ -259,7 +308,7 @@ vp_wait_settled() {
     ok=1
     for n in $VC_NODES; do
       [ -f "$VGPU_STATE_DIR/$n/advertisement.json" ] || { ok=0; break; }
-      [ "$(vc_node_gres "$n")" = "$(vc_expected_gres "$(_vp_advertised "$n")")" ] || { ok=0; break; }
+      [ "$(vc_node_gres "$n")" = "$(vc_expected_gres "$(_vp_advertised "$n")" "$n")" ] || { ok=0; break; }
     done
     [ $ok = 1 ] && return 0
     t=$((t + 1)); [ $t -ge $lim ] && return 1
@@ -317,7 +366,7 @@ vp_check() {
   for n in $VC_NODES; do
     vp_verify_node "$n" >&2 || rc=1
     local want got
-    want=$(vc_expected_gres "$(_vp_advertised "$n")")
+    want=$(vc_expected_gres "$(_vp_advertised "$n")" "$n")
     got=$(vc_node_gres "$n")
     [ "$want" = "$got" ] || { vc_log "node $n: Slurm shows $got, advertised $want"; rc=1; }
   done
@@ -369,14 +418,15 @@ vp_second_user() {
 vp_job_script() {
   cat > "$VC_RUN/etc/job.sh" <<'JOB'
 #!/bin/bash
-echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} PROFILES=${VGPU_PROFILES-<unset>} PLACEMENT=${VGPU_PLACEMENT-<unset>} NODE=${SLURMD_NODENAME}"
+echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} PROFILES=${VGPU_PROFILES-<unset>} PLACEMENT=${VGPU_PLACEMENT-<unset>} ROCR=${ROCR_VISIBLE_DEVICES-<unset>} NODE=${SLURMD_NODENAME}"
 sleep "${1:-3}"
 JOB
   chmod 755 "$VC_RUN/etc/job.sh"
   echo "$VC_RUN/etc/job.sh"
 }
 
-# While job $1 runs: its CUDA_VISIBLE_DEVICES names exactly the instances the node's ledger gives it.
+# While job $1 runs: its CUDA_VISIBLE_DEVICES (ROCR_VISIBLE_DEVICES on an AMD node) names exactly
+# the instances the node's ledger gives it.
 vp_assert_sees_own() {
   local j=$1 line="" node cvd want got
   for _ in $(seq 100); do
@@ -386,6 +436,7 @@ vp_assert_sees_own() {
   [ -n "$line" ] || vc_fail "job $j printed nothing"
   node=${line##*NODE=}
   cvd=$(echo "$line" | sed 's/^CVD=\([^ ]*\).*/\1/')
+  [ "$(vp_kind_of "$node")" = mi300x ] && cvd=$(echo "$line" | sed 's/.* ROCR=\([^ ]*\).*/\1/')
   want=$(vp_ledger_uuids "$node" "$j")
   got=$(echo "$cvd" | tr ',' '\n' | sort | paste -sd, -)
   [ -n "$want" ] && [ "$want" = "$got" ] || vc_fail "job $j on $node sees '$cvd'; its ledger instances are '$want'"

@@ -42,7 +42,8 @@ class MemoryBackend final : public GpuBackend {
     ++creates;
     if (fail_next_create) {
       fail_next_create = false;
-      return fail(ErrorCode::no_capacity, "injected: Insufficient Resources");
+      return fail_create_with == ErrorCode::conflict ? fail(ErrorCode::conflict, "injected: In use by another client")
+                                                     : fail(ErrorCode::no_capacity, "injected: Insufficient Resources");
     }
     const Profile* p = model_->find_profile_by_nvml_id(profile_id);
     if (!p) return fail(ErrorCode::invalid_argument, "bad profile id");
@@ -71,6 +72,7 @@ class MemoryBackend final : public GpuBackend {
   const std::vector<InstanceInfo>& instances() const { return instances_; }
   int creates = 0, destroys = 0;
   bool fail_next_create = false;
+  ErrorCode fail_create_with = ErrorCode::no_capacity;
   // Runs after a GPU's instances were listed, before the list is returned: what happens here is
   // what another process did just after the caller looked.
   std::function<void(int gpu)> after_list;

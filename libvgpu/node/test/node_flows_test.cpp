@@ -357,6 +357,23 @@ TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
   EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
 }
 
+TEST_F(NodeFlows, CreateRefusedBecauseTheDeviceIsInUseRequeuesTheJob) {
+  // An AMD mode switch while a process outside any job still uses the GPU (EBUSY), NVML's IN_USE:
+  // the job is valid, so it goes back to the queue instead of being cancelled.
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  backend.fail_next_create = true;
+  backend.fail_create_with = ErrorCode::conflict;
+  auto r = run_prolog(ctx, {12, "hal", "gpu", "2g.20gb:1", std::nullopt});
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->rejected);
+  EXPECT_TRUE(r->requeued);
+  EXPECT_NE(r->reason.find("In use by another client"), std::string::npos) << r->reason;
+  EXPECT_EQ(slurm->requeued.size(), 1u);
+  ASSERT_TRUE(run_epilog(ctx, 12, "requeued"));
+  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+}
+
 TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeInstance) {
   // The first prolog claimed a slot and died inside the create (nvml.after_gi_create): a GPU
   // instance at the claimed placement, no compute instance, nothing in the ledger.
@@ -860,7 +877,7 @@ TEST_F(ConfinedNodeFlows, PlannerKeepsWhatNoJobHoldsRootsAlone) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(access.owner.at("MIG-chmodded-by-an-admin"), 0u);
   EXPECT_EQ(access.owner.at(pro->instances.at(0).mig_uuid), 1001u) << "a running job's instance stays its user's";
-  EXPECT_EQ(access.secure_calls, 2);
+  EXPECT_EQ(access.secure_calls, 3) << "two rounds, and the prolog that created an instance";
 }
 
 TEST_F(ConfinedNodeFlows, JobWithoutAUidIsCancelledNotGivenInstancesAnyoneCanOpen) {

@@ -42,7 +42,7 @@ struct LedgerInstance {
   Placement placement;
   int gpu_instance_id = 0;      // NVML GPU-instance id
   int compute_instance_id = 0;  // NVML compute-instance id inside it
-  std::string mig_uuid;         // "MIG-..."
+  std::string mig_uuid;         // "MIG-...", or an AMD partition's "GPU-<16 hex>"
   std::optional<JobId> job;     // none: idle, being scrubbed, or orphaned
   std::string user;             // owner's user name; empty when job is none
   InstanceState state = InstanceState::creating;
@@ -181,6 +181,10 @@ struct HardwareView {
   std::vector<HardwareGpu> gpus;
   std::vector<HardwareInstance> instances;
 };
+
+// Whether GPU `gpu` of the ledger is of a uniform model (AMD compute partitions): its partitions
+// exist while its mode is set, so one no job holds is free space, not a leak.
+bool is_uniform_gpu(const Ledger& ledger, const Catalog& catalog, int gpu);
 
 // A fresh ledger describing exactly what the hardware has. Every instance is `orphaned`, owned by
 // nobody and `quarantined`: it may still hold a former tenant's data, so it is never handed out
