@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "vgpu/core/catalog_json.h"
+#include "vgpu/policy/policy.h"
 
 namespace vgpuctl {
 namespace {
@@ -28,13 +29,26 @@ void print_table(const vgpu::GpuModel& m) {
 }  // namespace
 
 void add_catalog_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("catalog", "Print the MIG profiles and legal placements per GPU model");
+  auto* cmd = app.add_subcommand("catalog", "Print the profiles (MIG, AMD partition modes) and legal placements per GPU "
+                                             "model, and with --policy how each model realizes the policy's classes");
   auto model = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto policy_file = std::make_shared<std::string>();
   cmd->add_option("--model", *model, "Only this model (e.g. H100-80GB)");
-  cmd->add_flag("--json", *json, "Machine-readable output: {\"models\": [...]}");
-  cmd->callback([model, json, &exit_code] {
+  cmd->add_option("--policy", *policy_file, "Also show the classes of this policy file, resolved per model");
+  cmd->add_flag("--json", *json, "Machine-readable output: {\"models\": [...], \"classes\": {class: {model: profile}}}");
+  cmd->callback([model, json, policy_file, &exit_code] {
     const auto& catalog = vgpu::Catalog::builtin();
+    std::vector<vgpu::GpuClass> classes;
+    if (!policy_file->empty()) {
+      auto policy = vgpu::load_policy_file(*policy_file);
+      if (!policy) {
+        fmt::print(stderr, "vgpuctl: catalog: {}\n", policy.error().message);
+        exit_code = 2;
+        return;
+      }
+      classes = policy->classes;
+    }
     std::vector<vgpu::GpuModel> selected;
     if (model->empty()) {
       selected.assign(catalog.models().begin(), catalog.models().end());
@@ -47,13 +61,35 @@ void add_catalog_command(CLI::App& app, int& exit_code) {
       }
       selected.push_back(**m);
     }
+    // A class on each model: the hardware profile it is realized as there, or none.
+    auto realized = [&](const vgpu::GpuClass& c, const vgpu::GpuModel& m) -> std::string {
+      const vgpu::Profile* p = vgpu::realize(m, c);
+      return p ? p->name : "none";
+    };
     if (*json) {
-      std::cout << vgpu::catalog_to_json(selected).dump(2) << "\n";
+      auto doc = vgpu::catalog_to_json(selected);
+      if (!classes.empty()) {
+        nlohmann::json by_class = nlohmann::json::object();
+        for (const auto& c : classes)
+          for (const auto& m : selected) by_class[c.name][m.name] = realized(c, m);
+        doc["classes"] = std::move(by_class);
+      }
+      std::cout << doc.dump(2) << "\n";
       return;
     }
     for (std::size_t i = 0; i < selected.size(); ++i) {
       if (i) fmt::print("\n");
       print_table(selected[i]);
+    }
+    if (classes.empty()) return;
+    fmt::print("\nclasses ({}): the profile each model realizes a class as\n", *policy_file);
+    fmt::print("  {:<16}", "class");
+    for (const auto& m : selected) fmt::print(" {:<13}", m.name);
+    fmt::print("\n");
+    for (const auto& c : classes) {
+      fmt::print("  {:<16}", c.name);
+      for (const auto& m : selected) fmt::print(" {:<13}", realized(c, m));
+      fmt::print("\n");
     }
   });
 }

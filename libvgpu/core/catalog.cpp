@@ -26,9 +26,56 @@ std::string GpuModel::profile_names() const {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-const Catalog& Catalog::builtin() {
-  static const Catalog catalog(detail::builtin_models());
+namespace {
+Catalog& installed() {
+  static Catalog catalog(detail::builtin_models());
   return catalog;
+}
+
+// The memory a profile's name states: "1g.10gb" -> 10, "cpx.24gb" -> 24.
+int named_memory_gb(std::string_view name) {
+  auto dot = name.find('.');
+  auto gb = name.find("gb", dot);
+  if (dot == std::string_view::npos || gb == std::string_view::npos) return 0;
+  int v = 0;
+  for (char c : name.substr(dot + 1, gb - dot - 1)) v = v * 10 + (c - '0');
+  return v;
+}
+}  // namespace
+
+const Catalog& Catalog::builtin() { return installed(); }
+
+void Catalog::install_classes(std::vector<GpuClass> classes) {
+  installed() = with_classes(Catalog(detail::builtin_models()), classes);
+}
+
+Catalog Catalog::with_classes(const Catalog& base, std::span<const GpuClass> classes) {
+  std::vector<GpuModel> models(base.models().begin(), base.models().end());
+  for (auto& m : models) {
+    std::erase_if(m.profiles, [](const Profile& p) { return !p.realizes.empty(); });
+    std::vector<Profile> aliases;
+    for (const auto& c : classes)
+      if (const Profile* p = realize(m, c)) {
+        Profile alias = *p;
+        alias.name = c.name;
+        alias.realizes = p->name;
+        aliases.push_back(std::move(alias));
+      }
+    // After the hardware profiles, so a lookup by hardware id finds the hardware profile.
+    for (auto& a : aliases) m.profiles.push_back(std::move(a));
+  }
+  return Catalog(std::move(models));
+}
+
+const Profile* realize(const GpuModel& model, const GpuClass& gpu_class) {
+  const Profile* best = nullptr;
+  for (const auto& p : model.profiles) {
+    if (!p.realizes.empty() || p.name.find('+') != std::string::npos) continue;
+    const double share = static_cast<double>(p.compute_slices) / model.compute_slices;
+    if (named_memory_gb(p.name) < gpu_class.min_memory_gb || share + 1e-9 < gpu_class.min_compute_fraction) continue;
+    if (!best || std::pair(p.compute_slices, p.memory_mib) < std::pair(best->compute_slices, best->memory_mib)) best = &p;
+  }
+  return best;
 }
 
 const GpuModel* Catalog::find_model(std::string_view name) const {
@@ -72,6 +119,7 @@ std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel
   field(expected.name, "compute_slices", expected.compute_slices, actual.compute_slices);
   field(expected.name, "memory_slices", expected.memory_slices, actual.memory_slices);
   for (const auto& e : expected.profiles) {
+    if (!e.realizes.empty()) continue;  // a class: not the device's to report
     const Profile* a = actual.find_profile(e.name);
     if (!a) {
       diffs.push_back(fmt::format("{}: missing on the device", e.name));
@@ -94,7 +142,7 @@ std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel
     }
   }
   for (const auto& a : actual.profiles)
-    if (!expected.find_profile(a.name))
+    if (a.realizes.empty() && !expected.find_profile(a.name))
       diffs.push_back(fmt::format("{}: on the device but not in the built-in table", a.name));
   return diffs;
 }

@@ -37,13 +37,13 @@ struct SevenSliceSizes {
 std::vector<Profile> seven_slice_profiles(const SevenSliceSizes& s) {
   auto name = [](const char* c, const char* m) { return std::string(c) + "." + m + "gb"; };
   return {
-      {name("1g", s.g1), 19, kSlice1, 1, 1, s.sm_1g, s.mib_1slice, 7, every(7, 1, 1)},
-      {name("1g", s.g1) + "+me", 20, kSlice1Rev1, 1, 1, s.sm_1g, s.mib_1slice, 1, every(7, 1, 1)},
-      {name("1g", s.g1x2), 15, kSlice1Rev2, 1, 2, s.sm_1g_2slice, s.mib_2slice, 4, every(4, 2, 2)},
-      {name("2g", s.g2), 14, kSlice2, 2, 2, s.sm_2g, s.mib_2slice, 3, every(3, 2, 2)},
-      {name("3g", s.g3), 9, kSlice3, 3, 4, s.sm_3g, s.mib_4slice, 2, every(2, 4, 4)},
-      {name("4g", s.g4), 5, kSlice4, 4, 4, s.sm_4g, s.mib_4slice, 1, every(1, 4, 4)},
-      {name("7g", s.g7), 0, kSlice7, 7, 8, s.sm_7g, s.mib_full, 1, every(1, 8, 8)},
+      {name("1g", s.g1), 19, kSlice1, 1, 1, s.sm_1g, s.mib_1slice, 7, every(7, 1, 1), ""},
+      {name("1g", s.g1) + "+me", 20, kSlice1Rev1, 1, 1, s.sm_1g, s.mib_1slice, 1, every(7, 1, 1), ""},
+      {name("1g", s.g1x2), 15, kSlice1Rev2, 1, 2, s.sm_1g_2slice, s.mib_2slice, 4, every(4, 2, 2), ""},
+      {name("2g", s.g2), 14, kSlice2, 2, 2, s.sm_2g, s.mib_2slice, 3, every(3, 2, 2), ""},
+      {name("3g", s.g3), 9, kSlice3, 3, 4, s.sm_3g, s.mib_4slice, 2, every(2, 4, 4), ""},
+      {name("4g", s.g4), 5, kSlice4, 4, 4, s.sm_4g, s.mib_4slice, 1, every(1, 4, 4), ""},
+      {name("7g", s.g7), 0, kSlice7, 7, 8, s.sm_7g, s.mib_full, 1, every(1, 8, 8), ""},
   };
 }
 
@@ -62,7 +62,7 @@ GpuModel instinct_model(std::string short_name, std::vector<std::string> product
   auto mode = [&](const char* name, AmdPartitionMode id, int xcds) {
     const int count = kXcds / xcds;
     return Profile{fmt::format("{}.{}gb", name, total_gb / count), static_cast<int>(id), static_cast<int>(id),
-                   xcds, xcds, xcds * kCusPerXcd, total_gb * 1024 / count, count, every(count, xcds, xcds)};
+                   xcds, xcds, xcds * kCusPerXcd, total_gb * 1024 / count, count, every(count, xcds, xcds), ""};
   };
   return GpuModel{std::move(short_name),
                   std::move(product_names),
@@ -105,11 +105,11 @@ std::vector<GpuModel> builtin_models() {
       56,
       24576,
       {
-          {"1g.6gb", 14, kSlice1, 1, 1, 14, 5952, 4, every(4, 1, 1)},
-          {"1g.6gb+me", 21, kSlice1Rev1, 1, 1, 14, 5952, 1, every(4, 1, 1)},
-          {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2)},
-          {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2)},
-          {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4)},
+          {"1g.6gb", 14, kSlice1, 1, 1, 14, 5952, 4, every(4, 1, 1), ""},
+          {"1g.6gb+me", 21, kSlice1Rev1, 1, 1, 14, 5952, 1, every(4, 1, 1), ""},
+          {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2), ""},
+          {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2), ""},
+          {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4), ""},
       },
       "nvidia",
       Partitioning::mig});

@@ -1,5 +1,7 @@
 #include "vgpu/ledger/ledger.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -126,7 +128,11 @@ std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger) {
   return backing;
 }
 
-Result<void> validate(const Ledger& ledger, const Catalog& catalog) {
+Result<void> validate(const Ledger& ledger, const Catalog& base) {
+  // Names of the ledger's own classes are checked as the profiles they realize.
+  std::optional<Catalog> own;
+  if (!ledger.classes.empty()) own.emplace(Catalog::with_classes(base, ledger.classes));
+  const Catalog& catalog = own ? *own : base;
   if (ledger.node.empty()) return corrupt("node", "must not be empty");
   std::set<int> gpu_indexes;
   std::set<std::string> gpu_uuids;
@@ -344,6 +350,20 @@ int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_vie
   return owned;
 }
 
+bool sync_classes(Ledger& ledger, const std::vector<GpuClass>& wanted) {
+  std::vector<GpuClass> next = wanted;
+  auto named = [&](const std::string& name) {
+    return std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) { return i.profile == name; }) ||
+           std::ranges::any_of(ledger.plan.slots, [&](const PlanSlot& s) { return s.profile == name; });
+  };
+  for (const auto& old : ledger.classes)
+    if (std::ranges::find(next, old.name, &GpuClass::name) == next.end() && named(old.name)) next.push_back(old);
+  std::ranges::sort(next, {}, &GpuClass::name);
+  if (next == ledger.classes) return false;
+  ledger.classes = std::move(next);
+  return true;
+}
+
 bool is_uniform_gpu(const Ledger& ledger, const Catalog& catalog, int gpu) {
   const LedgerGpu* g = ledger.find_gpu(gpu);
   const GpuModel* model = g ? catalog.find_model(g->model) : nullptr;
@@ -373,7 +393,17 @@ Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view,
 }
 
 std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view,
-                                  const Catalog& catalog) {
+                                  const Catalog& base) {
+  std::optional<Catalog> own;
+  if (!ledger.classes.empty()) own.emplace(Catalog::with_classes(base, ledger.classes));
+  const Catalog& catalog = own ? *own : base;
+  // The hardware reports what a class realizes, under the hardware profile's name.
+  auto hardware_name = [&](const LedgerInstance& inst) -> std::string {
+    const LedgerGpu* g = ledger.find_gpu(inst.gpu);
+    const GpuModel* m = g ? catalog.find_model(g->model) : nullptr;
+    const Profile* p = m ? m->find_profile(inst.profile) : nullptr;
+    return p ? p->hardware_name() : inst.profile;
+  };
   std::vector<Difference> out;
   for (const auto& g : ledger.gpus) {
     auto hw = std::ranges::find(view.gpus, g.index, &HardwareGpu::index);
@@ -404,7 +434,7 @@ std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view
                                  inst.profile, show(inst.placement), to_string(inst.state))});
       continue;
     }
-    if (hw->mig_uuid != inst.mig_uuid || hw->profile != inst.profile ||
+    if (hw->mig_uuid != inst.mig_uuid || hw->profile != hardware_name(inst) ||
         hw->placement != inst.placement || hw->compute_instance_id != inst.compute_instance_id)
       out.push_back({DifferenceKind::mismatched_instance, inst.gpu, inst.gpu_instance_id,
                      fmt::format("ledger {} {} at {} CI {} != hardware {} {} at {} CI {}",

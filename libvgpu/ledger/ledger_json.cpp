@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vgpu/contract/job_record.h"
+#include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
 
 namespace vgpu {
@@ -281,13 +282,20 @@ std::string serialize_ledger(const Ledger& ledger) {
                      {"profile", s.profile},
                      {"placement", placement_json(s.placement)},
                      {"claimed_by_job", job_json(s.claimed_by_job)}});
+  // The oldest version that can say it: classes need version 4.
   json doc = {{"format", kLedgerFormat},
-              {"version", kLedgerVersion},
+              {"version", ledger.classes.empty() ? kLedgerVersion - 1 : kLedgerVersion},
               {"node", ledger.node},
               {"gpus", gpus},
               {"instances", instances},
               {"vms", vms},
               {"plan", {{"generation", ledger.plan.generation}, {"slots", slots}}}};
+  if (!ledger.classes.empty()) {
+    json classes = json::array();
+    for (const auto& c : ledger.classes)
+      classes.push_back({{"name", c.name}, {"min_memory_gb", c.min_memory_gb}, {"min_compute_fraction", c.min_compute_fraction}});
+    doc["classes"] = std::move(classes);
+  }
   return doc.dump(2) + "\n";
 }
 
@@ -297,8 +305,26 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
   Ledger ledger;
   try {
     const json& j = *doc;
-    expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"});
+    expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"}, {"classes"});
     check_header(j, kLedgerFormat, kLedgerOldestReadableVersion, kLedgerVersion);
+    if (j.contains("classes")) {
+      if (j.at("version") != kLedgerVersion) bad("classes", fmt::format("a version {} ledger has no classes", brief(j.at("version"))));
+      const json& classes = read_array(j, "classes", "");
+      for (std::size_t i = 0; i < classes.size(); ++i) {
+        const std::string path = fmt::format("classes[{}]", i);
+        const json& c = classes[i];
+        expect_fields(c, path, {"name", "min_memory_gb", "min_compute_fraction"});
+        GpuClass gc;
+        gc.name = read_string(c, "name", path);
+        if (!contract::is_valid_type_name(gc.name)) bad(join(path, "name"), fmt::format("\"{}\": {}", gc.name, contract::type_name_rule()));
+        gc.min_memory_gb = static_cast<int>(read_int(c, "min_memory_gb", path, 0, 100000));
+        const json& f = c.at("min_compute_fraction");
+        if (!f.is_number() || f.get<double>() < 0.0 || f.get<double>() > 1.0)
+          bad(join(path, "min_compute_fraction"), fmt::format("{}: expected a number from 0 to 1", brief(f)));
+        gc.min_compute_fraction = f.get<double>();
+        ledger.classes.push_back(std::move(gc));
+      }
+    }
     ledger.node = read_string(j, "node", "");
     const json& gpus = read_array(j, "gpus", "");
     for (std::size_t i = 0; i < gpus.size(); ++i)

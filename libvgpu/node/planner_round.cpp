@@ -356,6 +356,14 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   PlannerRoundResult result;
   auto ledger = ensure_ledger(ctx);
   if (!ledger) return std::unexpected(ledger.error().within(where));
+  // The policy's classes go into the ledger before anything is planned under their names.
+  if (Ledger synced = *ledger; sync_classes(synced, ctx.policy->classes))
+    if (auto ok = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+          sync_classes(l, ctx.policy->classes);
+          return {};
+        });
+        !ok)
+      return std::unexpected(ok.error().within(where));
 
   // Reconcile with the hardware first: the plan must be made against what really exists.
   if (auto r = reconcile_with_hardware(ctx, where, result); !r) return std::unexpected(r.error());

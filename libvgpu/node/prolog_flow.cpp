@@ -319,7 +319,12 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   }
   hardware.reset();
 
-  if (auto ok = write_job_record(ctx, req.job, result.instances); !ok)
+  // The record (and so the job's VGPU_PROFILES) names what the job got: a class's hardware profile.
+  std::vector<LedgerInstance> recorded = result.instances;
+  for (auto& inst : recorded)
+    if (auto m = node::model_of(*final_ledger, inst.gpu); m)
+      if (const Profile* p = (*m)->find_profile(inst.profile)) inst.profile = p->hardware_name();
+  if (auto ok = write_job_record(ctx, req.job, recorded); !ok)
     return std::unexpected(ok.error().within(where));
   crash_point("prolog.after_job_record");
   // A MIG-backed viz VM needs the job's instances first.

@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "policy_reader.h"
+#include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
 
 namespace vgpu {
@@ -100,10 +102,52 @@ void check_pool_names_unique(Diagnostics& d, const Json& partitions) {
   }
 }
 
-void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out) {
+// "classes": {"<name>": {"min_memory_gb": N, "min_compute_fraction": F}}: a class is a GRES type
+// like a profile, so its name follows the type alphabet, must not be spelled like a profile, and
+// some known model must be able to realize it.
+std::vector<GpuClass> parse_classes(Diagnostics& d, const Json& value, const FieldPath& path) {
+  std::vector<GpuClass> out;
+  if (!expect_object(d, value, path)) return out;
+  for (const auto& [name, spec] : value.items()) {
+    FieldPath at = path.key(name);
+    if (!contract::is_valid_type_name(name) || contract::is_reserved_type(name)) {
+      d.at_key(at, fmt::format("class name must be {}", contract::type_name_rule()));
+      continue;
+    }
+    if (parse_profile_name(name)) {
+      d.at_key(at, "class name is spelled like a profile: name classes by need (\"small\", \"train-large\")");
+      continue;
+    }
+    if (!expect_object(d, spec, at)) continue;
+    reject_unknown_fields(d, spec, at, {"min_memory_gb", "min_compute_fraction", "comment"});
+    GpuClass c{name, 0, 0.0};
+    if (const Json* v = member(spec, "min_memory_gb"))
+      if (auto gb = read_int(d, *v, at.key("min_memory_gb"), 0, 100000)) c.min_memory_gb = *gb;
+    if (const Json* v = member(spec, "min_compute_fraction")) {
+      if (!v->is_number() || v->get<double>() <= 0.0 || v->get<double>() > 1.0)
+        d.at_value(at.key("min_compute_fraction"), fmt::format("must be a number above 0 and at most 1, {}", got(*v)));
+      else
+        c.min_compute_fraction = v->get<double>();
+    }
+    if (const Json* v = member(spec, "comment")) read_string(d, *v, at.key("comment"));
+    const bool somewhere = std::ranges::any_of(Catalog::builtin().models(), [&](const GpuModel& m) {
+      return realize(m, c) != nullptr;
+    });
+    if (!somewhere) {
+      d.at_value(at, fmt::format("no known GPU model has a profile with {} GB and {} of its compute", c.min_memory_gb,
+                                 c.min_compute_fraction));
+      continue;
+    }
+    out.push_back(std::move(c));
+  }
+  std::ranges::sort(out, {}, &GpuClass::name);
+  return out;
+}
+
+void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optional<Catalog>& with_classes) {
   FieldPath root;
   if (!expect_object(d, doc, root)) return;
-  reject_unknown_fields(d, doc, root, {"version", "planner", "images", "partitions", "comment"});
+  reject_unknown_fields(d, doc, root, {"version", "planner", "images", "classes", "partitions", "comment"});
   if (const Json* v = member(doc, "version")) {
     // A file for another version may mean different things by the same fields: check nothing more.
     if (!v->is_number_integer() || *v != kPolicyVersion) {
@@ -122,6 +166,12 @@ void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out) {
   if (images) out.images = parse_images(d, *images, root.key("images"));
   if (images && !images->is_object()) images = nullptr;
 
+  // Partitions may name the classes as they name profiles: checked against the catalog with them.
+  if (const Json* v = member(doc, "classes")) {
+    out.classes = parse_classes(d, *v, root.key("classes"));
+    with_classes.emplace(Catalog::with_classes(Catalog::builtin(), out.classes));
+    d.use_catalog(*with_classes);
+  }
   const Json* partitions = member(doc, "partitions");
   FieldPath parts_path = root.key("partitions");
   if (!partitions) {
@@ -182,7 +232,8 @@ PolicyCheck check_policy(std::string_view text, std::string_view file_label) {
   }
   PolicyFile policy;
   policy.source = file;
-  policy_detail::parse_document(d, doc, policy);
+  std::optional<Catalog> with_classes;  // outlives every check that names a class
+  policy_detail::parse_document(d, doc, policy, with_classes);
   auto found = d.take_sorted();
   check.diagnostics.insert(check.diagnostics.end(), found.begin(), found.end());
   std::ranges::stable_sort(check.diagnostics, {}, [](const PolicyDiagnostic& x) {

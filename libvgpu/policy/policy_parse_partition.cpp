@@ -16,7 +16,7 @@ bool parse_profiles(Diagnostics& d, const Json& spec, const FieldPath& path, Par
   if (!v) return true;
   FieldPath at = path.key("profiles");
   if (v->is_array()) {
-    auto list = read_profile_list(d, *v, at, all_models(), "any known GPU model");
+    auto list = read_profile_list(d, *v, at, all_models(d.catalog()), "any known GPU model");
     if (!list) return false;
     p.profile_rule = PartitionPolicy::ProfileRule::same_for_every_model;
     p.profiles = std::move(*list);
@@ -30,15 +30,15 @@ bool parse_profiles(Diagnostics& d, const Json& spec, const FieldPath& path, Par
   }
   if (v->empty()) {
     d.at_value(at, fmt::format("must name at least one GPU model (known: {})",
-                               Catalog::builtin().model_names()));
+                               d.catalog().model_names()));
     return false;
   }
   bool ok = true;
   for (const auto& [model_name, list] : v->items()) {
     FieldPath model_at = at.key(model_name);
-    const GpuModel* model = Catalog::builtin().find_model(model_name);
+    const GpuModel* model = d.catalog().find_model(model_name);
     if (!model) {
-      d.at_key(model_at, fmt::format("unknown GPU model (known: {})", Catalog::builtin().model_names()));
+      d.at_key(model_at, fmt::format("unknown GPU model (known: {})", d.catalog().model_names()));
       ok = false;
       continue;
     }
@@ -126,9 +126,9 @@ void parse_gpus(Diagnostics& d, const Json& spec, const FieldPath& path, Partiti
   p.gpus = std::move(indices);
 }
 
-std::string describe_allowed(const PartitionPolicy& p) {
+std::string describe_allowed(const Diagnostics& d, const PartitionPolicy& p) {
   std::vector<std::string> parts;
-  for (const auto& m : Catalog::builtin().models()) {
+  for (const auto& m : d.catalog().models()) {
     auto names = p.allowed_profiles_for(m);
     if (!names.empty()) parts.push_back(fmt::format("{}: {}", m.name, fmt::join(names, ", ")));
   }
@@ -138,16 +138,16 @@ std::string describe_allowed(const PartitionPolicy& p) {
 void check_idle_layout(Diagnostics& d, const PartitionPolicy& p, const FieldPath& at) {
   for (std::size_t i = 0; i < p.idle_layout.size(); ++i) {
     const auto& name = p.idle_layout[i];
-    bool somewhere = std::ranges::any_of(Catalog::builtin().models(), [&](const GpuModel& m) {
+    bool somewhere = std::ranges::any_of(d.catalog().models(), [&](const GpuModel& m) {
       auto allowed = p.allowed_profiles_for(m);
       return std::ranges::find(allowed, name) != allowed.end();
     });
     if (!somewhere)
       d.at_value(at.index(i), fmt::format("{} is not allowed on any GPU model this partition uses "
                                           "(allowed: {})",
-                                          name, describe_allowed(p)));
+                                          name, describe_allowed(d, p)));
   }
-  for (const auto& m : Catalog::builtin().models()) {
+  for (const auto& m : d.catalog().models()) {
     if (!p.uses_model(m)) continue;
     for (const auto& problem : place_idle(p, m).problems)
       d.at_value(at.index(problem.index), problem.message);

@@ -54,7 +54,7 @@ void check_gpu_type(Diagnostics& d, const Json& spec, const FieldPath& path,
         return;
       }
       std::vector<std::string> allowed_anywhere;
-      for (const auto& m : Catalog::builtin().models())
+      for (const auto& m : d.catalog().models())
         for (auto& name : partition.allowed_profiles_for(m))
           if (std::ranges::find(allowed_anywhere, name) == allowed_anywhere.end())
             allowed_anywhere.push_back(name);

@@ -196,9 +196,9 @@ std::optional<std::string> read_abs_path(Diagnostics& d, const Json& value, cons
   return text;
 }
 
-std::vector<const GpuModel*> all_models() {
+std::vector<const GpuModel*> all_models(const Catalog& catalog) {
   std::vector<const GpuModel*> out;
-  for (const auto& m : Catalog::builtin().models()) out.push_back(&m);
+  for (const auto& m : catalog.models()) out.push_back(&m);
   return out;
 }
 
@@ -225,11 +225,12 @@ std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const 
     FieldPath at = path.index(i);
     auto name = read_string(d, value[i], at);
     if (!name) continue;
-    if (auto spelled = parse_profile_name(*name); !spelled) {
+    bool known = std::ranges::any_of(models, [&](const GpuModel* m) { return m->find_profile(*name); });
+    // A class of the file (known on some model) is not spelled like a profile.
+    if (auto spelled = parse_profile_name(*name); !spelled && !known) {
       d.at_value(at, spelled.error().message);
       continue;
     }
-    bool known = std::ranges::any_of(models, [&](const GpuModel* m) { return m->find_profile(*name); });
     if (!known) {
       d.at_value(at, fmt::format("profile {} does not exist on {} (valid: {})", *name, where,
                                  fmt::join(all_profile_names(models), ", ")));

@@ -41,6 +41,11 @@ class Diagnostics {
  public:
   Diagnostics(const JsonSourceMap& map, std::string file) : map_(map), file_(std::move(file)) {}
 
+  // The catalog names are checked against: the built-in one until the file's classes are read,
+  // then the built-in one with those classes (owned by the caller, alive for the whole parse).
+  [[nodiscard]] const Catalog& catalog() const { return catalog_ ? *catalog_ : Catalog::builtin(); }
+  void use_catalog(const Catalog& catalog) { catalog_ = &catalog; }
+
   void at_value(const FieldPath& path, std::string message);
   void at_key(const FieldPath& path, std::string message);  // for unknown or duplicate fields
   [[nodiscard]] std::size_t count() const { return items_.size(); }
@@ -50,6 +55,7 @@ class Diagnostics {
   void add(SourcePos pos, const FieldPath& path, std::string message);
   const JsonSourceMap& map_;
   std::string file_;
+  const Catalog* catalog_ = nullptr;
   std::vector<PolicyDiagnostic> items_;
 };
 
@@ -89,7 +95,7 @@ std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const 
 
 // Every catalog profile name once, in catalog order.
 std::vector<std::string> all_profile_names(const std::vector<const GpuModel*>& models);
-std::vector<const GpuModel*> all_models();
+std::vector<const GpuModel*> all_models(const Catalog& catalog);
 
 // The idle layout placed as the planner does, with each entry that fails and why.
 struct IdleProblem {

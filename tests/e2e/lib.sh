@@ -81,6 +81,11 @@ _vp_policy_write() {
 }
 JSON
   [ "$VP_VIZ" = 1 ] && _vp_policy_add_viz
+  # VP_CLASSES: the policy's classes (requests by need), as its JSON object.
+  if [ -n "${VP_CLASSES:-}" ]; then
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["classes"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
+      "$VC_RUN/etc/vgpu-policy.json" "$VP_CLASSES" || vc_fail "could not add the classes to the policy"
+  fi
   "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
     vc_fail "generated policy does not check"
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "vgpu/core/catalog_json.h"
+#include "vgpu/core/gpu_layout.h"
 
 namespace vgpu {
 namespace {
@@ -72,6 +73,45 @@ TEST(Catalog, Mi300xModesMatchAmdsPartitioningDocumentation) {
   }
   EXPECT_EQ(Catalog::builtin().find_model_for_product("AMD Instinct MI300X")->name, "MI300X-192GB");
   EXPECT_EQ(Catalog::builtin().find_model("MI325X-256GB")->find_profile("cpx.32gb")->memory_mib, 32768);
+}
+
+// The example classes on each vendor's models: the smallest profile that satisfies both
+// the memory and the compute share.
+TEST(GpuClasses, EachModelRealizesAClassAsItsSmallestSufficientProfile) {
+  const GpuClass small{"small", 10, 0.125}, medium{"medium", 20, 0.25}, large{"large", 80, 0.0};
+  auto realized = [](const char* model, const GpuClass& c) {
+    const Profile* p = realize(*Catalog::builtin().find_model(model), c);
+    return p ? p->name : std::string("none");
+  };
+  EXPECT_EQ(realized("H100-80GB", small), "1g.10gb");
+  EXPECT_EQ(realized("A100-40GB", small), "1g.10gb");  // 1g.5gb has too little memory
+  EXPECT_EQ(realized("MI300X-192GB", small), "cpx.24gb");
+  EXPECT_EQ(realized("H100-80GB", medium), "2g.20gb");
+  EXPECT_EQ(realized("A100-40GB", medium), "3g.20gb");  // 2g.10gb has too little memory
+  EXPECT_EQ(realized("MI300X-192GB", medium), "qpx.48gb");
+  EXPECT_EQ(realized("H100-80GB", large), "7g.80gb");
+  EXPECT_EQ(realized("A100-40GB", large), "none");
+  EXPECT_EQ(realized("MI300X-192GB", large), "dpx.96gb");
+  EXPECT_EQ(realized("A30-24GB", small), "2g.12gb");  // never the +me variant
+}
+
+TEST(GpuClasses, ACatalogWithClassesNamesThemAfterTheHardwareProfiles) {
+  const std::vector<GpuClass> classes{{"small", 10, 0.125}, {"large", 80, 0.0}};
+  const Catalog c = Catalog::with_classes(Catalog::builtin(), classes);
+  const GpuModel& mi300x = *c.find_model("MI300X-192GB");
+  const Profile* small = mi300x.find_profile("small");
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->realizes, "cpx.24gb");
+  EXPECT_EQ(small->hardware_name(), "cpx.24gb");
+  EXPECT_EQ(small->placements.size(), 8u);
+  EXPECT_EQ(mi300x.find_profile_by_nvml_id(small->nvml_profile_id)->name, "cpx.24gb");
+  EXPECT_EQ(c.find_model("A100-40GB")->find_profile("large"), nullptr) << "A100-40GB cannot realize it";
+  EXPECT_TRUE(compare_models(*Catalog::builtin().find_model("MI300X-192GB"), mi300x).empty());
+  // The same rules hold for a class as for what it realizes: one mode per AMD GPU.
+  GpuLayout gpu(mi300x);
+  ASSERT_TRUE(gpu.place(*small, {0, 1}));
+  EXPECT_TRUE(gpu.place(*mi300x.find_profile("cpx.24gb"), {1, 1}));
+  EXPECT_FALSE(gpu.place(*mi300x.find_profile("large"), {4, 4}));
 }
 
 TEST(Catalog, NvmlProductNamesMapToModels) {

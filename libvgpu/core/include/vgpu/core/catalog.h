@@ -40,7 +40,21 @@ struct Profile {
   int memory_mib = 0;
   int max_instances = 0;
   std::vector<Placement> placements;  // every legal {start,size}, ascending by start
+  // Empty for a profile of the hardware. For a class (a request by need, GpuClass) realized on a
+  // model: the hardware profile it is, whose fields it copies under the class's name.
+  std::string realizes;
   bool operator==(const Profile&) const = default;
+
+  [[nodiscard]] const std::string& hardware_name() const { return realizes.empty() ? name : realizes; }
+};
+
+// A request by need, the same on every model: "small" = at least 10 GB and 1/8 of a GPU's
+// compute. Each model realizes it as its smallest profile that satisfies both (realize()).
+struct GpuClass {
+  std::string name;
+  int min_memory_gb = 0;              // as profile names state memory ("1g.10gb": 10)
+  double min_compute_fraction = 0.0;  // of the whole GPU's compute slices
+  bool operator==(const GpuClass&) const = default;
 };
 
 // How instances of one GPU relate to each other.
@@ -79,7 +93,13 @@ struct GpuModel {
 class Catalog {
  public:
   explicit Catalog(std::vector<GpuModel> models) : models_(std::move(models)) {}
+  // The built-in tables, plus the site's classes once the program installed them from its policy.
   static const Catalog& builtin();
+  // Adds `classes` to what builtin() returns, for the rest of the process. Called once, at start,
+  // before any profile of builtin() is looked up (pointers into it must stay valid).
+  static void install_classes(std::vector<GpuClass> classes);
+  // `base` with each class added to every model that can realize it.
+  static Catalog with_classes(const Catalog& base, std::span<const GpuClass> classes);
 
   [[nodiscard]] std::span<const GpuModel> models() const { return models_; }
   [[nodiscard]] const GpuModel* find_model(std::string_view name) const;
@@ -93,6 +113,11 @@ class Catalog {
  private:
   std::vector<GpuModel> models_;
 };
+
+// The smallest hardware profile of `model` (fewest compute slices, then least memory) with at
+// least the class's memory and compute share; media/graphics variants ("+me", "+gfx") never.
+// nullptr when none does.
+const Profile* realize(const GpuModel& model, const GpuClass& gpu_class);
 
 // Field-by-field differences between two descriptions of the same model (built-in vs. read from
 // NVML). Empty means identical. Each entry names the profile and field: "3g.40gb: memory_mib 40448 != 40192".

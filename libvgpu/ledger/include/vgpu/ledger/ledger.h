@@ -93,6 +93,10 @@ struct Ledger {
   std::vector<LedgerInstance> instances;
   std::vector<VizVm> vms;
   AdvertisedPlan plan;
+  // The classes (requests by need) the instances and slots may be named after, as the policy
+  // defined them when the planner last looked, plus any still named here after the policy dropped
+  // them: so any reader can check the ledger without the policy. Empty on nodes without classes.
+  std::vector<GpuClass> classes;
   // Records made during the current LedgerStore::update(); the store appends them to
   // history.jsonl before it replaces ledger.json. Never serialized into ledger.json.
   std::vector<HistoryRecord> new_history;
@@ -185,6 +189,10 @@ struct HardwareView {
 // Whether GPU `gpu` of the ledger is of a uniform model (AMD compute partitions): its partitions
 // exist while its mode is set, so one no job holds is free space, not a leak.
 bool is_uniform_gpu(const Ledger& ledger, const Catalog& catalog, int gpu);
+
+// Sets the ledger's classes to `wanted` plus those of its current ones that an instance or slot
+// still names. Whether anything changed.
+bool sync_classes(Ledger& ledger, const std::vector<GpuClass>& wanted);
 
 // A fresh ledger describing exactly what the hardware has. Every instance is `orphaned`, owned by
 // nobody and `quarantined`: it may still hold a former tenant's data, so it is never handed out

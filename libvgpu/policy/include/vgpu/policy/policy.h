@@ -102,6 +102,9 @@ struct PolicyFile {
   std::string source;  // the file label errors were reported against
   PlannerKnobs planner;
   std::map<std::string, VmImage> images;
+  // Requests by need ("classes": {"small": {...}}), the same names on every model; each node
+  // realizes them on its model (Catalog::with_classes). Sorted by name.
+  std::vector<GpuClass> classes;
   std::vector<PartitionPolicy> partitions;  // sorted by name
 
   [[nodiscard]] const PartitionPolicy* partition(std::string_view name) const;
