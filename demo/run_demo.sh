@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The demo: a local Slurm cluster (slurmctld + 3 slurmd, two simulated H100-80GB per node, the
-# real gres/vgpu plugin, prolog, epilog and planners) replays a time-compressed slice of the
-# openb trace plus an inference tier, draws the GPU layouts as they change, and summarizes: text
-# and a utilisation picture in DEMO_OUT (default demo-out/ in the clone: summary.txt, utilisation.png).
+# The demo: a local Slurm cluster of two vendors (slurmctld + 3 slurmd: n1 and n2 with two
+# simulated H100-80GB each behind the fake NVML, n3 with two AMD MI300X behind the fake amdgpu
+# driver; the real gres/vgpu plugin, prolog, epilog and planners) replays a time-compressed slice
+# of the openb trace (every third task asking for the MI300X partition of the same share) plus an
+# inference tier that asks by need (class "small": 1g.10gb on an H100, cpx.24gb on an MI300X), draws the GPU layouts as they change (MIG instances on n1/n2, compute-partition
+# modes on n3), and summarizes: text and a utilisation picture in DEMO_OUT (default demo-out/ in
+# the clone: summary.txt, utilisation.png).
 #   VP_BIN=<build dir> demo/run_demo.sh [trace.csv]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,11 +15,21 @@ trace=${1:-$here/../data/openb/openb_pod_list_gpushare40.csv}
 [ -f "$trace" ] || vc_fail "no trace at $trace (pass one: any openb pod-list CSV)"
 VP_STARVATION=${VP_STARVATION:-20}
 VC_NODES=${VC_NODES:-"n1 n2 n3"}
+export VP_KIND_n3=${VP_KIND_n3:-mi300x}
+# MIG profiles for the H100s, compute partitions for the MI300Xs; an idle MI300X offers CPX. The
+# inference tier asks by need (class "small"), so either vendor's GPUs serve it.
+VP_CLASSES='{"small": {"min_memory_gb": 10, "min_compute_fraction": 0.125}}'
+VP_INFER_PROFILES='{"H100-80GB": ["1g.10gb", "1g.20gb", "2g.20gb", "small"], "MI300X-192GB": ["cpx.24gb", "qpx.48gb", "small"]}'
+VC_PROFILES="$VC_PROFILES small"
+VP_TRAIN_PROFILES='{"H100-80GB": ["3g.40gb", "4g.40gb", "7g.80gb"], "MI300X-192GB": ["dpx.96gb", "spx.192gb"]}'
+VP_IDLE_LAYOUT='["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb", "cpx.24gb", "cpx.24gb", "cpx.24gb", "cpx.24gb"]'
 # As a large site would run it: demand is published once per period for all node planners.
 VP_PUBLISH_DEMAND=${VP_PUBLISH_DEMAND:-1}
 vp_start 2>/dev/null
 
-python3 "$here/trace_slice.py" "$trace" --jobs "${DEMO_JOBS:-30}" --inference "${DEMO_INFERENCE:-12}" \
+amd_every=$([ "$(vp_kind_of n3)" = mi300x ] && echo 3 || echo 0)
+python3 "$here/trace_slice.py" "$trace" --jobs "${DEMO_JOBS:-30}" --inference "${DEMO_INFERENCE:-12}" --amd-every "$amd_every" \
+  --inference-type "$([ "$amd_every" = 0 ] && echo 1g.10gb || echo small)" \
   --span "${DEMO_SPAN:-60}" | sort -n > "$VC_RUN/out/workload.tsv" || vc_fail "could not cut the trace"
 echo "== workload: $(wc -l < "$VC_RUN/out/workload.tsv") jobs from $(basename "$trace") (time-compressed) + synthetic inference"
 cut -f2,3 "$VC_RUN/out/workload.tsv" | sort | uniq -c | sed 's/^/   /'
