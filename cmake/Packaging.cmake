@@ -32,11 +32,12 @@ set(CPACK_DEBIAN_NODE_DESCRIPTION "Dynamic GPU partitioning for Slurm: node agen
  advertised to Slurm beforehand, and scrubs and destroys them when the job ends. This package holds
  the Prolog/Epilog hooks, the per-node planner daemon, vgpuctl, vgpu-scrub and the job_submit filter.")
 set(CPACK_DEBIAN_NODE_PACKAGE_RECOMMENDS "slurm-vgpu-gres-plugin")
-# The first release whose prolog writes job records a plugin of 0.2 refuses (version 2, with the
-# placement): a 0.2 plugin would run that job with no GPU visible. Breaks makes dpkg and apt
-# upgrade the plugin with this package, never after it (docs/admin.md, "Upgrades").
-set(VGPU_JOB_RECORD_V2_SINCE 0.3.0)
-set(CPACK_DEBIAN_NODE_PACKAGE_BREAKS "slurm-vgpu-gres-plugin (<< ${VGPU_JOB_RECORD_V2_SINCE})")
+# The first release whose prolog writes job records an older plugin refuses (0.3.0: version 2, with
+# the placement; 0.4.0: version 3, with the device UUID of either vendor and what the job got): an
+# older plugin would run that job with no GPU visible. Breaks makes dpkg and apt upgrade the plugin
+# with this package, never after it (docs/admin.md, "Upgrades").
+set(VGPU_JOB_RECORD_SINCE 0.4.0)
+set(CPACK_DEBIAN_NODE_PACKAGE_BREAKS "slurm-vgpu-gres-plugin (<< ${VGPU_JOB_RECORD_SINCE})")
 # vgpuctl report --png draws with matplotlib; node_exporter serves VGPU_METRICS_FILE.
 set(CPACK_DEBIAN_NODE_PACKAGE_SUGGESTS "python3-matplotlib, prometheus-node-exporter")
 set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_EXTRA

@@ -88,7 +88,9 @@ void check_job_record(std::string_view text, vgpu::JobId job_id) {
   const auto env = vgpu::contract::job_environment(*record);
   // One vendor per record: MIG instances go to CUDA, AMD partitions to ROCr (and HIP ordinals).
   const bool amd = !record->instances.empty() && vgpu::contract::is_amd_partition_uuid(record->instances[0].mig_uuid);
-  FUZZ_CHECK(env.size() == (amd ? 6u : 4u));
+  const bool described = !record->instances.empty() &&
+                         std::ranges::all_of(record->instances, [](const auto& i) { return !i.model.empty(); });
+  FUZZ_CHECK(env.size() == (amd ? 6u : 4u) + (described ? 3u : 0u));
   FUZZ_CHECK(env[0].name == (amd ? "ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES") && env[0].value == devices);
   FUZZ_CHECK(env[2].value == std::to_string(record->instances.size()));
   // VGPU_PLACEMENT: one item per instance, "<gpu>" or "<gpu>:<first>-<last>" with first <= last.
@@ -104,9 +106,12 @@ void check_job_record(std::string_view text, vgpu::JobId job_id) {
     }
   }
   FUZZ_CHECK(env[3].value == expected);
-  // What the writer writes, the reader reads back the same (placements are always written).
-  const bool placed = std::ranges::all_of(record->instances, [](const auto& i) { return i.placement.has_value(); });
-  if (placed) {
+  // What the writer writes, the reader reads back the same. The writer is only ever given what a
+  // version 3 record holds (placement, model, memory, compute share); older records are only read.
+  const bool complete = std::ranges::all_of(record->instances, [](const auto& i) {
+    return i.placement.has_value() && !i.model.empty() && i.compute_slices > 0;
+  });
+  if (complete) {
     auto back = vgpu::contract::parse_job_record(vgpu::contract::render_job_record(*record), job_id);
     FUZZ_CHECK(back && *back == *record);
   }

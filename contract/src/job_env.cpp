@@ -1,5 +1,6 @@
 #include "vgpu/contract/job_env.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace vgpu::contract {
@@ -27,6 +28,20 @@ std::vector<EnvVar> job_environment(const JobRecord& record) {
                              {"VGPU_PROFILES", profiles},
                              {"VGPU_INSTANCES", std::to_string(record.instances.size())},
                              {"VGPU_PLACEMENT", placements}};
+  // What the job got, where the record says it (version 3): one model per node.
+  const bool described = !record.instances.empty() &&
+                         std::ranges::all_of(record.instances, [](const MigInstance& i) { return !i.model.empty(); });
+  if (described) {
+    std::string memory, compute;
+    for (const auto& inst : record.instances) {
+      memory += (memory.empty() ? "" : ",") + std::to_string(inst.memory_mib);
+      compute += (compute.empty() ? "" : ",") + std::to_string(inst.compute_slices) + "/" +
+                 std::to_string(inst.model_compute_slices);
+    }
+    env.push_back({"VGPU_MODEL", record.instances.front().model});
+    env.push_back({"VGPU_MEMORY_MIB", memory});
+    env.push_back({"VGPU_COMPUTE", compute});
+  }
   if (amd) {
     // HIP numbers the devices ROCr lets through from 0, and honours CUDA_VISIBLE_DEVICES as well:
     // both are set to exactly those, so nothing a job inherited selects another device.
@@ -40,7 +55,7 @@ std::vector<EnvVar> job_environment(const JobRecord& record) {
 
 std::vector<EnvVar> hidden_environment() {
   return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""}, {"VGPU_INSTANCES", "0"}, {"VGPU_PLACEMENT", ""},
-          {"ROCR_VISIBLE_DEVICES", ""}};
+          {"VGPU_MODEL", ""}, {"VGPU_MEMORY_MIB", ""}, {"VGPU_COMPUTE", ""}, {"ROCR_VISIBLE_DEVICES", ""}};
 }
 
 std::optional<JobId> job_of_stepd_title(std::string_view title) {

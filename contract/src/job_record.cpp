@@ -1,6 +1,7 @@
 #include "vgpu/contract/job_record.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
@@ -37,8 +38,9 @@ Result<SlicePlacement> parse_placement(const nlohmann::json& obj) {
 // Errors other than the keys' are prefixed by the caller with `where`.
 Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string& where, std::uint64_t version) {
   const char* uuid_key = version >= 3 ? "device_uuid" : "mig_uuid";
-  auto keys = version == 1 ? require_keys(obj, where, {"profile", "mig_uuid", "gpu"})
-                           : require_keys(obj, where, {"profile", uuid_key, "gpu", "placement"});
+  auto keys = version == 1   ? require_keys(obj, where, {"profile", "mig_uuid", "gpu"})
+              : version == 2 ? require_keys(obj, where, {"profile", uuid_key, "gpu", "placement"})
+                             : require_keys(obj, where, {"profile", uuid_key, "gpu", "placement", "model", "memory_mib", "compute"});
   if (!keys) return std::unexpected(keys.error());
   MigInstance inst;
   auto profile = require_string(obj, "profile");
@@ -62,6 +64,25 @@ Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string&
     if (!placement) return std::unexpected(placement.error());
     inst.placement = *placement;
   }
+  if (version >= 3) {
+    auto model = require_string(obj, "model");
+    if (!model) return std::unexpected(model.error());
+    if (!is_valid_type_name(*model)) return fail(ErrorCode::corrupt, "model '" + *model + "' is not valid");
+    inst.model = *model;
+    auto mib = require_unsigned(obj, "memory_mib");
+    if (!mib) return std::unexpected(mib.error());
+    inst.memory_mib = *mib;
+    // "<slices>/<of>", 1 <= slices <= of <= 64
+    auto compute = require_string(obj, "compute");
+    if (!compute) return std::unexpected(compute.error());
+    unsigned a = 0, b = 0;
+    char extra = 0;
+    if (std::sscanf(compute->c_str(), "%u/%u%c", &a, &b, &extra) != 2 || a == 0 || b == 0 || a > b || b > 64 ||
+        *compute != std::to_string(a) + "/" + std::to_string(b))
+      return fail(ErrorCode::corrupt, "compute '" + *compute + "' is not <slices>/<of the GPU's>");
+    inst.compute_slices = a;
+    inst.model_compute_slices = b;
+  }
   return inst;
 }
 
@@ -73,20 +94,18 @@ bool is_amd_partition_uuid(std::string_view uuid) {
 }
 
 std::string render_job_record(const JobRecord& record) {
-  // The oldest version that can say it: a record of MIG instances stays readable by the release
-  // before; AMD partitions need version 3.
-  const bool amd = std::ranges::any_of(record.instances, [](const MigInstance& i) { return is_amd_partition_uuid(i.mig_uuid); });
-  const char* uuid_key = amd ? "device_uuid" : "mig_uuid";
   nlohmann::json instances = nlohmann::json::array();
   for (const auto& inst : record.instances) {
-    nlohmann::json i = {{"profile", inst.profile}, {uuid_key, inst.mig_uuid}, {"gpu", inst.gpu}};
+    nlohmann::json i = {{"profile", inst.profile}, {"device_uuid", inst.mig_uuid}, {"gpu", inst.gpu},
+                        {"model", inst.model}, {"memory_mib", inst.memory_mib},
+                        {"compute", std::to_string(inst.compute_slices) + "/" + std::to_string(inst.model_compute_slices)}};
     // The writer always knows the placement; a record without one is only ever read (version 1).
     const SlicePlacement at = inst.placement.value_or(SlicePlacement{});
     i["placement"] = {{"start", at.start}, {"size", at.size}};
     instances.push_back(std::move(i));
   }
   nlohmann::json doc = {{"format", kJobRecordFormat},
-                        {"version", amd ? kJobRecordVersion : std::uint64_t{2}},
+                        {"version", kJobRecordVersion},
                         {"job_id", record.job_id},
                         {"instances", instances}};
   return doc.dump(2) + "\n";

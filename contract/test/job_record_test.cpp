@@ -85,43 +85,55 @@ TEST(JobRecord, VersionTwoNeedsAPlacementThatIsARangeOfSlices) {
 }
 
 const char* kAmdPartitions = R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[
-  {"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":5,"size":1}},
-  {"profile":"cpx.24gb","device_uuid":"GPU-163456789abcdef0","gpu":0,"placement":{"start":1,"size":1}}]})";
+  {"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":5,"size":1},
+   "model":"MI300X-192GB","memory_mib":24576,"compute":"1/8"},
+  {"profile":"cpx.24gb","device_uuid":"GPU-163456789abcdef0","gpu":0,"placement":{"start":1,"size":1},
+   "model":"MI300X-192GB","memory_mib":24576,"compute":"1/8"}]})";
 
 TEST(JobRecord, AmdPartitionsGoToRocrAndHipNumbersThemFromZero) {
   auto rec = parse_job_record(kAmdPartitions, 42);
   ASSERT_TRUE(rec) << rec.error().message;
   auto env = job_environment(*rec);
-  ASSERT_EQ(env.size(), 6U);
+  ASSERT_EQ(env.size(), 9U);
   EXPECT_EQ(env[0].name, "ROCR_VISIBLE_DEVICES");
   EXPECT_EQ(env[0].value, "GPU-123456789abcdef0,GPU-163456789abcdef0");
   EXPECT_EQ(env[1].value, "cpx.24gb,cpx.24gb");
   EXPECT_EQ(env[3].value, "0:5-5,0:1-1");
-  EXPECT_EQ(env[4].name, "HIP_VISIBLE_DEVICES");
-  EXPECT_EQ(env[4].value, "0,1");
-  EXPECT_EQ(env[5].name, "CUDA_VISIBLE_DEVICES");
-  EXPECT_EQ(env[5].value, "0,1");
-  // Written back as version 3; MIG instances alone are still written as version 2.
+  // What the job got.
+  EXPECT_EQ(env[4].name, "VGPU_MODEL");
+  EXPECT_EQ(env[4].value, "MI300X-192GB");
+  EXPECT_EQ(env[5].name, "VGPU_MEMORY_MIB");
+  EXPECT_EQ(env[5].value, "24576,24576");
+  EXPECT_EQ(env[6].name, "VGPU_COMPUTE");
+  EXPECT_EQ(env[6].value, "1/8,1/8");
+  EXPECT_EQ(env[7].name, "HIP_VISIBLE_DEVICES");
+  EXPECT_EQ(env[7].value, "0,1");
+  EXPECT_EQ(env[8].name, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(env[8].value, "0,1");
   EXPECT_THAT(render_job_record(*rec), HasSubstr("\"version\": 3"));
   EXPECT_THAT(render_job_record(*rec), HasSubstr("\"device_uuid\": \"GPU-123456789abcdef0\""));
   EXPECT_EQ(*parse_job_record(render_job_record(*rec), 42), *rec);
-  auto mig = parse_job_record(kPlaced, 42);
-  ASSERT_TRUE(mig);
-  EXPECT_THAT(render_job_record(*mig), HasSubstr("\"version\": 2"));
-  EXPECT_THAT(render_job_record(*mig), HasSubstr("\"mig_uuid\""));
 }
 
 TEST(JobRecord, VersionThreeRefusesOtherUuidsAndMixedVendors) {
   auto v3 = [](std::string insts) {
     return R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[)" + insts + "]}";
   };
-  const std::string amd = R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}})";
-  const std::string mig = R"({"profile":"1g.10gb","device_uuid":"MIG-a","gpu":1,"placement":{"start":0,"size":1}})";
-  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-1,GPU-2","gpu":0,"placement":{"start":0,"size":1}})")),
+  const std::string got = R"("model":"MI300X-192GB","memory_mib":24576,"compute":"1/8")";
+  const std::string amd = R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1},)" + got + "}";
+  const std::string mig = R"({"profile":"1g.10gb","device_uuid":"MIG-a","gpu":1,"placement":{"start":0,"size":1},)" + got + "}";
+  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-1,GPU-2","gpu":0,"placement":{"start":0,"size":1},)" + got + "}")),
               HasSubstr("neither a MIG UUID nor an AMD partition's"));
   EXPECT_THAT(error_of(v3(amd + "," + mig)), HasSubstr("instances[1]: mixes MIG instances and AMD partitions"));
-  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}})")),
+  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1},)" + got + "}")),
               HasSubstr("device_uuid"));
+  for (const char* bad : {"0/8", "9/8", "1/8x", "01/8", "1/65", "one"}) {
+    std::string inst = amd;
+    inst.replace(inst.find("1/8"), 3, bad);
+    EXPECT_THAT(error_of(v3(inst)), HasSubstr("is not <slices>/<of the GPU's>")) << bad;
+  }
+  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}})")),
+              HasSubstr("model")) << "version 3 says what the job got";
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":2,"job_id":42,"instances":[
     {"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}}]})"),
               HasSubstr("is not a MIG UUID")) << "version 2 has MIG instances only";

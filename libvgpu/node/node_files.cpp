@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "node_model.h"
 #include "vgpu/contract/advertisement.h"
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/job_record.h"
@@ -85,12 +86,28 @@ Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx
   return counts;
 }
 
-Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances) {
+Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances,
+                              const Ledger* ledger) {
   contract::JobRecord record{job, {}};
-  for (const auto& inst : instances)
-    record.instances.push_back({inst.profile, inst.mig_uuid, static_cast<std::uint64_t>(inst.gpu),
-                                contract::SlicePlacement{static_cast<std::uint64_t>(inst.placement.start),
-                                                         static_cast<std::uint64_t>(inst.placement.size)}});
+  for (const auto& inst : instances) {
+    contract::MigInstance r;
+    r.mig_uuid = inst.mig_uuid;
+    r.gpu = static_cast<std::uint64_t>(inst.gpu);
+    r.placement = contract::SlicePlacement{static_cast<std::uint64_t>(inst.placement.start),
+                                           static_cast<std::uint64_t>(inst.placement.size)};
+    // What the job got: a class's hardware profile, the model, memory and compute share.
+    const Profile* p = nullptr;
+    auto model = ledger ? node::model_of(*ledger, inst.gpu) : Result<const GpuModel*>(fail(ErrorCode::not_found, ""));
+    if (model) p = (*model)->find_profile(inst.profile);
+    if (!p)
+      return fail(ErrorCode::internal, fmt::format("job {}: GPU {}: {} is not a profile of the GPU's model", job, inst.gpu, inst.profile));
+    r.profile = p->hardware_name();
+    r.model = (*model)->name;
+    r.memory_mib = static_cast<std::uint64_t>(p->memory_mib);
+    r.compute_slices = static_cast<std::uint64_t>(p->compute_slices);
+    r.model_compute_slices = static_cast<std::uint64_t>((*model)->compute_slices);
+    record.instances.push_back(std::move(r));
+  }
   return within(write_file_atomically(ctx.node_dir() + "/jobs", fmt::format("{}.json", job),
                                       contract::render_job_record(record)),
                 fmt::format("job {}: job record", job));

@@ -319,12 +319,9 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   }
   hardware.reset();
 
-  // The record (and so the job's VGPU_PROFILES) names what the job got: a class's hardware profile.
-  std::vector<LedgerInstance> recorded = result.instances;
-  for (auto& inst : recorded)
-    if (auto m = node::model_of(*final_ledger, inst.gpu); m)
-      if (const Profile* p = (*m)->find_profile(inst.profile)) inst.profile = p->hardware_name();
-  if (auto ok = write_job_record(ctx, req.job, recorded); !ok)
+  // The record (and so the job's environment) says what the job got: model, a class's hardware
+  // profile, memory and compute share.
+  if (auto ok = write_job_record(ctx, req.job, result.instances, &*final_ledger); !ok)
     return std::unexpected(ok.error().within(where));
   crash_point("prolog.after_job_record");
   // A MIG-backed viz VM needs the job's instances first.

@@ -423,7 +423,7 @@ vp_second_user() {
 vp_job_script() {
   cat > "$VC_RUN/etc/job.sh" <<'JOB'
 #!/bin/bash
-echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} PROFILES=${VGPU_PROFILES-<unset>} PLACEMENT=${VGPU_PLACEMENT-<unset>} ROCR=${ROCR_VISIBLE_DEVICES-<unset>} NODE=${SLURMD_NODENAME}"
+echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} PROFILES=${VGPU_PROFILES-<unset>} PLACEMENT=${VGPU_PLACEMENT-<unset>} ROCR=${ROCR_VISIBLE_DEVICES-<unset>} MODEL=${VGPU_MODEL-<unset>} MEMORY=${VGPU_MEMORY_MIB-<unset>} COMPUTE=${VGPU_COMPUTE-<unset>} NODE=${SLURMD_NODENAME}"
 sleep "${1:-3}"
 JOB
   chmod 755 "$VC_RUN/etc/job.sh"

@@ -155,7 +155,10 @@ TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) 
   std::ifstream rec(dir / "n1" / "jobs" / "42.json");
   auto j = nlohmann::json::parse(rec);
   ASSERT_EQ(j["instances"].size(), 2u);
-  EXPECT_EQ(j["instances"][0]["mig_uuid"], pro->instances[0].mig_uuid);
+  EXPECT_EQ(j["instances"][0]["device_uuid"], pro->instances[0].mig_uuid);
+  // ... and what the job got.
+  EXPECT_EQ(j["instances"][0]["model"], "H100-80GB");
+  EXPECT_EQ(j["instances"][0]["compute"], j["instances"][0]["profile"] == "2g.20gb" ? "2/7" : "1/7");
   // Instances replaced their planned slots: Slurm still sees the same counts.
   EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
 

@@ -37,7 +37,7 @@ cat > "$VC_RUN/etc/crash-job.sh" <<'JOB'
 # What the job sees, and what its node's job record names for it.
 rec=$VGPU_STATE_DIR/$SLURMD_NODENAME/jobs/$SLURM_JOB_ID.json
 uuids=$(python3 -c 'import json,sys
-try: print(",".join(sorted(i["mig_uuid"] for i in json.load(open(sys.argv[1]))["instances"])))
+try: print(",".join(sorted(i.get("device_uuid", i.get("mig_uuid")) for i in json.load(open(sys.argv[1]))["instances"])))
 except Exception: print("<none>")' "$rec")
 echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} RECORD=$uuids NODE=$SLURMD_NODENAME"
 sleep "${1:-2}"

@@ -10,6 +10,9 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 trap 'vp_finish $?' EXIT
 export VP_KIND_n2=a100 VP_KIND_n3=mi300x
+# A requeued job waits one credential lifetime before it may start again (slurmd must have
+# forgotten the job to run its prolog again); short here.
+export VC_CRED_EXPIRE=10
 VC_NODES="n1 n2 n3"
 VP_CLASSES='{"small": {"min_memory_gb": 10, "min_compute_fraction": 0.125},
               "medium": {"min_memory_gb": 20, "min_compute_fraction": 0.25},
@@ -86,10 +89,9 @@ q=$(vp_sbatch -p infer --gres=vgpu:qpx.48gb:2 "$job" 3)
 sleep 6
 [ "$(mode_of $gpu0)" = "$before0" ] && [ "$(mode_of $gpu1)" = "$before1" ] || vc_fail "a mode changed under an open render node"
 exec 7<&- 8<&-
-# Slurm holds a requeued job for about two minutes before it may start again; the test does not wait.
 vc_wait_job "$q" PENDING 30 || vc_fail "qpx job $q was not requeued: $(vc_job_state "$q")"
-scontrol update JobId="$q" StartTime=now
 vp_wait_done "$q" 120 || vc_fail "qpx job $q did not finish once the GPUs were free"
+grep -q "PROFILES=qpx.48gb,qpx.48gb " "$VC_RUN/out/$q.out" || vc_fail "the requeued job ran without its partitions: $(cat "$VC_RUN/out/$q.out")"
 vp_assert_completed "$q"
 grep -q QPX <(mode_of $gpu0; mode_of $gpu1) || vc_fail "no GPU in QPX after the qpx job: $(mode_of $gpu0) $(mode_of $gpu1)"
 grep -q "requeued: .*Device or resource busy" "$VC_RUN"/log/prolog.n3.log ||
@@ -99,6 +101,9 @@ grep -h "requeued: .*Device or resource busy" "$VC_RUN"/log/prolog.n3.log | head
 echo "--- requests by need: each model realizes the class as its smallest sufficient profile"
 "$VP_VGPUCTL" catalog --policy "$VC_RUN/etc/vgpu-policy.json" | sed -n '/^classes/,$p'
 declare -A want_small=([n1]=1g.10gb [n2]=1g.10gb [n3]=cpx.24gb) want_medium=([n1]=2g.20gb [n2]=3g.20gb [n3]=qpx.48gb)
+# ... and what the job is told it got: model, memory (MiB) and compute share of each instance.
+declare -A got_small=([n1]="MODEL=H100-80GB MEMORY=9984,9984 COMPUTE=1/7,1/7" [n2]="MODEL=A100-40GB MEMORY=9856,9856 COMPUTE=1/7,1/7"
+                      [n3]="MODEL=MI300X-192GB MEMORY=24576,24576 COMPUTE=1/8,1/8")
 jobs=()
 for n in n1 n2 n3; do
   # Steered with -x, not -w: Slurm refuses -w for a type the node has never advertised, while
@@ -110,6 +115,7 @@ for n in n1 n2 n3; do
   for j in $s $m; do vp_wait_started "$j" 60 || vc_fail "class job $j on $n did not start: $(squeue -h -j "$j" -o '%r')"; done
   grep -q "PROFILES=${want_small[$n]},${want_small[$n]} " "$VC_RUN/out/$s.out" ||
     vc_fail "small on $n should be ${want_small[$n]}: $(cat "$VC_RUN/out/$s.out")"
+  grep -q "${got_small[$n]} " "$VC_RUN/out/$s.out" || vc_fail "small on $n: want '${got_small[$n]}': $(cat "$VC_RUN/out/$s.out")"
   grep -q "PROFILES=${want_medium[$n]} " "$VC_RUN/out/$m.out" ||
     vc_fail "medium on $n should be ${want_medium[$n]}: $(cat "$VC_RUN/out/$m.out")"
   vp_assert_sees_own "$s"

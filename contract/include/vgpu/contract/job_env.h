@@ -19,6 +19,8 @@ struct EnvVar {
 
 // CUDA_VISIBLE_DEVICES=MIG-a,MIG-b  VGPU_PROFILES=1g.10gb,1g.10gb  VGPU_INSTANCES=2
 // VGPU_PLACEMENT=0:4-4,1:0-0 (each instance's GPU index and memory slices, in the same order).
+// From a version 3 record, what the job got: VGPU_MODEL=H100-80GB, VGPU_MEMORY_MIB=9984,9984 and
+// VGPU_COMPUTE=1/7,1/7 (each instance's compute slices of the GPU's).
 // AMD partitions: ROCR_VISIBLE_DEVICES=GPU-<hex>,... in the first place, then the same VGPU_*
 // variables, and HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES=0,1,... (HIP's ordinals of them).
 std::vector<EnvVar> job_environment(const JobRecord& record);

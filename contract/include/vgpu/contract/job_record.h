@@ -1,8 +1,9 @@
 // jobs/<jobid>.json: the instances the prolog created for one job on this node. Version 2 added
 // each instance's placement (its memory slices on the GPU); a version 1 record, written by an
 // earlier release for a job that still runs after an upgrade, reads without it. Version 3 names
-// each instance's device under "device_uuid", which may be an AMD partition's "GPU-<16 hex>"; the
-// writer still writes version 2 for MIG instances, so the release before reads what it can use.
+// each instance's device under "device_uuid" (a MIG UUID or an AMD partition's "GPU-<16 hex>")
+// and says what the job got: the GPU model, the instance's memory and its share of the GPU's
+// compute, for a job that asked by need (a class) as for one that named a profile.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,11 @@ struct MigInstance {
   std::string mig_uuid;
   std::uint64_t gpu = 0;
   std::optional<SlicePlacement> placement;  // always written; absent only in a version 1 record
+  // What the job got (version 3; empty/0 in older records): "H100-80GB", MiB, and its compute
+  // slices out of the model's ("1/7", an AMD CPX partition "1/8").
+  std::string model;
+  std::uint64_t memory_mib = 0;
+  std::uint64_t compute_slices = 0, model_compute_slices = 0;
   bool operator==(const MigInstance&) const = default;
 };
 

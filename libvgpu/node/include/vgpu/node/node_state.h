@@ -45,6 +45,9 @@ std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGr
 Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
                                  const std::map<std::string, int>& counts);
 Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx);
-Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances);
+// `ledger` names each instance's GPU model (what the job got goes into the record); a record of no
+// instances needs none.
+Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances,
+                              const Ledger* ledger = nullptr);
 
 }  // namespace vgpu
