@@ -49,6 +49,8 @@ int run_job(const JobArgs& a) {
       ++problems;
       continue;
     }
+    // Instances and slots may carry the node's classes' names: resolve them as the ledger records.
+    const vgpu::Catalog catalog = vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), ledger->classes);
     for (const auto& g : ledger->gpus) {
       std::vector<const vgpu::LedgerInstance*> mine;
       for (const auto& i : ledger->instances)
@@ -61,7 +63,7 @@ int run_job(const JobArgs& a) {
         text += fmt::format("{} GPU {}  {}  {}  {}  {}  since {}\n", node, g.index, i->profile, slices(i->placement),
                             i->mig_uuid, vgpu::to_string(i->state), utc(i->created_at));
       }
-      const vgpu::GpuModel* model = vgpu::Catalog::builtin().find_model_for_product(g.model);
+      const vgpu::GpuModel* model = catalog.find_model_for_product(g.model);
       if (!model) continue;
       // Only this job's instances are named; the rest of the GPU shows as taken or free.
       std::vector<DrawnInstance> drawn;

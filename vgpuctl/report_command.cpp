@@ -92,9 +92,11 @@ int run_report(const ReportArgs& a) {
       fmt::print(stderr, "vgpuctl: report: node {}: {}\n", node, history.error().message);
       return 2;
     }
+    // Tenancies may carry the node's classes' names: resolve them as the ledger records.
+    const vgpu::Catalog catalog = vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), ledger->classes);
     std::map<int, const vgpu::GpuModel*> models;
     for (const auto& g : ledger->gpus)
-      if (const auto* m = vgpu::Catalog::builtin().find_model_for_product(g.model)) {
+      if (const auto* m = catalog.find_model_for_product(g.model)) {
         models[g.index] = m;
         capacity[node] += m->compute_slices;
       }

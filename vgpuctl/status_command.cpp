@@ -67,6 +67,8 @@ int run_status(const StatusArgs& a) {
       rc = 1;
       continue;
     }
+    // Instances and slots may carry the node's classes' names: resolve them as the ledger records.
+    const vgpu::Catalog catalog = vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), ledger->classes);
     if (a.json) {
       nlohmann::json n = {{"node", node}, {"generation", ledger->plan.generation}, {"gpus", nlohmann::json::array()}};
       for (const auto& g : ledger->gpus) {
@@ -90,7 +92,7 @@ int run_status(const StatusArgs& a) {
     }
     fmt::print("== node {} (plan generation {}) ==\n", node, ledger->plan.generation);
     for (const auto& g : ledger->gpus) {
-      const vgpu::GpuModel* model = vgpu::Catalog::builtin().find_model_for_product(g.model);
+      const vgpu::GpuModel* model = catalog.find_model_for_product(g.model);
       if (!model) {
         fmt::print("GPU {}  {}: not a known MIG model\n", g.index, g.model);
         continue;

@@ -86,31 +86,34 @@ Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx
   return counts;
 }
 
-Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances,
-                              const Ledger* ledger) {
+Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job, const std::vector<LedgerInstance>& instances) {
   contract::JobRecord record{job, {}};
   for (const auto& inst : instances) {
+    auto model = node::model_of(ledger, inst.gpu);
+    if (!model) return std::unexpected(model.error().within(fmt::format("job {}", job)));
+    const Profile* p = (*model)->find_profile(inst.profile);
+    if (!p)
+      return fail(ErrorCode::internal, fmt::format("job {}: GPU {}: {} is not a profile of {}", job, inst.gpu, inst.profile,
+                                                   (*model)->name));
     contract::MigInstance r;
+    r.profile = p->hardware_name();
     r.mig_uuid = inst.mig_uuid;
     r.gpu = static_cast<std::uint64_t>(inst.gpu);
     r.placement = contract::SlicePlacement{static_cast<std::uint64_t>(inst.placement.start),
                                            static_cast<std::uint64_t>(inst.placement.size)};
-    // What the job got: a class's hardware profile, the model, memory and compute share.
-    const Profile* p = nullptr;
-    auto model = ledger ? node::model_of(*ledger, inst.gpu) : Result<const GpuModel*>(fail(ErrorCode::not_found, ""));
-    if (model) p = (*model)->find_profile(inst.profile);
-    if (!p)
-      return fail(ErrorCode::internal, fmt::format("job {}: GPU {}: {} is not a profile of the GPU's model", job, inst.gpu, inst.profile));
-    r.profile = p->hardware_name();
     r.model = (*model)->name;
     r.memory_mib = static_cast<std::uint64_t>(p->memory_mib);
     r.compute_slices = static_cast<std::uint64_t>(p->compute_slices);
     r.model_compute_slices = static_cast<std::uint64_t>((*model)->compute_slices);
     record.instances.push_back(std::move(r));
   }
-  return within(write_file_atomically(ctx.node_dir() + "/jobs", fmt::format("{}.json", job),
+  return record;
+}
+
+Result<void> write_job_record(const NodeContext& ctx, const contract::JobRecord& record) {
+  return within(write_file_atomically(ctx.node_dir() + "/jobs", fmt::format("{}.json", record.job_id),
                                       contract::render_job_record(record)),
-                fmt::format("job {}: job record", job));
+                fmt::format("job {}: job record", record.job_id));
 }
 
 }  // namespace vgpu

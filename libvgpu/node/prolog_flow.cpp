@@ -148,7 +148,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     if (!refused) return std::unexpected(refused.error());
     if (!refused->empty()) return reject("policy", *refused);
     if (!viz.empty())
-      if (auto ok = write_job_record(ctx, req.job, {}); !ok) return std::unexpected(ok.error().within(where));
+      if (auto ok = write_job_record(ctx, contract::JobRecord{req.job, {}}); !ok) return std::unexpected(ok.error().within(where));
     return result;
   }
 
@@ -321,8 +321,9 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
 
   // The record (and so the job's environment) says what the job got: model, a class's hardware
   // profile, memory and compute share.
-  if (auto ok = write_job_record(ctx, req.job, result.instances, &*final_ledger); !ok)
-    return std::unexpected(ok.error().within(where));
+  auto record = job_record_of(*final_ledger, req.job, result.instances);
+  if (!record) return std::unexpected(record.error().within(where));
+  if (auto ok = write_job_record(ctx, *record); !ok) return std::unexpected(ok.error().within(where));
   crash_point("prolog.after_job_record");
   // A MIG-backed viz VM needs the job's instances first.
   auto refused = start_viz_sessions(ctx, req, viz);

@@ -119,6 +119,11 @@ for n in n1 n2 n3; do
   grep -q "PROFILES=${want_medium[$n]} " "$VC_RUN/out/$m.out" ||
     vc_fail "medium on $n should be ${want_medium[$n]}: $(cat "$VC_RUN/out/$m.out")"
   vp_assert_sees_own "$s"
+  # The admin's tools resolve the class from the node's ledger, without the policy.
+  "$VP_VGPUCTL" job "$s" --state-dir "$VGPU_STATE_DIR" | grep -q "^$n GPU [0-9]  small  slices" ||
+    vc_fail "vgpuctl job $s does not show its small instances: $("$VP_VGPUCTL" job "$s" --state-dir "$VGPU_STATE_DIR")"
+  "$VP_VGPUCTL" status --state-dir "$VGPU_STATE_DIR" | grep -q "\[small" ||
+    vc_fail "vgpuctl status draws no small instance: $(vp_status)"
   vc_log "$n: small -> ${want_small[$n]}, medium -> ${want_medium[$n]}"
 done
 for j in "${jobs[@]}"; do vp_wait_done "$j" 120 || vc_fail "class job $j did not finish"; done

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/contract/job_record.h"
 #include "vgpu/node/context.h"
 
 namespace vgpu {
@@ -45,9 +46,9 @@ std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGr
 Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
                                  const std::map<std::string, int>& counts);
 Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx);
-// `ledger` names each instance's GPU model (what the job got goes into the record); a record of no
-// instances needs none.
-Result<void> write_job_record(const NodeContext& ctx, JobId job, const std::vector<LedgerInstance>& instances,
-                              const Ledger* ledger = nullptr);
+// The job record of `instances` as the job is told about them: each one's GPU model, the hardware
+// profile (a class's, where the job asked by need), memory and compute share.
+Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job, const std::vector<LedgerInstance>& instances);
+Result<void> write_job_record(const NodeContext& ctx, const contract::JobRecord& record);
 
 }  // namespace vgpu
