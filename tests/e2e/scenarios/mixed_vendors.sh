@@ -109,8 +109,8 @@ for n in n1 n2 n3; do
   # Steered with -x, not -w: Slurm refuses -w for a type the node has never advertised, while
   # the other nodes left out still let the FUTURE placeholder vouch for the request.
   others=$(echo n1 n2 n3 | tr ' ' '\n' | grep -vx "$n" | paste -sd,)
-  s=$(vp_sbatch -p infer -x "$others" --gres=vgpu:small:2 "$job" 4)
-  m=$(vp_sbatch -p infer -x "$others" --gres=vgpu:medium:1 "$job" 4)
+  s=$(vp_sbatch -p infer -x "$others" --gres=vgpu:small:2 "$job" 8)
+  m=$(vp_sbatch -p infer -x "$others" --gres=vgpu:medium:1 "$job" 8)
   jobs+=("$s" "$m")
   for j in $s $m; do vp_wait_started "$j" 60 || vc_fail "class job $j on $n did not start: $(squeue -h -j "$j" -o '%r')"; done
   grep -q "PROFILES=${want_small[$n]},${want_small[$n]} " "$VC_RUN/out/$s.out" ||
@@ -120,7 +120,7 @@ for n in n1 n2 n3; do
     vc_fail "medium on $n should be ${want_medium[$n]}: $(cat "$VC_RUN/out/$m.out")"
   vp_assert_sees_own "$s"
   # The admin's tools resolve the class from the node's ledger, without the policy.
-  "$VP_VGPUCTL" job "$s" --state-dir "$VGPU_STATE_DIR" | grep -q "^$n GPU [0-9]  small  slices" ||
+  "$VP_VGPUCTL" job "$s" --state-dir "$VGPU_STATE_DIR" | grep -q "^$n GPU [0-9]  small  slice" ||
     vc_fail "vgpuctl job $s does not show its small instances: $("$VP_VGPUCTL" job "$s" --state-dir "$VGPU_STATE_DIR")"
   "$VP_VGPUCTL" status --state-dir "$VGPU_STATE_DIR" | grep -q "\[small" ||
     vc_fail "vgpuctl status draws no small instance: $(vp_status)"
