@@ -128,10 +128,18 @@ std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger) {
   return backing;
 }
 
+namespace {
+// The catalog a ledger's names are checked against: `base` plus the ledger's own classes, or
+// nothing to build when it has none.
+std::optional<Catalog> catalog_with_classes(const Ledger& ledger, const Catalog& base) {
+  if (ledger.classes.empty()) return std::nullopt;
+  return Catalog::with_classes(base, ledger.classes);
+}
+}  // namespace
+
 Result<void> validate(const Ledger& ledger, const Catalog& base) {
   // Names of the ledger's own classes are checked as the profiles they realize.
-  std::optional<Catalog> own;
-  if (!ledger.classes.empty()) own.emplace(Catalog::with_classes(base, ledger.classes));
+  const std::optional<Catalog> own = catalog_with_classes(ledger, base);
   const Catalog& catalog = own ? *own : base;
   if (ledger.node.empty()) return corrupt("node", "must not be empty");
   std::set<int> gpu_indexes;
@@ -394,8 +402,7 @@ Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view,
 
 std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view,
                                   const Catalog& base) {
-  std::optional<Catalog> own;
-  if (!ledger.classes.empty()) own.emplace(Catalog::with_classes(base, ledger.classes));
+  const std::optional<Catalog> own = catalog_with_classes(ledger, base);
   const Catalog& catalog = own ? *own : base;
   // The hardware reports what a class realizes, under the hardware profile's name.
   auto hardware_name = [&](const LedgerInstance& inst) -> std::string {
