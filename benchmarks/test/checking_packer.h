@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "vgpu/core/shared_instance.h"
+
 #include <algorithm>
 #include <memory>
 
@@ -24,11 +28,15 @@ class CheckingPacker final : public Packer {
     if (a) {
       EXPECT_EQ(std::ssize(a->parts), task.gpus);
       for (const auto& part : a->parts) {
-        EXPECT_EQ(shape_.node_of(part.gpu), shape_.node_of(a->parts.front().gpu))
-            << "a task spans nodes";
-        EXPECT_GE(part.profile->compute_slices, task.profile->compute_slices);
-        EXPECT_GE(part.profile->memory_slices, task.profile->memory_slices);
+        EXPECT_EQ(shape_.node_of(part.gpu), a->node) << "a task spans nodes";
+        if (part.share_milli > 0) {
+          EXPECT_EQ(part.share_milli, task.requested_milli) << "a share is what the task asked";
+        } else {
+          EXPECT_GE(part.profile->compute_slices, task.profile->compute_slices);
+          EXPECT_GE(part.profile->memory_slices, task.profile->memory_slices);
+        }
       }
+      EXPECT_GE(a->node, 0);
       live_.push_back(*a);
       ++allocations_;
     }
@@ -37,10 +45,17 @@ class CheckingPacker final : public Packer {
   }
 
   void release(const Allocation& allocation) override {
-    auto it = std::ranges::find_if(live_, [&](const Allocation& l) {
-      return l.parts.front().gpu == allocation.parts.front().gpu &&
-             l.parts.front().where == allocation.parts.front().where;
-    });
+    auto same = [](const Allocation& x, const Allocation& y) {
+      if (x.node != y.node || x.cpu_milli != y.cpu_milli || x.memory_mib != y.memory_mib ||
+          x.parts.size() != y.parts.size())
+        return false;
+      for (std::size_t i = 0; i < x.parts.size(); ++i)
+        if (x.parts[i].gpu != y.parts[i].gpu || x.parts[i].where != y.parts[i].where ||
+            x.parts[i].share_milli != y.parts[i].share_milli)
+          return false;
+      return true;
+    };
+    auto it = std::ranges::find_if(live_, [&](const Allocation& l) { return same(l, allocation); });
     ASSERT_NE(it, live_.end()) << "release of an allocation that is not live";
     live_.erase(it);
     inner_->release(allocation);
@@ -56,14 +71,29 @@ class CheckingPacker final : public Packer {
   void check() {
     std::vector<GpuLayout> rebuilt(static_cast<std::size_t>(shape_.gpus), GpuLayout(*model_));
     long long slices = 0;
+    // Shares of one shared instance: the instance exists once and its shares fit its capacity.
+    std::map<std::pair<int, int>, std::pair<const Profile*, int>> shared;  // (gpu, start) -> sum
     for (const auto& a : live_)
       for (const auto& part : a.parts) {
         ASSERT_GE(part.gpu, 0);
         ASSERT_LT(part.gpu, shape_.gpus);
+        if (part.share_milli > 0) {
+          auto& [profile, used] = shared[{part.gpu, part.where.start}];
+          if (profile) {
+            ASSERT_EQ(profile, part.profile) << "GPU " << part.gpu << ": two profiles, one start";
+            used += part.share_milli;
+            continue;
+          }
+          profile = part.profile;
+          used = part.share_milli;
+        }
         auto r = rebuilt[static_cast<std::size_t>(part.gpu)].place(*part.profile, part.where);
         ASSERT_TRUE(r) << "GPU " << part.gpu << ": " << r.error().message;
         slices += part.profile->compute_slices;
       }
+    for (const auto& [at, instance] : shared)
+      ASSERT_LE(instance.second, share_capacity_milli(*model_, *instance.first))
+          << "GPU " << at.first << ": shares beyond the instance's capacity";
     allocated_slices_ = inner_->allocated_slices();
     ASSERT_EQ(slices, allocated_slices_);
     ASSERT_LE(allocated_slices_, capacity_slices());

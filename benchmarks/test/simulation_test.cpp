@@ -27,7 +27,7 @@ SimOptions sample_options() {
   SimOptions o;
   o.trace_path = "sample";
   o.policies = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
-                PolicyKind::planner};
+                PolicyKind::planner, PolicyKind::shared};
   o.seeds = 2;
   o.gpus = 64;
   return o;
@@ -77,12 +77,15 @@ TEST(Simulation, ArrivalsStopAtFullCapacityOfRequestedWork) {
     }
 }
 
-TEST(Simulation, FluidBoundIsAtLeastEveryPolicy) {
+TEST(Simulation, FluidBoundIsAtLeastEveryMigOnlyPolicy) {
   const SimResult& r = sample_result();
   for (const auto& p : r.results)
-    for (std::size_t i = 0; i < p.per_seed.size(); ++i)
-      EXPECT_GE(r.bound_milli_per_seed[i] + 1e-6, static_cast<double>(p.per_seed[i].served_milli))
+    for (std::size_t i = 0; i < p.per_seed.size(); ++i) {
+      // Shares are not rounded to a profile, so the MIG bound does not hold them: capacity does.
+      double bound = p.policy == PolicyKind::shared ? 64'000 : r.bound_milli_per_seed[i];
+      EXPECT_GE(bound + 1e-6, static_cast<double>(p.per_seed[i].served_milli))
           << policy_name(p.policy) << " seed " << i;
+    }
   EXPECT_LE(r.bound_milli_per_seed[0], 64'000 + 1e-6);
 }
 
@@ -92,8 +95,8 @@ TEST(Simulation, PlannerLeavesNoMoreCapacityUnusedThanFirstFit) {
   for (std::size_t i = 0; i < planner.per_seed.size(); ++i) {
     EXPECT_GE(planner.per_seed[i].served_milli, firstfit.per_seed[i].served_milli) << "seed " << i;
   }
-  EXPECT_LE(summarize_arrivals(sample_result(), planner).unallocated_gpu_pct,
-            summarize_arrivals(sample_result(), firstfit).unallocated_gpu_pct + 1e-9);
+  EXPECT_LE(summarize_arrivals(sample_result(), planner).fgd_unallocated_pct,
+            summarize_arrivals(sample_result(), firstfit).fgd_unallocated_pct + 1e-9);
 }
 
 TEST(Simulation, MigRoundingIsAllocatedMinusRequested) {
@@ -102,7 +105,11 @@ TEST(Simulation, MigRoundingIsAllocatedMinusRequested) {
     ArrivalSummary a = summarize_arrivals(r, p);
     SCOPED_TRACE(std::string(policy_name(p.policy)));
     EXPECT_GE(a.rounding_gpus, 0);
-    EXPECT_NEAR(a.unallocated_gpus + a.served_gpus + a.rounding_gpus, 64, 1e-9);
+    EXPECT_NEAR(a.stranded_gpus + a.served_gpus + a.rounding_gpus, 64, 1e-9);
+    // FGD's metric is exactly what rounding and stranding leave unserved.
+    EXPECT_NEAR(a.fgd_unallocated_pct, a.rounding_pct + a.stranded_pct, 1e-9);
+    EXPECT_GE(a.failed_work_pct + 1e-9, a.fgd_unallocated_pct - 100.0 * 8 / 64)
+        << "arrivals stop within one task of 100 %, so refused work ~ unserved capacity";
   }
   // Whole GPUs round every sharing task up to 1000 milli: more rounding than dynamic MIG.
   EXPECT_GT(summarize_arrivals(r, result_of(PolicyKind::whole)).rounding_gpus,
@@ -115,6 +122,7 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
   auto tasks = map_tasks(trace, h100(), 8);
   auto seq = arrival_sequence(tasks, 64'000, 1);
   auto packer = make_packer(PolicyKind::whole, h100(), ClusterShape{64, 8}, StaticPlan{});
+  ASSERT_EQ(seq, arrival_sequence(tasks, 64'000, 1)) << "a seed's arrivals are reproducible";
   long long rounding = 0;
   for (int i : seq) {
     const MappedTask& t = tasks[static_cast<std::size_t>(i)];
@@ -126,14 +134,64 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
 
 TEST(Simulation, ReportCarriesTheRequiredFields) {
   auto j = to_json(sample_result());
-  ASSERT_EQ(j["results"].size(), 4u);
+  ASSERT_EQ(j["results"].size(), 5u);
+  EXPECT_EQ(j.begin().key(), "trace");
+  EXPECT_TRUE(j.contains("ceilings_fgd_unallocated_pct"));
   for (const auto& e : j["results"]) {
-    EXPECT_TRUE(e.contains("policy"));
-    EXPECT_GE(e["unallocated_gpu_pct"].get<double>(), 0);
-    EXPECT_LE(e["pct_of_bound"].get<double>(), 100 + 1e-9);
+    EXPECT_EQ(e.begin().key(), "policy");
+    EXPECT_EQ(std::next(e.begin()).key(), "fgd_unallocated_pct") << "the comparable metric leads";
+    EXPECT_GE(e["fgd_unallocated_pct"].get<double>(), 0);
     EXPECT_GE(e["p95_wait_s"].get<double>(), 0);
   }
   EXPECT_NE(to_table(sample_result()).find("planner"), std::string::npos);
+}
+
+TEST(Simulation, SharedInstancesRoundLessThanDedicatedOnes) {
+  const SimResult& r = sample_result();
+  auto shared = summarize_arrivals(r, result_of(PolicyKind::shared));
+  auto planner = summarize_arrivals(r, result_of(PolicyKind::planner));
+  EXPECT_LT(shared.rounding_pct, planner.rounding_pct);
+  EXPECT_LE(shared.fgd_unallocated_pct, planner.fgd_unallocated_pct + 1e-9);
+}
+
+TEST(Simulation, OfflineBoundIsAtLeastEveryMigOnlyPolicyAndTheOnlineCeiling) {
+  const SimResult& r = sample_result();
+  for (std::size_t i = 0; i < r.bound_milli_per_seed.size(); ++i)
+    EXPECT_GE(r.bound_milli_per_seed[i] + 1e-6, static_cast<double>(r.ceiling_milli_per_seed[i]));
+  Ceilings c = summarize_ceilings(r);
+  EXPECT_LE(c.offline_mig_pct, c.online_mig_pct + 1e-9);
+  for (const auto& p : r.results) {
+    if (p.policy == PolicyKind::shared) continue;  // shares are not rounded: the bound is MIG's
+    EXPECT_LE(c.offline_mig_pct, summarize_arrivals(r, p).fgd_unallocated_pct + 1e-9)
+        << policy_name(p.policy);
+  }
+}
+
+TEST(Simulation, PublishedNumbersAreShownForTheTracesWorkload) {
+  SimOptions o = sample_options();
+  o.policies = {PolicyKind::planner};
+  o.seeds = 1;
+  o.published_path = VGPU_DATA_DIR "/openb/fgd_published.csv";
+  Trace t = sample_trace();
+  t.path = "x/openb_pod_list_default.csv";
+  auto r = run_simulation(o, t);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->workload, "default");
+  EXPECT_DOUBLE_EQ(r->published_unallocated_pct.at("fgd"), 4.77);
+  EXPECT_NE(to_table(*r).find("fgd 4.77"), std::string::npos);
+}
+
+TEST(Simulation, RealNodeShapesLimitTasksByHostCpuAndMemory) {
+  SimOptions o = sample_options();
+  o.nodes_path = VGPU_DATA_DIR "/openb/openb_node_list_gpu_node.csv";
+  o.policies = {PolicyKind::planner};
+  o.seeds = 1;
+  auto r = run_simulation(o, sample_trace());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->options.gpus, 6212);
+  EXPECT_EQ(r->nodes, 1213);
+  EXPECT_TRUE(r->host_constrained);
+  EXPECT_FALSE(r->has_times) << "a node list runs the arrival experiment only";
 }
 
 TEST(Simulation, RejectsAnUnknownModel) {

@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 tool, traces = sys.argv[1], sys.argv[2]
-POLICIES = ["whole", "static", "firstfit", "planner"]
+POLICIES = ["whole", "static", "firstfit", "planner", "shared"]
 
 
 def run(*args):
@@ -27,12 +27,15 @@ for name, timed in [("default", True), ("multigpu20", False)]:
     check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr}")
     doc = json.loads(p.stdout)
     check([r["policy"] for r in doc["results"]] == POLICIES, f"{name}: one entry per policy")
-    bound = doc["bound"]["served_gpus"]
+    offline = doc["ceilings_fgd_unallocated_pct"]["offline_mig"]
     for r in doc["results"]:
         pol = r["policy"]
-        check(0 <= r["unallocated_gpu_pct"] <= 100, f"{name} {pol}: unallocated % in range")
-        check(0 < r["pct_of_bound"] <= 100 + 1e-9, f"{name} {pol}: % of bound in (0, 100]")
-        check(r["served_gpus"] <= bound + 1e-9, f"{name} {pol}: bound >= served")
+        check(list(r)[:2] == ["policy", "fgd_unallocated_pct"], f"{name} {pol}: FGD's metric leads")
+        check(0 <= r["fgd_unallocated_pct"] <= 100, f"{name} {pol}: unallocated % in range")
+        check(abs(r["fgd_unallocated_pct"] - r["rounding_pct"] - r["stranded_pct"]) < 1e-6,
+              f"{name} {pol}: unallocated = rounding + stranded")
+        if pol != "shared":
+            check(r["fgd_unallocated_pct"] >= offline - 1e-9, f"{name} {pol}: offline bound holds")
         for s in r["per_seed"]:
             check(s["peak_allocated_slices"] <= s["capacity_slices"], f"{name} {pol}: capacity")
         if timed:
@@ -42,6 +45,14 @@ for name, timed in [("default", True), ("multigpu20", False)]:
             check(r["p95_wait_s"] is None, f"{name} {pol}: no times, no replay")
     by = {r["policy"]: r for r in doc["results"]}
     check(by["planner"]["served_gpus"] >= by["firstfit"]["served_gpus"], f"{name}: planner >= firstfit")
+
+p = run("--trace", f"{traces}/openb_pod_list_default.csv", "--tasks", "800", "--seeds", "1",
+        "--nodes", f"{traces}/openb_node_list_gpu_node.csv", "--published",
+        f"{traces}/fgd_published.csv", "--json")
+check(p.returncode == 0, f"node list: exit {p.returncode}: {p.stderr}")
+doc = json.loads(p.stdout)
+check(doc["nodes"] == 1213 and doc["host_constrained"], "node list: the real shapes")
+check(doc["fgd_published_unallocated_pct"]["fgd"] == 4.77, "node list: FGD's number beside ours")
 
 p = run("--trace", f"{traces}/openb_pod_list_default.csv", "--tasks", "50", "--gpus", "8")
 check(p.returncode == 0 and "planner" in p.stdout and "Replay" in p.stdout, "readable table")

@@ -13,9 +13,13 @@
 
 namespace vgpu::bench {
 
-// Indices into `tasks` (GPU tasks only) in arrival order for `seed`.
+// Indices into `tasks` in arrival order for `seed`, as FGD's simulator builds them: every task
+// that can run at all (CPU-only ones included: they take host CPU and memory), tuned to
+// `tune_ratio` x the cluster's GPU capacity in requested GPU work (random removals when the trace
+// holds more; draws with replacement from the trace when it holds less), shuffled, and cut where the
+// arrived GPU work first reaches 100 % of capacity, the point the published numbers are read at.
 std::vector<int> arrival_sequence(const std::vector<MappedTask>& tasks, long long capacity_milli,
-                                  std::uint64_t seed);
+                                  std::uint64_t seed, double tune_ratio = 1.3);
 
 struct ArrivalOutcome {
   int arrived_tasks = 0;
@@ -25,6 +29,7 @@ struct ArrivalOutcome {
   long long allocated_slices = 0;  // compute slices held by placed tasks at the end
   long long capacity_slices = 0;
   long long peak_allocated_slices = 0;  // never above capacity_slices
+  int failed_cpu_only = 0;              // CPU-only tasks no node had host room for
 };
 
 ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks,
@@ -36,5 +41,13 @@ ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks
 // knapsack optimum over them, which this returns, in thousandths of a GPU.
 double fluid_bound_milli(const std::vector<MappedTask>& tasks, const std::vector<int>& sequence,
                          long long capacity_slices);
+
+// The online ceiling with MIG rounding: the same arrivals, in order, each task costing its
+// profile's slices, granted whenever that many slices are still free anywhere (no placement rules,
+// no node boundaries, no host limits). No MIG-only policy that places arriving tasks as long as
+// they fit can serve more, except by refusing a task now to serve a denser one later. Thousandths
+// of a GPU of requested work.
+long long online_mig_ceiling_milli(const std::vector<MappedTask>& tasks,
+                                   const std::vector<int>& sequence, long long capacity_slices);
 
 }  // namespace vgpu::bench

@@ -1,5 +1,5 @@
-// vgpu-tracesim: packing of real cluster traces under whole-GPU, static MIG, first-fit dynamic MIG
-// and the slurm-vgpu planner. See docs/benchmarks.md for the methodology.
+// vgpu-tracesim: packing of real cluster traces under whole-GPU, static MIG, first-fit dynamic MIG,
+// the slurm-vgpu planner and shared (MPS) instances. See docs/benchmarks.md for the methodology.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
@@ -12,10 +12,24 @@ int main(int argc, char** argv) {
   using namespace vgpu::bench;
   CLI::App app{"Replay GPU-cluster traces against MIG placement policies"};
   SimOptions opt;
-  std::string policies = "whole,static,firstfit,planner";
+  std::string policies = "whole,static,firstfit,planner,shared";
+  std::string node_choice = "slurm";
   bool json = false;
   app.add_option("--trace", opt.trace_path, "openb pod-list CSV")->required();
-  app.add_option("--policy", policies, "comma-separated: whole,static,firstfit,planner");
+  app.add_option("--policy", policies, "comma-separated: whole,static,firstfit,planner,shared");
+  app.add_option("--nodes", opt.nodes_path,
+                 "openb node list: real node shapes with CPU and memory (instead of --gpus)");
+  app.add_option("--node-choice", node_choice,
+                 "slurm: Slurm picks among the nodes the policy can use (production); best: the "
+                 "policy picks the best GPU of the cluster (idealised)")
+      ->check(CLI::IsMember({"slurm", "best"}));
+  app.add_option("--share-min-slices", opt.share_min_slices,
+                 "smallest shared instance the shared policy opens, in compute slices")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--tune-ratio", opt.tune_ratio,
+                 "workload tuned to this many times the GPU capacity before shuffling (FGD: 1.3)")
+      ->check(CLI::Range(1.0, 100.0));
+  app.add_option("--published", opt.published_path, "FGD's published table (fgd_published.csv)");
   app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")
       ->check(CLI::Range(1, 1000));
   app.add_option("--gpus", opt.gpus, "GPUs in the cluster (default: openb's 6212)")
@@ -28,6 +42,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100'000));
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
+  opt.node_choice = node_choice == "best" ? NodeChoice::best : NodeChoice::slurm;
 
   std::size_t start = 0;
   while (start <= policies.size()) {

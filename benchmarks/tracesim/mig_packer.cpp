@@ -1,20 +1,28 @@
 #include "mig_packer.h"
 
+#include <algorithm>
+
 #include "cluster_placement.h"
+#include "slurm_node_choice.h"
 
 namespace vgpu::bench {
 
-MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode)
-    : Packer(model, shape),
+MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice,
+                     int share_min_slices)
+    : Packer(model, std::move(shape)),
       mode_(mode),
+      node_choice_(node_choice),
+      share_min_slices_(share_min_slices),
       states_(model),
       full_index_(states_.profile_index(full_gpu_profile(model))),
-      gpu_state_(static_cast<std::size_t>(shape.gpus), LayoutStates::empty()),
-      node_free_slices_(static_cast<std::size_t>(shape.nodes())),
-      node_empty_gpus_(static_cast<std::size_t>(shape.nodes())),
-      state_population_(1, shape.gpus) {
-  for (int n = 0; n < shape.nodes(); ++n) {
-    int gpus = shape.end_gpu(n) - shape.first_gpu(n);
+      gpu_state_(static_cast<std::size_t>(shape_.gpus), LayoutStates::empty()),
+      node_free_slices_(static_cast<std::size_t>(shape_.nodes())),
+      node_empty_gpus_(static_cast<std::size_t>(shape_.nodes())),
+      state_population_(1, shape_.gpus),
+      shared_(static_cast<std::size_t>(shape_.gpus)),
+      node_share_room_(static_cast<std::size_t>(shape_.nodes()), 0) {
+  for (int n = 0; n < shape_.nodes(); ++n) {
+    int gpus = shape_.end_gpu(n) - shape_.first_gpu(n);
     node_free_slices_[static_cast<std::size_t>(n)] = gpus * model.compute_slices;
     node_empty_gpus_[static_cast<std::size_t>(n)] = gpus;
   }
@@ -25,6 +33,7 @@ std::string_view MigPacker::name() const {
     case Mode::planner: return "planner";
     case Mode::firstfit: return "firstfit";
     case Mode::whole: return "whole";
+    case Mode::shared: return "shared";
   }
   return "?";
 }
@@ -56,64 +65,182 @@ void MigPacker::set_state(int gpu, StateId next) {
   gpu_state_[g] = next;
 }
 
-std::optional<Allocation> MigPacker::allocate(const MappedTask& task) {
-  if (task.kind != TaskKind::sharing && task.kind != TaskKind::whole_gpu) return std::nullopt;
-  if (task.gpus > 1) return allocate_node(task.gpus);
-  int pi = mode_ == Mode::whole ? full_index_ : states_.profile_index(*task.profile);
-  return allocate_one(pi);
-}
-
-std::optional<Allocation> MigPacker::allocate_one(int profile_index) {
-  if (!fits_somewhere(profile_index)) return std::nullopt;
+int MigPacker::gpu_in_node(int node, int profile_index) {
   int chosen = -1;
-  GpuCandidate best;
-  for (int g = 0; g < shape_.gpus; ++g) {
+  long best_loss = 0;
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g) {
     const PlacementChoice& c = choice(gpu_state_[static_cast<std::size_t>(g)], profile_index);
     if (!c.ok) continue;
-    if (mode_ == Mode::firstfit) {
+    if (mode_ == Mode::firstfit) return g;
+    if (chosen < 0 || c.loss < best_loss) {  // plan_node: least loss, then the lowest GPU
       chosen = g;
-      break;
-    }
-    GpuCandidate cand{g, c.loss,
-                      node_free_slices_[static_cast<std::size_t>(shape_.node_of(g))]};
-    if (chosen < 0 || better_candidate(cand, best)) {
-      chosen = g;
-      best = cand;
+      best_loss = c.loss;
     }
   }
-  if (chosen < 0) return std::nullopt;  // unreachable after fits_somewhere(); kept for safety
+  return chosen;
+}
+
+int MigPacker::choose_node(const MappedTask& task, auto&& usable) {
+  return slurm_node_choice(shape_.nodes(), task.cpu_milli, usable,
+                           [&](int n) { return free_cpu_milli(n); });
+}
+
+std::optional<Allocation> MigPacker::allocate(const MappedTask& task) {
+  switch (task.kind) {
+    case TaskKind::cpu_only: return allocate_host_only(task);
+    case TaskKind::too_wide: return std::nullopt;
+    case TaskKind::sharing:
+    case TaskKind::whole_gpu: break;
+  }
+  if (task.gpus > 1) return allocate_node(task);
+  if (mode_ == Mode::shared && task.kind == TaskKind::sharing) return allocate_share(task);
+  int pi = mode_ == Mode::whole ? full_index_ : states_.profile_index(*task.profile);
+  return allocate_one(task, pi);
+}
+
+std::optional<Allocation> MigPacker::allocate_one(const MappedTask& task, int profile_index) {
+  if (!fits_somewhere(profile_index)) return std::nullopt;
+  int chosen = -1;
+  if (node_choice_ == NodeChoice::slurm) {
+    int node = choose_node(task, [&](int n) {
+      return host_fits(n, task) && gpu_in_node(n, profile_index) >= 0;
+    });
+    if (node >= 0) chosen = gpu_in_node(node, profile_index);
+  } else {
+    GpuCandidate best;
+    for (int g = 0; g < shape_.gpus; ++g) {
+      const PlacementChoice& c = choice(gpu_state_[static_cast<std::size_t>(g)], profile_index);
+      if (!c.ok || !host_fits(shape_.node_of(g), task)) continue;
+      if (mode_ == Mode::firstfit) {
+        chosen = g;
+        break;
+      }
+      GpuCandidate cand{g, c.loss,
+                        node_free_slices_[static_cast<std::size_t>(shape_.node_of(g))]};
+      if (chosen < 0 || better_candidate(cand, best)) {
+        chosen = g;
+        best = cand;
+      }
+    }
+  }
+  if (chosen < 0) return std::nullopt;
   PlacementChoice c = choice(gpu_state_[static_cast<std::size_t>(chosen)], profile_index);
   set_state(chosen, c.next);
   const Profile* p = &model_->profiles[static_cast<std::size_t>(profile_index)];
-  return Allocation{{AllocationPart{chosen, p, c.where}}};
+  Allocation a;
+  take_host(shape_.node_of(chosen), task, a);
+  a.parts.push_back(AllocationPart{chosen, p, c.where, 0});
+  return a;
 }
 
-std::optional<Allocation> MigPacker::allocate_node(int gpus) {
-  auto empty_of = [&](int n) { return node_empty_gpus_[static_cast<std::size_t>(n)]; };
+std::optional<Allocation> MigPacker::allocate_node(const MappedTask& task) {
+  auto usable = [&](int n) {
+    return node_empty_gpus_[static_cast<std::size_t>(n)] >= task.gpus && host_fits(n, task);
+  };
   int node = -1;
-  if (mode_ == Mode::firstfit) {
+  if (node_choice_ == NodeChoice::slurm) {
+    node = choose_node(task, usable);
+  } else if (mode_ == Mode::firstfit) {
     for (int n = 0; n < shape_.nodes() && node < 0; ++n)
-      if (empty_of(n) >= gpus) node = n;
+      if (usable(n)) node = n;
   } else {
-    node = best_fit_node(shape_.nodes(), gpus, empty_of);
+    node = best_fit_node(shape_.nodes(), task.gpus, [&](int n) {
+      return usable(n) ? node_empty_gpus_[static_cast<std::size_t>(n)] : 0;
+    });
   }
   if (node < 0) return std::nullopt;
   Allocation a;
+  take_host(node, task, a);
   const Profile* full = &model_->profiles[static_cast<std::size_t>(full_index_)];
-  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node) && std::ssize(a.parts) < gpus;
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node) && std::ssize(a.parts) < task.gpus;
        ++g) {
     if (gpu_state_[static_cast<std::size_t>(g)] != LayoutStates::empty()) continue;
     PlacementChoice c = choice(LayoutStates::empty(), full_index_);
     set_state(g, c.next);
-    a.parts.push_back({g, full, c.where});
+    a.parts.push_back({g, full, c.where, 0});
   }
   return a;
 }
 
+std::pair<int, int> MigPacker::shared_slot_in_node(int node, int milli) {
+  // The node's open instances side by side, so the core rule sees them all at once.
+  std::vector<SharedInstance> open;
+  std::vector<std::pair<int, int>> where;
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g) {
+    const auto& list = shared_[static_cast<std::size_t>(g)];
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      open.push_back(list[i].instance);
+      where.emplace_back(g, static_cast<int>(i));
+    }
+  }
+  int pick = choose_shared_instance(*model_, open, milli);
+  return pick < 0 ? std::pair{-1, -1} : where[static_cast<std::size_t>(pick)];
+}
+
+void MigPacker::refresh_share_room(int node) {
+  int room = 0;
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
+    for (const auto& s : shared_[static_cast<std::size_t>(g)])
+      room = std::max(room, share_capacity_milli(*model_, *s.instance.profile) -
+                                s.instance.used_milli);
+  node_share_room_[static_cast<std::size_t>(node)] = room;
+}
+
+std::optional<Allocation> MigPacker::allocate_share(const MappedTask& task) {
+  int milli = static_cast<int>(task.requested_milli);
+  // An open instance with room first, on the node Slurm picks among those that have one: the
+  // node only offers new share capacity once its open instances are full (docs/benchmarks.md).
+  auto has_room = [&](int n) {
+    return node_share_room_[static_cast<std::size_t>(n)] >= milli && host_fits(n, task);
+  };
+  int node = -1;
+  if (node_choice_ == NodeChoice::slurm) {
+    node = choose_node(task, has_room);
+  } else {
+    for (int n = 0; n < shape_.nodes() && node < 0; ++n)
+      if (has_room(n)) node = n;
+  }
+  if (node >= 0) {
+    auto [gpu, index] = shared_slot_in_node(node, milli);
+    OpenShared& s = shared_[static_cast<std::size_t>(gpu)][static_cast<std::size_t>(index)];
+    s.instance.used_milli += milli;
+    refresh_share_room(node);
+    Allocation a;
+    take_host(node, task, a);
+    a.parts.push_back({gpu, s.instance.profile, s.where, milli});
+    return a;
+  }
+  const Profile* p = profile_for_shared_instance(*model_, milli, share_min_slices_);
+  if (!p) return std::nullopt;
+  MappedTask as_instance = task;
+  as_instance.profile = p;
+  auto a = allocate_one(as_instance, states_.profile_index(*p));
+  if (!a) return std::nullopt;
+  AllocationPart& part = a->parts.front();
+  shared_[static_cast<std::size_t>(part.gpu)].push_back({part.where, {p, milli}});
+  part.share_milli = milli;
+  refresh_share_room(a->node);
+  return a;
+}
+
 void MigPacker::release(const Allocation& allocation) {
-  for (const auto& part : allocation.parts)
-    set_state(part.gpu, states_.release(gpu_state_[static_cast<std::size_t>(part.gpu)],
-                                        part.where));
+  return_host(allocation);
+  for (const auto& part : allocation.parts) {
+    auto g = static_cast<std::size_t>(part.gpu);
+    if (part.share_milli > 0) {
+      auto& list = shared_[g];
+      auto it = std::ranges::find_if(list, [&](const OpenShared& s) { return s.where == part.where; });
+      if (it == list.end()) continue;  // not ours: CheckingPacker's tests catch that
+      it->instance.used_milli -= part.share_milli;
+      if (it->instance.used_milli <= 0) {  // the last share ended: the instance goes
+        list.erase(it);
+        set_state(part.gpu, states_.release(gpu_state_[g], part.where));
+      }
+      refresh_share_room(shape_.node_of(part.gpu));
+      continue;
+    }
+    set_state(part.gpu, states_.release(gpu_state_[g], part.where));
+  }
 }
 
 std::vector<GpuLayout> MigPacker::running_layouts() const {

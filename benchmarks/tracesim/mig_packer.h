@@ -1,22 +1,33 @@
 // Dynamic MIG: instances are created per task wherever the policy chooses, using the plugin's own
-// GpuLayout rules (through LayoutStates). Three policies share it:
+// GpuLayout rules (through LayoutStates). The node is chosen as production chooses it: by Slurm
+// (slurm_node_choice.h) among the nodes where the policy can place the task (NodeChoice::slurm);
+// NodeChoice::best instead lets the policy pick the best GPU of the whole cluster, an idealised
+// scheduler that knows every GPU, kept to show what a smarter node choice would be worth.
+// Policies, inside the node:
 //   planner  - GpuLayout::best_placement on the GPU that loses the fewest options (plan_node's
-//              rule) with the fuller node preferred on ties; multi-GPU tasks best-fit a node.
-//   firstfit - the lowest GPU where the profile fits, GpuLayout::first_fit_placement; first node
-//              with enough empty GPUs for multi-GPU tasks.
-//   whole    - classic gres/gpu: every task gets whole GPUs (the full-GPU profile), placed with
-//              the planner's node rule so the baseline is not handicapped by a naive node choice.
+//              rule); multi-GPU tasks take the node's empty GPUs.
+//   firstfit - the lowest GPU where the profile fits, GpuLayout::first_fit_placement.
+//   whole    - classic gres/gpu: every task gets whole GPUs (the full-GPU profile).
+//   shared   - the planner, except that sharing tasks (a fraction of one GPU) take a share of a
+//              shared MIG instance run under MPS (vgpu/core/shared_instance.h): the tightest open
+//              instance with room, else a new instance sized for the share and placed by the
+//              planner's rule. An instance is destroyed when its last share ends.
 #pragma once
+
+#include <vector>
 
 #include "layout_states.h"
 #include "packer.h"
+#include "vgpu/core/shared_instance.h"
 
 namespace vgpu::bench {
 
 class MigPacker final : public Packer {
  public:
-  enum class Mode { planner, firstfit, whole };
-  MigPacker(const GpuModel& model, ClusterShape shape, Mode mode);
+  enum class Mode { planner, firstfit, whole, shared };
+  // `share_min_slices`: the smallest shared instance the shared mode opens.
+  MigPacker(const GpuModel& model, ClusterShape shape, Mode mode,
+            NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 1);
 
   [[nodiscard]] std::string_view name() const override;
   std::optional<Allocation> allocate(const MappedTask& task) override;
@@ -25,19 +36,36 @@ class MigPacker final : public Packer {
   [[nodiscard]] std::size_t distinct_layouts() const { return states_.size(); }
 
  private:
+  struct OpenShared {
+    Placement where;
+    SharedInstance instance;
+  };
+
   const PlacementChoice& choice(StateId s, int profile_index);
   bool fits_somewhere(int profile_index);
-  std::optional<Allocation> allocate_one(int profile_index);
-  std::optional<Allocation> allocate_node(int gpus);
+  // The GPU of `node` the policy would use for the profile, or -1.
+  int gpu_in_node(int node, int profile_index);
+  bool node_can_place(int node, const MappedTask& task, int profile_index);
+  int choose_node(const MappedTask& task, auto&& usable);
+  std::optional<Allocation> allocate_one(const MappedTask& task, int profile_index);
+  std::optional<Allocation> allocate_node(const MappedTask& task);
+  std::optional<Allocation> allocate_share(const MappedTask& task);
+  // The open shared instance of `node` a share of `milli` joins, as (gpu, index), or gpu -1.
+  std::pair<int, int> shared_slot_in_node(int node, int milli);
+  void refresh_share_room(int node);
   void set_state(int gpu, StateId next);
 
   Mode mode_;
+  NodeChoice node_choice_;
+  int share_min_slices_;
   LayoutStates states_;
   int full_index_;
   std::vector<StateId> gpu_state_;
   std::vector<int> node_free_slices_;
   std::vector<int> node_empty_gpus_;
   std::vector<int> state_population_;  // GPUs currently in each layout
+  std::vector<std::vector<OpenShared>> shared_;  // per GPU: its open shared instances
+  std::vector<int> node_share_room_;  // per node: most room (milli) of any open shared instance
 };
 
 }  // namespace vgpu::bench

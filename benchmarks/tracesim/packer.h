@@ -13,29 +13,58 @@
 
 namespace vgpu::bench {
 
-struct ClusterShape {
+// One node: its GPUs and the host resources tasks also need (FGD's cpu_milli and memory_mib).
+// Zero host resources mean unconstrained: the uniform clusters of the replay.
+struct NodeShape {
   int gpus = 0;
-  int gpus_per_node = 8;  // the last node holds the remainder when gpus is not a multiple
-  [[nodiscard]] int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
-  [[nodiscard]] int node_of(int gpu) const { return gpu / gpus_per_node; }
-  [[nodiscard]] int first_gpu(int node) const { return node * gpus_per_node; }
-  [[nodiscard]] int end_gpu(int node) const {
-    int end = first_gpu(node) + gpus_per_node;
-    return end < gpus ? end : gpus;
+  long long cpu_milli = 0;
+  long long memory_mib = 0;
+};
+
+class ClusterShape {
+ public:
+  ClusterShape() = default;
+  // `gpus` GPUs in nodes of `gpus_per_node` (the last node holds the remainder), host unconstrained.
+  ClusterShape(int gpus, int gpus_per_node);
+  explicit ClusterShape(std::vector<NodeShape> nodes);
+
+  int gpus = 0;
+  [[nodiscard]] int nodes() const { return static_cast<int>(nodes_.size()); }
+  [[nodiscard]] const NodeShape& node(int n) const { return nodes_[static_cast<std::size_t>(n)]; }
+  [[nodiscard]] int node_of(int gpu) const { return node_of_gpu_[static_cast<std::size_t>(gpu)]; }
+  [[nodiscard]] int first_gpu(int node) const {
+    return first_gpu_[static_cast<std::size_t>(node)];
   }
+  [[nodiscard]] int end_gpu(int node) const {
+    return first_gpu_[static_cast<std::size_t>(node) + 1];
+  }
+  [[nodiscard]] int widest_node() const;
+  [[nodiscard]] bool host_constrained() const { return host_constrained_; }
+
+ private:
+  std::vector<NodeShape> nodes_;
+  std::vector<int> first_gpu_;  // size nodes + 1
+  std::vector<int> node_of_gpu_;
+  bool host_constrained_ = false;
 };
 
 struct AllocationPart {
   int gpu = 0;
   const Profile* profile = nullptr;  // may be larger than the task's profile (static upsizing)
   Placement where;
+  int share_milli = 0;  // > 0: a share of the shared (MPS) instance at `where`, not the instance
 };
 
 struct Allocation {
-  std::vector<AllocationPart> parts;
+  int node = -1;
+  long long cpu_milli = 0;  // host resources taken on `node`
+  long long memory_mib = 0;
+  std::vector<AllocationPart> parts;  // empty for a CPU-only task
+  // Compute slices of the instances this allocation alone holds (shares hold none of their own).
   [[nodiscard]] int slices() const {
     int s = 0;
-    for (const auto& p : parts) s += p.profile->compute_slices;
+    for (const auto& p : parts)
+      if (p.share_milli == 0) s += p.profile->compute_slices;
     return s;
   }
 };
@@ -44,7 +73,8 @@ class Packer {
  public:
   virtual ~Packer() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
-  // Places `task` (sharing or whole_gpu) or returns nullopt; never moves running instances.
+  // Places `task` (CPU-only, sharing or whole_gpu) or returns nullopt; never moves running
+  // instances.
   virtual std::optional<Allocation> allocate(const MappedTask& task) = 0;
   virtual void release(const Allocation& allocation) = 0;
   // What is running now, rebuilt as real GpuLayouts (one per GPU): for invariant checks.
@@ -58,13 +88,31 @@ class Packer {
   [[nodiscard]] const GpuModel& model() const { return *model_; }
 
  protected:
-  Packer(const GpuModel& model, ClusterShape shape) : model_(&model), shape_(shape) {}
+  Packer(const GpuModel& model, ClusterShape shape);
+  // Host resources: whether `task` fits `node`'s free CPU and memory, and taking/returning them.
+  [[nodiscard]] bool host_fits(int node, const MappedTask& task) const;
+  void take_host(int node, const MappedTask& task, Allocation& into);
+  void return_host(const Allocation& allocation);
+  // Free CPU of a node as Slurm's node choice weighs it (slurm_node_choice.h).
+  [[nodiscard]] long long free_cpu_milli(int node) const {
+    return cpu_free_[static_cast<std::size_t>(node)];
+  }
+  // A CPU-only task: Slurm's own choice among the nodes with room; no GPU policy is involved.
+  std::optional<Allocation> allocate_host_only(const MappedTask& task);
+
   const GpuModel* model_;
   ClusterShape shape_;
   long long allocated_slices_ = 0;
+
+ private:
+  std::vector<long long> cpu_free_, mem_free_;
 };
 
-enum class PolicyKind { whole, static_mig, firstfit, planner };
+// Who picks the node: Slurm, among the nodes where the policy can place the task (production), or
+// the policy itself over every GPU of the cluster (an idealised scheduler, for comparison).
+enum class NodeChoice { slurm, best };
+
+enum class PolicyKind { whole, static_mig, firstfit, planner, shared };
 
 std::string_view policy_name(PolicyKind kind);
 Result<PolicyKind> parse_policy(std::string_view name);

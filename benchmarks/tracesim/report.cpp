@@ -35,68 +35,91 @@ ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& p) {
   ArrivalSummary a;
   std::size_t n = p.per_seed.size();
   double gpus = sim.options.gpus;
-  auto unalloc = [&](std::size_t i) {
+  auto pct = [&](double g) { return 100 * g / gpus; };
+  auto served = [&](std::size_t i) { return static_cast<double>(p.per_seed[i].served_milli) / 1000; };
+  auto stranded = [&](std::size_t i) {
     return gpus_of(sim, p.per_seed[i].capacity_slices - p.per_seed[i].allocated_slices);
   };
-  auto served = [&](std::size_t i) { return static_cast<double>(p.per_seed[i].served_milli) / 1000; };
-  Stat u = stat(n, [&](std::size_t i) { return 100 * unalloc(i) / gpus; });
-  a.unallocated_gpu_pct = u.mean;
-  a.unallocated_gpu_pct_std = u.std;
-  a.unallocated_gpus = stat(n, unalloc).mean;
+  auto rounding = [&](std::size_t i) {
+    return gpus_of(sim, p.per_seed[i].allocated_slices) - served(i);
+  };
+  Stat u = stat(n, [&](std::size_t i) { return 100 - pct(served(i)); });
+  a.fgd_unallocated_pct = u.mean;
+  a.fgd_unallocated_pct_std = u.std;
   a.served_gpus = stat(n, served).mean;
-  a.served_pct = 100 * a.served_gpus / gpus;
-  a.rounding_gpus =
-      stat(n, [&](std::size_t i) { return gpus_of(sim, p.per_seed[i].allocated_slices) - served(i); })
-          .mean;
-  a.rounding_pct = 100 * a.rounding_gpus / gpus;
-  Stat b = stat(n, [&](std::size_t i) {
-    return 100 * static_cast<double>(p.per_seed[i].served_milli) / sim.bound_milli_per_seed[i];
-  });
-  a.pct_of_bound = b.mean;
-  a.pct_of_bound_std = b.std;
-  a.failed_tasks = stat(n, [&](std::size_t i) {
-                     return static_cast<double>(p.per_seed[i].arrived_tasks -
-                                                p.per_seed[i].placed_tasks);
-                   }).mean;
-  a.arrived_tasks =
-      stat(n, [&](std::size_t i) { return static_cast<double>(p.per_seed[i].arrived_tasks); })
-          .mean;
+  a.served_pct = pct(a.served_gpus);
+  a.rounding_gpus = stat(n, rounding).mean;
+  a.rounding_pct = pct(a.rounding_gpus);
+  a.stranded_gpus = stat(n, stranded).mean;
+  a.stranded_pct = pct(a.stranded_gpus);
+  a.failed_work_pct = stat(n, [&](std::size_t i) {
+                        const auto& s = p.per_seed[i];
+                        return pct(static_cast<double>(s.arrived_milli - s.served_milli) / 1000);
+                      }).mean;
+  auto count = [&](auto&& f) {
+    return stat(n, [&](std::size_t i) { return static_cast<double>(f(p.per_seed[i])); }).mean;
+  };
+  a.failed_tasks = count([](const ArrivalOutcome& s) { return s.arrived_tasks - s.placed_tasks; });
+  a.failed_cpu_only = count([](const ArrivalOutcome& s) { return s.failed_cpu_only; });
+  a.arrived_tasks = count([](const ArrivalOutcome& s) { return s.arrived_tasks; });
   return a;
 }
 
-nlohmann::json to_json(const SimResult& sim) {
-  using nlohmann::json;
+Ceilings summarize_ceilings(const SimResult& sim) {
+  Ceilings c;
+  double gpus = sim.options.gpus;
+  c.online_mig_pct = 100 - 100 * stat(sim.ceiling_milli_per_seed.size(), [&](std::size_t i) {
+                                   return static_cast<double>(sim.ceiling_milli_per_seed[i]) / 1000;
+                                 }).mean / gpus;
+  c.offline_mig_pct = 100 - 100 * stat(sim.bound_milli_per_seed.size(), [&](std::size_t i) {
+                                    return sim.bound_milli_per_seed[i] / 1000;
+                                  }).mean / gpus;
+  return c;
+}
+
+nlohmann::ordered_json to_json(const SimResult& sim) {
+  using json = nlohmann::ordered_json;
   json out;
   out["trace"] = sim.trace_path;
+  out["workload"] = sim.workload;
+  Ceilings ceil = summarize_ceilings(sim);
+  // FGD's published numbers for this workload lead, beside the ceilings every MIG-only policy is
+  // held to; each policy's entry then leads with the same metric.
+  out["fgd_published_unallocated_pct"] = sim.published_unallocated_pct.empty()
+                                             ? json(nullptr)
+                                             : json(sim.published_unallocated_pct);
+  out["ceilings_fgd_unallocated_pct"] = {{"online_mig", ceil.online_mig_pct},
+                                         {"offline_mig", ceil.offline_mig_pct}};
   out["trace_rows"] = sim.trace_rows;
   out["model"] = sim.options.model;
   out["gpus"] = sim.options.gpus;
-  out["gpus_per_node"] = sim.options.gpus_per_node;
+  out["nodes"] = sim.nodes;
+  out["host_constrained"] = sim.host_constrained;
+  out["node_choice"] = sim.options.node_choice == NodeChoice::slurm ? "slurm" : "best";
+  out["tune_ratio"] = sim.options.tune_ratio;
+  out["share_min_slices"] = sim.options.share_min_slices;
   out["seeds"] = sim.options.seeds;
   out["mapping"] = {{"gpu_tasks", sim.mapping.gpu_tasks},
-                    {"cpu_only_skipped", sim.mapping.cpu_only},
+                    {"cpu_only", sim.mapping.cpu_only},
                     {"too_wide_skipped", sim.mapping.too_wide},
                     {"requested_gpus", static_cast<double>(sim.mapping.requested_milli) / 1000},
                     {"granted_gpus", gpus_of(sim, sim.mapping.granted_slices)}};
-  double bound = 0;
-  for (double b : sim.bound_milli_per_seed) bound += b / 1000;
-  bound /= static_cast<double>(sim.bound_milli_per_seed.size());
-  out["bound"] = {{"served_gpus", bound}, {"served_pct", 100 * bound / sim.options.gpus}};
   out["results"] = json::array();
   for (const auto& p : sim.results) {
     ArrivalSummary a = summarize_arrivals(sim, p);
     json e;
     e["policy"] = std::string(policy_name(p.policy));
-    e["unallocated_gpu_pct"] = a.unallocated_gpu_pct;
-    e["unallocated_gpu_pct_std"] = a.unallocated_gpu_pct_std;
-    e["unallocated_gpus"] = a.unallocated_gpus;
-    e["rounding_gpus"] = a.rounding_gpus;
+    e["fgd_unallocated_pct"] = a.fgd_unallocated_pct;
+    e["fgd_unallocated_pct_std"] = a.fgd_unallocated_pct_std;
     e["rounding_pct"] = a.rounding_pct;
-    e["served_gpus"] = a.served_gpus;
+    e["stranded_pct"] = a.stranded_pct;
+    e["failed_work_pct"] = a.failed_work_pct;
     e["served_pct"] = a.served_pct;
-    e["pct_of_bound"] = a.pct_of_bound;
-    e["pct_of_bound_std"] = a.pct_of_bound_std;
+    e["served_gpus"] = a.served_gpus;
+    e["rounding_gpus"] = a.rounding_gpus;
+    e["stranded_gpus"] = a.stranded_gpus;
     e["failed_tasks"] = a.failed_tasks;
+    e["failed_cpu_only"] = a.failed_cpu_only;
     e["arrived_tasks"] = a.arrived_tasks;
     e["arrival_ms_per_seed"] = p.arrival_seconds_per_seed * 1000;
     json seeds = json::array();
@@ -105,12 +128,14 @@ nlohmann::json to_json(const SimResult& sim) {
       seeds.push_back({{"seed", i},
                        {"arrived_tasks", s.arrived_tasks},
                        {"placed_tasks", s.placed_tasks},
+                       {"failed_cpu_only", s.failed_cpu_only},
                        {"arrived_milli", s.arrived_milli},
                        {"served_milli", s.served_milli},
                        {"allocated_slices", s.allocated_slices},
                        {"peak_allocated_slices", s.peak_allocated_slices},
                        {"capacity_slices", s.capacity_slices},
-                       {"bound_milli", sim.bound_milli_per_seed[i]}});
+                       {"ceiling_online_milli", sim.ceiling_milli_per_seed[i]},
+                       {"bound_offline_milli", sim.bound_milli_per_seed[i]}});
     }
     e["per_seed"] = seeds;
     if (!p.static_plan_arrivals.empty()) e["static_layout"] = p.static_plan_arrivals;
@@ -135,7 +160,7 @@ nlohmann::json to_json(const SimResult& sim) {
                      {"wait_quantiles_s", r.wait_quantiles_s},
                      {"replay_ms", p.replay_seconds * 1000}};
     } else {
-      e["p95_wait_s"] = nullptr;  // the trace has no times: no replay
+      e["p95_wait_s"] = nullptr;  // the trace has no times, or a node list runs arrivals only
     }
     out["results"].push_back(e);
   }
@@ -144,27 +169,32 @@ nlohmann::json to_json(const SimResult& sim) {
 
 std::string to_table(const SimResult& sim) {
   std::string out = fmt::format(
-      "trace {} ({} rows: {} GPU tasks, {} CPU-only skipped, {} too wide skipped)\n"
-      "cluster {} x {} ({} per node), {} seed(s)\n\n",
+      "trace {} ({} rows: {} GPU tasks, {} CPU-only, {} too wide skipped)\n"
+      "cluster {} x {} in {} nodes ({}), node choice {}, {} seed(s), tuned to {}x capacity\n\n",
       sim.trace_path, sim.trace_rows, sim.mapping.gpu_tasks, sim.mapping.cpu_only,
-      sim.mapping.too_wide, sim.options.gpus, sim.options.model, sim.options.gpus_per_node,
-      sim.options.seeds);
-  out += "Arrivals until 100% of capacity (no departures), mean over seeds:\n";
-  out += fmt::format("{:<9} {:>16} {:>11} {:>14} {:>11} {:>12} {:>9}\n", "policy",
-                     "unallocated %", "GPUs", "rounding GPUs", "served %", "% of bound",
+      sim.mapping.too_wide, sim.options.gpus, sim.options.model, sim.nodes,
+      sim.host_constrained ? "CPU and memory limited" : "no host limits",
+      sim.options.node_choice == NodeChoice::slurm ? "slurm" : "best", sim.options.seeds,
+      sim.options.tune_ratio);
+  out += "Arrivals until 100% of capacity (no departures), % of GPU capacity, mean over seeds:\n";
+  out += fmt::format("{:<9} {:>18} {:>10} {:>10} {:>13} {:>10} {:>8}\n", "policy",
+                     "FGD unallocated %", "rounding", "stranded", "failed work", "served",
                      "failed");
   for (const auto& p : sim.results) {
     ArrivalSummary a = summarize_arrivals(sim, p);
-    out += fmt::format("{:<9} {:>9.2f} ±{:>5.2f} {:>11.1f} {:>14.1f} {:>11.2f} {:>12.2f} {:>9.1f}\n",
-                       policy_name(p.policy), a.unallocated_gpu_pct, a.unallocated_gpu_pct_std,
-                       a.unallocated_gpus, a.rounding_gpus, a.served_pct, a.pct_of_bound,
+    out += fmt::format("{:<9} {:>11.2f} ±{:>5.2f} {:>10.2f} {:>10.2f} {:>13.2f} {:>10.2f} {:>8.1f}\n",
+                       policy_name(p.policy), a.fgd_unallocated_pct, a.fgd_unallocated_pct_std,
+                       a.rounding_pct, a.stranded_pct, a.failed_work_pct, a.served_pct,
                        a.failed_tasks);
   }
-  double bound = 0;
-  for (double b : sim.bound_milli_per_seed) bound += b / 1000;
-  bound /= static_cast<double>(sim.bound_milli_per_seed.size());
-  out += fmt::format("fluid bound: {:.1f} GPUs of requested work ({:.2f}%)\n",
-                     bound, 100 * bound / sim.options.gpus);
+  Ceilings ceil = summarize_ceilings(sim);
+  out += fmt::format("ceilings (FGD unallocated %): online MIG {:.2f}, offline MIG {:.2f}\n",
+                     ceil.online_mig_pct, ceil.offline_mig_pct);
+  if (!sim.published_unallocated_pct.empty()) {
+    out += fmt::format("published for '{}':", sim.workload);
+    for (const auto& [name, v] : sim.published_unallocated_pct) out += fmt::format(" {} {:.2f}", name, v);
+    out += "\n";
+  }
   for (const auto& p : sim.results)
     if (!p.static_plan_arrivals.empty())
       out += fmt::format("static layout (arrivals): {}\n", p.static_plan_arrivals);

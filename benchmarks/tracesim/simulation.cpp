@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "mig_packer.h"
+#include "node_list_csv.h"
+#include "published.h"
 #include "static_packer.h"
 
 namespace vgpu::bench {
@@ -24,15 +26,19 @@ std::size_t index_of(const GpuModel& model, const Profile* p) {
 }  // namespace
 
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
-                                    const StaticPlan& plan) {
+                                    const StaticPlan& plan, NodeChoice node_choice,
+                                    int share_min_slices) {
+  auto mig = [&](MigPacker::Mode mode) {
+    return std::make_unique<MigPacker>(model, std::move(shape), mode, node_choice,
+                                       share_min_slices);
+  };
   switch (kind) {
-    case PolicyKind::whole:
-      return std::make_unique<MigPacker>(model, shape, MigPacker::Mode::whole);
-    case PolicyKind::firstfit:
-      return std::make_unique<MigPacker>(model, shape, MigPacker::Mode::firstfit);
-    case PolicyKind::planner:
-      return std::make_unique<MigPacker>(model, shape, MigPacker::Mode::planner);
-    case PolicyKind::static_mig: return std::make_unique<StaticPacker>(model, shape, plan);
+    case PolicyKind::whole: return mig(MigPacker::Mode::whole);
+    case PolicyKind::firstfit: return mig(MigPacker::Mode::firstfit);
+    case PolicyKind::planner: return mig(MigPacker::Mode::planner);
+    case PolicyKind::shared: return mig(MigPacker::Mode::shared);
+    case PolicyKind::static_mig:
+      return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
   }
   return nullptr;
 }
@@ -99,26 +105,45 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
   if (options.max_tasks > 0 && std::ssize(trace.tasks) > options.max_tasks)
     trace.tasks.resize(static_cast<std::size_t>(options.max_tasks));
 
+  ClusterShape shape{options.gpus, options.gpus_per_node};
+  if (!options.nodes_path.empty()) {
+    auto listed = load_node_list(options.nodes_path);
+    if (!listed) return std::unexpected(listed.error());
+    shape = std::move(*listed);
+  }
+
   SimResult r;
   r.options = options;
+  r.options.gpus = shape.gpus;
+  r.nodes = shape.nodes();
+  r.host_constrained = shape.host_constrained();
   r.trace_path = trace.path;
-  r.has_times = trace.has_times;
+  // The replay measures queueing on a small uniform cluster; a node list is the arrival experiment.
+  r.has_times = trace.has_times && options.nodes_path.empty();
   r.trace_rows = static_cast<int>(trace.tasks.size());
-  int widest = std::min(options.gpus, options.gpus_per_node);
-  auto tasks = map_tasks(trace, m, widest);
+  auto tasks = map_tasks(trace, m, shape.widest_node());
   r.mapping = summarize(tasks);
   if (r.mapping.gpu_tasks == 0)
     return fail(ErrorCode::invalid_argument, fmt::format("{}: no GPU tasks", trace.path));
+  if (auto w = workload_of_trace(trace.path)) r.workload = *w;
+  if (!options.published_path.empty()) {
+    auto published = load_published(options.published_path);
+    if (!published) return std::unexpected(published.error());
+    if (auto it = published->find(r.workload); it != published->end())
+      r.published_unallocated_pct = it->second.unallocated_pct;
+  }
 
-  ClusterShape shape{options.gpus, options.gpus_per_node};
-  r.capacity_slices = static_cast<long long>(options.gpus) * m.compute_slices;
-  long long capacity_milli = 1000LL * options.gpus;
+  r.capacity_slices = static_cast<long long>(shape.gpus) * m.compute_slices;
+  long long capacity_milli = 1000LL * shape.gpus;
 
   std::vector<std::vector<int>> sequences;
   for (int s = 0; s < options.seeds; ++s) {
-    sequences.push_back(arrival_sequence(tasks, capacity_milli, static_cast<std::uint64_t>(s)));
+    sequences.push_back(arrival_sequence(tasks, capacity_milli, static_cast<std::uint64_t>(s),
+                                         options.tune_ratio));
     r.bound_milli_per_seed.push_back(
         fluid_bound_milli(tasks, sequences.back(), r.capacity_slices));
+    r.ceiling_milli_per_seed.push_back(
+        online_mig_ceiling_milli(tasks, sequences.back(), r.capacity_slices));
   }
 
   for (PolicyKind kind : options.policies) {
@@ -126,23 +151,25 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
     pr.policy = kind;
     StaticPlan arrivals_plan, replay_plan;
     if (kind == PolicyKind::static_mig) {
-      arrivals_plan = choose_static_plan(m, options.gpus, arrival_demand(m, tasks, capacity_milli));
+      arrivals_plan = choose_static_plan(m, shape.gpus, arrival_demand(m, tasks, capacity_milli));
       pr.static_plan_arrivals = arrivals_plan.describe();
     }
     auto t0 = Clock::now();
     for (const auto& seq : sequences) {
-      auto packer = make_packer(kind, m, shape, arrivals_plan);
+      auto packer = make_packer(kind, m, shape, arrivals_plan, options.node_choice,
+                                options.share_min_slices);
       pr.per_seed.push_back(run_arrivals(*packer, tasks, seq));
     }
     pr.arrival_seconds_per_seed = seconds_since(t0) / options.seeds;
-    if (trace.has_times) {
+    if (r.has_times) {
       if (kind == PolicyKind::static_mig) {
-        replay_plan = choose_static_plan(m, options.gpus,
+        replay_plan = choose_static_plan(m, shape.gpus,
                                          replay_demand(m, trace, tasks, r.capacity_slices));
         pr.static_plan_replay = replay_plan.describe();
       }
       auto t1 = Clock::now();
-      auto packer = make_packer(kind, m, shape, replay_plan);
+      auto packer = make_packer(kind, m, shape, replay_plan, options.node_choice,
+                                options.share_min_slices);
       pr.replay = run_replay(*packer, trace, tasks, options.util_buckets);
       pr.replay_seconds = seconds_since(t1);
     }

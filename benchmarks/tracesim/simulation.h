@@ -2,6 +2,7 @@
 // every seed and the timed replay once, plus the fluid bound shared by all policies.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,8 +20,17 @@ struct SimOptions {
   std::string trace_path;
   std::vector<PolicyKind> policies;
   int seeds = 10;
+  // The cluster: the openb node list (each node's GPU count, CPU and host memory; every GPU is a
+  // `model`) or, without one, `gpus` GPUs in nodes of `gpus_per_node` with no host limits.
+  std::string nodes_path;
   int gpus = 6212;  // the openb cluster's GPU count (openb_node_list_gpu_node.csv)
   int gpus_per_node = 8;
+  NodeChoice node_choice = NodeChoice::slurm;
+  // Smallest shared instance the shared policy opens: whole-GPU instances measured best on every
+  // openb workload (docs/benchmarks.md, "Shared instances").
+  int share_min_slices = 7;
+  double tune_ratio = 1.3;   // FGD's workload tuning (arrival_sequence)
+  std::string published_path;  // FGD's published table, shown beside our numbers when given
   std::string model = "H100-80GB";
   int max_tasks = 0;  // > 0: only the first N rows of the trace (small samples for tests)
   int util_buckets = 200;
@@ -43,7 +53,12 @@ struct SimResult {
   int trace_rows = 0;
   MappingSummary mapping;
   long long capacity_slices = 0;
-  std::vector<double> bound_milli_per_seed;
+  int nodes = 0;
+  bool host_constrained = false;
+  std::vector<double> bound_milli_per_seed;         // offline, fractional, with MIG rounding
+  std::vector<long long> ceiling_milli_per_seed;    // online, perfect packing, with MIG rounding
+  std::string workload;                             // "default" for openb_pod_list_default.csv
+  std::map<std::string, double> published_unallocated_pct;  // FGD's table for `workload`
   std::vector<PolicyResult> results;
 };
 
@@ -58,7 +73,9 @@ std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& tra
 
 // The packer for a policy; `plan` is used only by the static policy.
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
-                                    const StaticPlan& plan);
+                                    const StaticPlan& plan,
+                                    NodeChoice node_choice = NodeChoice::slurm,
+                                    int share_min_slices = 1);
 
 Result<SimResult> run_simulation(const SimOptions& options);
 // The same on an already loaded trace (tests build small traces in memory).

@@ -5,26 +5,28 @@
 #include <stdexcept>
 
 #include "cluster_placement.h"
+#include "slurm_node_choice.h"
 
 namespace vgpu::bench {
 
-StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const StaticPlan& plan)
-    : Packer(model, shape), plan_(plan) {
+StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const StaticPlan& plan,
+                           NodeChoice node_choice)
+    : Packer(model, std::move(shape)), plan_(plan), node_choice_(node_choice) {
   std::size_t np = model.profiles.size();
-  node_free_.assign(static_cast<std::size_t>(shape.nodes()) * np, 0);
+  node_free_.assign(static_cast<std::size_t>(shape_.nodes()) * np, 0);
   total_free_.assign(np, 0);
   int gpu = 0;
   for (std::size_t r = 0; r < plan.recipes.size(); ++r) {
-    for (int k = 0; k < plan.gpus[r] && gpu < shape.gpus; ++k, ++gpu) {
+    for (int k = 0; k < plan.gpus[r] && gpu < shape_.gpus; ++k, ++gpu) {
       gpu_first_slot_.push_back(slots_.size());
       for (const auto& inst : plan.recipes[r].instances) {
         slots_.push_back({gpu, inst.profile, inst.placement, false});
-        ++node_free(shape.node_of(gpu), pidx(inst.profile));
+        ++node_free(shape_.node_of(gpu), pidx(inst.profile));
         ++total_free_[pidx(inst.profile)];
       }
     }
   }
-  if (gpu != shape.gpus) throw std::logic_error("static plan does not cover every GPU");
+  if (gpu != shape_.gpus) throw std::logic_error("static plan does not cover every GPU");
   gpu_first_slot_.push_back(slots_.size());
   by_size_.resize(np);
   std::iota(by_size_.begin(), by_size_.end(), 0);
@@ -55,6 +57,7 @@ StaticPacker::Slot* StaticPacker::take(int node, std::size_t profile) {
 }
 
 std::optional<Allocation> StaticPacker::allocate(const MappedTask& task) {
+  if (task.kind == TaskKind::cpu_only) return allocate_host_only(task);
   if (task.kind != TaskKind::sharing && task.kind != TaskKind::whole_gpu) return std::nullopt;
   const Profile& want = *task.profile;
   for (std::size_t q : by_size_) {
@@ -63,13 +66,18 @@ std::optional<Allocation> StaticPacker::allocate(const MappedTask& task) {
       continue;
     if (task.gpus > 1 && have.compute_slices != model_->compute_slices) continue;
     if (total_free_[q] < task.gpus) continue;
-    int node = best_fit_node(shape_.nodes(), task.gpus,
-                             [&](int n) { return node_free(n, q); });
+    auto usable = [&](int n) { return node_free(n, q) >= task.gpus && host_fits(n, task); };
+    int node = node_choice_ == NodeChoice::slurm
+                   ? slurm_node_choice(shape_.nodes(), task.cpu_milli, usable,
+                                       [&](int n) { return free_cpu_milli(n); })
+                   : best_fit_node(shape_.nodes(), task.gpus,
+                                   [&](int n) { return usable(n) ? node_free(n, q) : 0; });
     if (node < 0) continue;
     Allocation a;
+    take_host(node, task, a);
     for (int k = 0; k < task.gpus; ++k) {
       Slot* s = take(node, q);
-      a.parts.push_back({s->gpu, s->profile, s->where});
+      a.parts.push_back({s->gpu, s->profile, s->where, 0});
     }
     return a;
   }
@@ -77,6 +85,7 @@ std::optional<Allocation> StaticPacker::allocate(const MappedTask& task) {
 }
 
 void StaticPacker::release(const Allocation& allocation) {
+  return_host(allocation);
   for (const auto& part : allocation.parts) {
     auto g = static_cast<std::size_t>(part.gpu);
     for (std::size_t i = gpu_first_slot_[g]; i < gpu_first_slot_[g + 1]; ++i)

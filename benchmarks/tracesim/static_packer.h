@@ -1,7 +1,7 @@
 // Static MIG: every GPU is partitioned once, by a StaticPlan, before any task arrives. A task takes
 // a free instance of its profile, or failing that the smallest larger one (upsizing, an advantage
 // a real static site only has if users request the bigger type). Multi-GPU tasks need that many
-// free full-GPU instances on one node. Nodes are chosen best-fit, like the other policies.
+// free full-GPU instances on one node. Nodes are chosen as for the other policies (NodeChoice).
 #pragma once
 
 #include "packer.h"
@@ -11,7 +11,8 @@ namespace vgpu::bench {
 
 class StaticPacker final : public Packer {
  public:
-  StaticPacker(const GpuModel& model, ClusterShape shape, const StaticPlan& plan);
+  StaticPacker(const GpuModel& model, ClusterShape shape, const StaticPlan& plan,
+               NodeChoice node_choice = NodeChoice::slurm);
 
   [[nodiscard]] std::string_view name() const override { return "static"; }
   std::optional<Allocation> allocate(const MappedTask& task) override;
@@ -36,6 +37,7 @@ class StaticPacker final : public Packer {
   void mark(Slot& slot, bool busy);
 
   StaticPlan plan_;
+  NodeChoice node_choice_;
   std::vector<Slot> slots_;           // grouped by GPU, GPUs in order
   std::vector<std::size_t> gpu_first_slot_;  // gpu -> index of its first slot; size gpus+1
   std::vector<int> node_free_;        // node x profile -> free instances

@@ -2,20 +2,13 @@
 
 #include <stdexcept>
 
+#include "vgpu/core/shared_instance.h"
+
 namespace vgpu::bench {
 
 const Profile* profile_for_milli(const GpuModel& model, int gpu_milli) {
-  if (gpu_milli < 1 || gpu_milli > 1000) return nullptr;
-  const Profile* best = nullptr;
-  for (const auto& p : model.profiles) {
-    if (p.name.find('+') != std::string::npos) continue;
-    // Integer form of compute_slices / model.compute_slices >= gpu_milli / 1000.
-    if (p.compute_slices * 1000 < gpu_milli * model.compute_slices) continue;
-    if (!best || p.compute_slices < best->compute_slices ||
-        (p.compute_slices == best->compute_slices && p.memory_slices < best->memory_slices))
-      best = &p;
-  }
-  return best;
+  // The rule that sizes a new shared instance sizes a dedicated one too: one owner for it.
+  return profile_for_shared_instance(model, gpu_milli);
 }
 
 const Profile& full_gpu_profile(const GpuModel& model) {
@@ -35,6 +28,8 @@ std::vector<MappedTask> map_tasks(const Trace& trace, const GpuModel& model, int
     MappedTask m;
     m.trace_index = static_cast<int>(i);
     m.requested_milli = t.requested_milli();
+    m.cpu_milli = t.cpu_milli;
+    m.memory_mib = t.memory_mib;
     if (t.num_gpu == 0) {
       m.kind = TaskKind::cpu_only;
       m.requested_milli = 0;

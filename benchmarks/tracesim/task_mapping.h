@@ -13,7 +13,7 @@
 namespace vgpu::bench {
 
 enum class TaskKind {
-  cpu_only,   // num_gpu == 0: no GPU to place, skipped and counted
+  cpu_only,   // num_gpu == 0: needs only host CPU and memory (where a cluster models them)
   sharing,    // num_gpu == 1, gpu_milli < 1000
   whole_gpu,  // num_gpu >= 1 with whole GPUs, all on one node (a pod never spans nodes)
   too_wide,   // more GPUs than the largest node has: can never run, skipped and counted
@@ -25,6 +25,8 @@ struct MappedTask {
   const Profile* profile = nullptr;  // per GPU
   int gpus = 0;                      // GPUs needed on one node
   long long requested_milli = 0;     // what the trace asked for
+  long long cpu_milli = 0;           // host resources, per task (not per GPU)
+  long long memory_mib = 0;
   [[nodiscard]] int slices() const { return profile ? profile->compute_slices * gpus : 0; }
 };
 

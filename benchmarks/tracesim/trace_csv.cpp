@@ -1,5 +1,7 @@
 #include "trace_csv.h"
 
+#include "csv_row.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,59 +21,18 @@ constexpr std::array<std::string_view, 11> kLongHeader = {
     "name",     "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
     "qos",      "pod_phase", "creation_time", "deletion_time", "scheduled_time"};
 
-std::vector<std::string_view> split_commas(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t comma = line.find(',', start);
-    if (comma == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return out;
-    }
-    out.push_back(line.substr(start, comma - start));
-    start = comma + 1;
-  }
-}
-
-class RowReader {
- public:
-  RowReader(std::string_view path, int line, std::span<const std::string_view> header,
-            std::span<const std::string_view> fields)
-      : path_(path), line_(line), header_(header), fields_(fields) {}
-
-  Error error(std::size_t col, std::string_view why) const {
-    return Error{ErrorCode::invalid_argument,
-                 fmt::format("{}:{}: column {}: value '{}': {}", path_, line_, header_[col],
-                             fields_[col], why)};
-  }
-
-  Result<long long> integer(std::size_t col, long long lo, long long hi) const {
-    std::string_view v = fields_[col];
-    long long out = 0;
-    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-    if (v.empty() || ec != std::errc{} || ptr != v.data() + v.size())
-      return std::unexpected(error(col, "not an integer"));
-    if (out < lo || out > hi)
-      return std::unexpected(error(col, fmt::format("out of range [{}, {}]", lo, hi)));
-    return out;
-  }
-
- private:
-  std::string_view path_;
-  int line_;
-  std::span<const std::string_view> header_;
-  std::span<const std::string_view> fields_;
-};
-
 Result<TraceTask> parse_row(const RowReader& row, std::span<const std::string_view> fields,
                             int line, bool has_times) {
   TraceTask t;
   t.line = line;
   t.name = std::string(fields[0]);
   if (t.name.empty()) return std::unexpected(row.error(0, "empty task name"));
-  // cpu_milli and memory_mib are validated though unused: a malformed row is suspect as a whole.
-  if (auto v = row.integer(1, 0, 1'000'000'000); !v) return std::unexpected(v.error());
-  if (auto v = row.integer(2, 0, 1'000'000'000'000); !v) return std::unexpected(v.error());
+  auto cpu = row.integer(1, 0, 1'000'000'000);
+  if (!cpu) return std::unexpected(cpu.error());
+  auto memory = row.integer(2, 0, 1'000'000'000'000);
+  if (!memory) return std::unexpected(memory.error());
+  t.cpu_milli = *cpu;
+  t.memory_mib = *memory;
   auto num_gpu = row.integer(3, 0, 1024);
   if (!num_gpu) return std::unexpected(num_gpu.error());
   auto milli = row.integer(4, 0, 1000);

@@ -15,6 +15,8 @@ namespace vgpu::bench {
 struct TraceTask {
   std::string name;
   int line = 0;        // 1-based line in the source file, for messages
+  long long cpu_milli = 0;   // host CPU, thousandths of a core
+  long long memory_mib = 0;  // host memory (not GPU memory)
   int num_gpu = 0;     // whole GPUs requested; 0 = CPU-only
   int gpu_milli = 0;   // thousandths of one GPU per requested GPU (sharing tasks have num_gpu == 1)
   // Present only in the 11-column schema. Seconds from the trace start.

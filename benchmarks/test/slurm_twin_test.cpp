@@ -1,0 +1,147 @@
+// The parts of the simulator that stand for production's surroundings: Slurm's node choice, the
+// real node shapes with their host limits, shared (MPS) instances, and FGD's published table.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "checking_packer.h"
+#include "mig_packer.h"
+#include "node_list_csv.h"
+#include "published.h"
+#include "slurm_node_choice.h"
+
+namespace vgpu::bench {
+namespace {
+
+const GpuModel& h100() { return **Catalog::builtin().require_model("H100-80GB"); }
+
+MappedTask share(int milli, long long cpu = 0) {
+  MappedTask t;
+  t.kind = TaskKind::sharing;
+  t.profile = profile_for_milli(h100(), milli);
+  t.gpus = 1;
+  t.requested_milli = milli;
+  t.cpu_milli = cpu;
+  return t;
+}
+
+TEST(SlurmNodeChoice, BestFitsOnCpusInsideTheTightestRunOfUsableNodes) {
+  //            node: 0  1  2  3  4  5
+  std::vector<bool> usable = {true, true, false, true, true, true};
+  std::vector<long long> cpu = {8, 2, 0, 4, 3, 6};
+  auto pick = [&](long long need) {
+    return slurm_node_choice(
+        6, need, [&](int n) { return bool(usable[static_cast<std::size_t>(n)]); },
+        [&](int n) { return cpu[static_cast<std::size_t>(n)]; });
+  };
+  // Runs {0,1} with 10 CPUs and {3,4,5} with 13: the first is tighter; inside it node 1 has fewer.
+  EXPECT_EQ(pick(1), 1);
+  usable[1] = false;  // runs {0} (8) and {3,4,5} (13): node 0
+  EXPECT_EQ(pick(1), 0);
+  usable[0] = false;  // only {3,4,5}: the node with the fewest CPUs, 4
+  EXPECT_EQ(pick(1), 4);
+  EXPECT_EQ(pick(4), 3) << "an exact fit ends the search at the first such node";
+  std::fill(usable.begin(), usable.end(), false);
+  EXPECT_EQ(pick(1), -1);
+}
+
+TEST(SlurmNodeChoice, WithoutHostLimitsItIsTheFirstUsableNode) {
+  auto pick = slurm_node_choice(
+      5, 0, [](int n) { return n >= 2; }, [](int) { return 0LL; });
+  EXPECT_EQ(pick, 2);
+}
+
+TEST(RealNodeShapes, HostCpuAndMemoryRefuseATaskEvenWithFreeGpus) {
+  ClusterShape shape({{2, 4000, 8192}, {1, 16000, 65536}});
+  MigPacker packer(h100(), shape, MigPacker::Mode::planner);
+  MappedTask t = share(100, 6000);
+  t.memory_mib = 4096;
+  auto a = packer.allocate(t);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->node, 1) << "node 0 has GPUs but only 4 CPUs";
+  auto b = packer.allocate(t);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->node, 1);
+  auto c = packer.allocate(t);
+  EXPECT_FALSE(c) << "node 1 is out of CPUs (12 of 16 taken), node 0 never had them";
+  packer.release(*a);
+  EXPECT_TRUE(packer.allocate(t)) << "released host resources are free again";
+}
+
+TEST(RealNodeShapes, CpuOnlyTasksTakeHostResourcesOnly) {
+  ClusterShape shape({{1, 4000, 8192}});
+  MigPacker packer(h100(), shape, MigPacker::Mode::planner);
+  MappedTask cpu;
+  cpu.kind = TaskKind::cpu_only;
+  cpu.cpu_milli = 3000;
+  auto a = packer.allocate(cpu);
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->parts.empty());
+  EXPECT_EQ(packer.allocated_slices(), 0);
+  EXPECT_FALSE(packer.allocate(share(100, 2000))) << "the GPU is free, the CPUs are not";
+}
+
+TEST(SharedInstances, SharesFillOneInstanceWhichGoesWithTheLastShare) {
+  CheckingPacker packer(std::make_unique<MigPacker>(h100(), ClusterShape{1, 1},
+                                                    MigPacker::Mode::shared));
+  auto a = packer.allocate(share(100));  // opens a 1g (142)
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->parts[0].profile->name, "1g.10gb");
+  auto b = packer.allocate(share(40));  // joins it: 140 of 142
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->parts[0].where, a->parts[0].where);
+  EXPECT_EQ(packer.allocated_slices(), 1);
+  auto c = packer.allocate(share(40));  // no room: a second instance
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->parts[0].where, a->parts[0].where);
+  EXPECT_EQ(packer.allocated_slices(), 2);
+  packer.release(*a);
+  EXPECT_EQ(packer.allocated_slices(), 2) << "b still holds a share";
+  packer.release(*b);
+  EXPECT_EQ(packer.allocated_slices(), 1) << "the last share ended: the instance went";
+  packer.release(*c);
+  EXPECT_EQ(packer.allocated_slices(), 0);
+}
+
+TEST(SharedInstances, AMinimumSizeOpensRoomierInstances) {
+  CheckingPacker packer(std::make_unique<MigPacker>(
+      h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7));
+  std::vector<Allocation> held;
+  for (int k = 0; k < 10; ++k) {
+    auto a = packer.allocate(share(100));
+    ASSERT_TRUE(a) << k;
+    EXPECT_EQ(a->parts[0].profile->name, "7g.80gb");
+    held.push_back(*a);
+  }
+  EXPECT_EQ(packer.allocated_slices(), 7) << "ten shares of 100 in one whole-GPU instance";
+  EXPECT_FALSE(packer.allocate(share(100))) << "1000 of 1000 used";
+}
+
+TEST(NodeList, ParsesTheRealFileAndNamesTheBadField) {
+  auto shape = load_node_list(VGPU_DATA_DIR "/openb/openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(shape) << shape.error().message;
+  EXPECT_EQ(shape->gpus, 6212);
+  EXPECT_EQ(shape->widest_node(), 8);
+  auto bad = parse_node_list("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,1024,0,T4\n", "nodes.csv");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "nodes.csv:2: column gpu: value '0': out of range [1, 64]");
+  auto header = parse_node_list("name,cpu\n", "nodes.csv");
+  ASSERT_FALSE(header);
+  EXPECT_NE(header.error().message.find("nodes.csv:1: header 'name,cpu'"), std::string::npos);
+}
+
+TEST(Published, ReadsTheTableAndNamesTheBadField) {
+  auto t = load_published(VGPU_DATA_DIR "/openb/fgd_published.csv");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_DOUBLE_EQ(t->at("gpushare40").unallocated_pct.at("fgd"), 6.04);
+  EXPECT_DOUBLE_EQ(t->at("multigpu20").unallocated_pct.at("bestfit"), 6.27);
+  auto bad = parse_published("workload,fgd_unallocated_pct,seeds\ndefault,lots,10\n", "p.csv");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "p.csv:2: column fgd_unallocated_pct: value 'lots': not a percentage in [0, 100]");
+  EXPECT_EQ(workload_of_trace("data/openb/openb_pod_list_multigpu20.csv"), "multigpu20");
+  EXPECT_EQ(workload_of_trace("sample"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace vgpu::bench

@@ -1,0 +1,60 @@
+// One row of a strictly parsed CSV file: every error names file:line, the column and the value,
+// because a silently skipped or misread row would change every number the simulator reports.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/base/error.h"
+
+namespace vgpu::bench {
+
+inline std::vector<std::string_view> split_commas(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return out;
+    }
+    out.push_back(line.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+class RowReader {
+ public:
+  RowReader(std::string_view path, int line, std::span<const std::string_view> header,
+            std::span<const std::string_view> fields)
+      : path_(path), line_(line), header_(header), fields_(fields) {}
+
+  [[nodiscard]] Error error(std::size_t col, std::string_view why) const {
+    return Error{ErrorCode::invalid_argument,
+                 fmt::format("{}:{}: column {}: value '{}': {}", path_, line_, header_[col],
+                             fields_[col], why)};
+  }
+
+  [[nodiscard]] Result<long long> integer(std::size_t col, long long lo, long long hi) const {
+    std::string_view v = fields_[col];
+    long long out = 0;
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (v.empty() || ec != std::errc{} || ptr != v.data() + v.size())
+      return std::unexpected(error(col, "not an integer"));
+    if (out < lo || out > hi)
+      return std::unexpected(error(col, fmt::format("out of range [{}, {}]", lo, hi)));
+    return out;
+  }
+
+ private:
+  std::string_view path_;
+  int line_;
+  std::span<const std::string_view> header_;
+  std::span<const std::string_view> fields_;
+};
+
+}  // namespace vgpu::bench

@@ -1,0 +1,66 @@
+#include "node_list_csv.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <sstream>
+
+#include "csv_row.h"
+
+namespace vgpu::bench {
+namespace {
+
+constexpr std::array<std::string_view, 5> kHeader = {"sn", "cpu_milli", "memory_mib", "gpu",
+                                                      "model"};
+
+}  // namespace
+
+Result<ClusterShape> parse_node_list(std::string_view text, std::string_view path) {
+  std::vector<NodeShape> nodes;
+  int line_no = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    auto fields = split_commas(line);
+    if (line_no == 1) {
+      if (!std::ranges::equal(fields, kHeader))
+        return fail(ErrorCode::invalid_argument, fmt::format("{}:1: header '{}': expected '{}'",
+                                                             path, line, fmt::join(kHeader, ",")));
+      continue;
+    }
+    if (line.empty()) {
+      if (pos >= text.size()) break;
+      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: empty line", path, line_no));
+    }
+    if (fields.size() != kHeader.size())
+      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: {} columns, expected {}", path,
+                                                           line_no, fields.size(), kHeader.size()));
+    RowReader row(path, line_no, kHeader, fields);
+    if (fields[0].empty()) return std::unexpected(row.error(0, "empty node name"));
+    auto cpu = row.integer(1, 1, 1'000'000'000);
+    if (!cpu) return std::unexpected(cpu.error());
+    auto memory = row.integer(2, 1, 1'000'000'000'000);
+    if (!memory) return std::unexpected(memory.error());
+    auto gpus = row.integer(3, 1, 64);
+    if (!gpus) return std::unexpected(gpus.error());
+    nodes.push_back({static_cast<int>(*gpus), *cpu, *memory});
+  }
+  if (nodes.empty()) return fail(ErrorCode::invalid_argument, fmt::format("{}: no nodes", path));
+  return ClusterShape(std::move(nodes));
+}
+
+Result<ClusterShape> load_node_list(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::io, fmt::format("{}: cannot open", path));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_node_list(buf.str(), path);
+}
+
+}  // namespace vgpu::bench
