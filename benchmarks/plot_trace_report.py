@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Plots and REPORT.md from the JSON that run-trace-report.sh collected.
-Usage: plot_trace_report.py RESULTS_DIR REPLAY_GPUS"""
+Usage: plot_trace_report.py RESULTS_DIR REPLAY_GPUS "SWEEP_GPUS..." """
 import json
 import os
+import statistics
 import sys
 
 import matplotlib
@@ -11,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 out, replay_gpus = sys.argv[1], sys.argv[2]
+sweep_gpus = [int(g) for g in sys.argv[3].split()] if len(sys.argv) > 3 else []
+CLASSES = ["sub_gpu", "single_gpu", "multi_gpu"]
 TRACES = ["default", "gpushare40", "multigpu20"]
 COLORS = {"whole": "#888888", "static": "#d08c30", "firstfit": "#4a78b5", "planner": "#3a9a50",
           "shared": "#8a4fb0"}
@@ -23,6 +26,7 @@ def load(name):
 
 runs = {t: load(t) for t in TRACES}
 replay = load(f"replay-{replay_gpus}")
+sweep = {g: load(f"sweep-{g}") for g in sweep_gpus}
 policies = [r["policy"] for r in runs["default"]["results"]]
 
 
@@ -78,6 +82,30 @@ ax.set_ylabel("fraction of tasks")
 ax.set_title(f"wait CDF, openb default on {replay_gpus} GPUs", fontsize=10)
 ax.legend(fontsize=8)
 save(fig, "wait_cdf.png")
+
+
+def spread(values):
+    return statistics.median(values), min(values), max(values)
+
+
+# p95 wait over the sweep: median of the jittered seeds, min-max as error bars.
+if sweep:
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    for k, pol in enumerate(policies):
+        med, lo, hi = [], [], []
+        for g in sweep_gpus:
+            r = next(x for x in sweep[g]["results"] if x["policy"] == pol)
+            m, a_, b_ = spread([j["p95_wait_s"] for j in r["jittered_replays"]])
+            med.append(m)
+            lo.append(m - a_)
+            hi.append(b_ - m)
+        xs = [g + (k - len(policies) / 2) * 0.15 for g in sweep_gpus]
+        ax.errorbar(xs, med, yerr=[lo, hi], label=pol, color=COLORS[pol], marker="o", ms=3,
+                    capsize=2, linewidth=1)
+    ax.set_xlabel("GPUs in the replayed cluster")
+    ax.set_ylabel("p95 wait, s (median, min-max of seeds)")
+    ax.legend(fontsize=8)
+    save(fig, "sweep_p95.png")
 
 
 def read(name):
@@ -140,6 +168,43 @@ for name, d in [(f"default, {replay_gpus} GPUs (contended, uniform nodes of 8, n
         if "static_layout_replay" in r:
             lines += ["", f"static layout: {r['static_layout_replay']}"]
     lines.append("")
+if sweep:
+    longest = max(next(iter(sweep.values()))["results"][0]["replay"]["longest_run_s"], 1)
+    n_seeds = len(next(iter(sweep.values()))["results"][0]["jittered_replays"])
+    lines += [f"## Replay sweep: {len(sweep_gpus)} cluster sizes x {n_seeds} jittered seeds", "",
+              "Arrivals of `openb_pod_list_default.csv` each moved by a uniform offset of up to "
+              "10 minutes (the same offsets for every policy of a seed). Waits in seconds: the median "
+              "over seeds, [min-max] beside it. Classes: *sub-GPU* (a fraction of one GPU), "
+              "*single* (one whole GPU), *multi* (several GPUs on one node).", "",
+              "| GPUs | policy | p95 all | p95 sub-GPU | p95 single | p95 multi | max multi | "
+              "multi starves? |", "|---|---|---|---|---|---|---|---|"]
+    verdicts = {p: {"starve": 0, "beats_static": 0} for p in policies}
+    for g in sweep_gpus:
+        by = {r["policy"]: r for r in sweep[g]["results"]}
+        p95_all = {p: spread([j["p95_wait_s"] for j in by[p]["jittered_replays"]]) for p in policies}
+        best_static = p95_all["static"][0] if "static" in p95_all else None
+        for pol in policies:
+            js = by[pol]["jittered_replays"]
+            cells = [f"{p95_all[pol][0]:.0f} [{p95_all[pol][1]:.0f}-{p95_all[pol][2]:.0f}]"]
+            for c in CLASSES:
+                m, a_, b_ = spread([j["by_class"][c]["p95_wait_s"] for j in js])
+                cells.append(f"{m:.0f} [{a_:.0f}-{b_:.0f}]")
+            max_multi = max(j["by_class"]["multi_gpu"]["max_wait_s"] for j in js)
+            med_multi = statistics.median(j["by_class"]["multi_gpu"]["p50_wait_s"] for j in js)
+            # The issue's bar: max <= max(10 x the class's median wait, 2 x the longest runtime).
+            starves = max_multi > max(10 * med_multi, 2 * longest)
+            verdicts[pol]["starve"] += starves
+            if best_static is not None and p95_all[pol][0] <= best_static:
+                verdicts[pol]["beats_static"] += 1
+            lines.append(f"| {g} | {pol} | " + " | ".join(cells) +
+                         f" | {max_multi:.0f} | {'yes' if starves else 'no'} |")
+    lines += ["", f"Longest task in the trace: {longest:.0f} s. Per policy over the "
+              f"{len(sweep_gpus)} sizes: sizes where the multi-GPU class starves by the bar above; "
+              "sizes where its median p95 is at or below static MIG's.", "",
+              "| policy | sizes starving | sizes p95 <= static |", "|---|---|---|"]
+    for pol in policies:
+        lines.append(f"| {pol} | {verdicts[pol]['starve']} | {verdicts[pol]['beats_static']} |")
+    lines += ["", "![p95 over the sweep](sweep_p95.png)", ""]
 lines += ["![utilisation](utilisation.png)", "", "![wait CDF](wait_cdf.png)", "",
           "## Core speed (Release build, `vgpu_bench_core`)", "", "```", read("bench_core.txt"),
           "```", "", "## Exact commands", "", "```", read("commands.txt"), "```", ""]

@@ -4,7 +4,8 @@
 #   benchmarks/run-trace-report.sh            # full run (10 seeds, 6,212 GPUs)
 #   SEEDS=2 benchmarks/run-trace-report.sh    # quicker
 # Environment: BUILD_DIR (default build-bench/release), TRACESIM / BENCH_CORE (use these binaries
-# instead of building), SEEDS (10), REPLAY_GPUS (cluster size for the queueing replay, 48).
+# instead of building), SEEDS (10), REPLAY_GPUS (cluster size for the queueing replay, 48),
+# SWEEP_GPUS (cluster sizes of the replay sweep, 40..58), REPLAY_SEEDS (jittered replays per size, 5).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 traces=$repo/data/openb
@@ -12,6 +13,8 @@ out="$repo/benchmarks/results"
 build=${BUILD_DIR:-$repo/build-bench/release}
 seeds=${SEEDS:-10}
 replay_gpus=${REPLAY_GPUS:-48}
+sweep_gpus=${SWEEP_GPUS:-"40 42 44 46 48 50 52 54 56 58"}
+replay_seeds=${REPLAY_SEEDS:-5}
 mkdir -p "$out"
 
 if [[ -z "${TRACESIM:-}" ]]; then
@@ -37,6 +40,12 @@ done
 # cluster replays the same arrivals under contention to compare waiting.
 run "$out/replay-$replay_gpus.json" --trace "$traces/openb_pod_list_default.csv" --seeds "$seeds" \
   --gpus "$replay_gpus"
+# One cluster size flatters whichever policy happens to fit it: the replay over a sweep of sizes,
+# each with jittered arrivals (waits with spread over seeds).
+for g in $sweep_gpus; do
+  run "$out/sweep-$g.json" --trace "$traces/openb_pod_list_default.csv" --seeds 1 --gpus "$g" \
+    --replay-seeds "$replay_seeds" --util-buckets 1
+done
 
 if [[ -n "${BENCH_CORE:-}" && -x "${BENCH_CORE}" ]]; then
   "$BENCH_CORE" --benchmark_min_time=0.2 >"$out/bench_core.txt" 2>/dev/null
@@ -54,5 +63,5 @@ fi
 } >"$out/machine.txt"
 printf '%s\n' "${commands[@]}" >"$out/commands.txt"
 
-/usr/bin/python3 "$repo/benchmarks/plot_trace_report.py" "$out" "$replay_gpus"
+/usr/bin/python3 "$repo/benchmarks/plot_trace_report.py" "$out" "$replay_gpus" "$sweep_gpus"
 echo "wrote $out/REPORT.md"

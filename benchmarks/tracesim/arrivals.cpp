@@ -57,6 +57,9 @@ ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks
       o.served_milli += t.requested_milli;
     } else if (t.kind == TaskKind::cpu_only) {
       ++o.failed_cpu_only;
+    } else {
+      std::size_t c = t.kind == TaskKind::sharing ? 0 : t.gpus > 1 ? 2 : 1;
+      o.failed_milli_by_class[c] += t.requested_milli;
     }
     o.peak_allocated_slices = std::max(o.peak_allocated_slices, packer.allocated_slices());
   }

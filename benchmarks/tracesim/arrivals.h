@@ -5,6 +5,7 @@
 // simulator's inflation), so every policy sees the same arrivals for a seed.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct ArrivalOutcome {
   long long capacity_slices = 0;
   long long peak_allocated_slices = 0;  // never above capacity_slices
   int failed_cpu_only = 0;              // CPU-only tasks no node had host room for
+  // Refused GPU work by class of task (sub-GPU, single GPU, multi-GPU), thousandths of a GPU.
+  std::array<long long, 3> failed_milli_by_class{};
 };
 
 ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks,

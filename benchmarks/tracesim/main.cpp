@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
   app.add_option("--tune-ratio", opt.tune_ratio,
                  "workload tuned to this many times the GPU capacity before shuffling (FGD: 1.3)")
       ->check(CLI::Range(1.0, 100.0));
+  app.add_option("--replay-seeds", opt.replay_seeds,
+                 "replays with jittered arrivals beside the trace's own (waits with spread)")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--jitter-s", opt.jitter_s, "largest arrival jitter of those replays, seconds")
+      ->check(CLI::Range(0LL, 100'000'000LL));
   app.add_option("--published", opt.published_path, "FGD's published table (fgd_published.csv)");
   app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")
       ->check(CLI::Range(1, 1000));

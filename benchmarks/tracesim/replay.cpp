@@ -4,6 +4,8 @@
 #include <cmath>
 #include <optional>
 #include <queue>
+#include <random>
+#include <tuple>
 #include <set>
 #include <utility>
 
@@ -33,10 +35,39 @@ double quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] * (1 - frac) + sorted[hi] * frac;
 }
 
+ClassWaits class_waits(std::vector<double> waits, int never_started) {
+  ClassWaits c;
+  c.started = static_cast<int>(waits.size());
+  c.never_started = never_started;
+  if (waits.empty()) return c;
+  std::ranges::sort(waits);
+  double sum = 0;
+  for (double w : waits) sum += w;
+  c.mean_s = sum / static_cast<double>(waits.size());
+  c.p50_s = quantile(waits, 0.5);
+  c.p95_s = quantile(waits, 0.95);
+  c.max_s = waits.back();
+  return c;
+}
+
 }  // namespace
 
+const char* task_class_name(TaskClass c) {
+  switch (c) {
+    case TaskClass::sub_gpu: return "sub_gpu";
+    case TaskClass::single_gpu: return "single_gpu";
+    case TaskClass::multi_gpu: return "multi_gpu";
+  }
+  return "?";
+}
+
+TaskClass task_class(const MappedTask& t) {
+  if (t.kind == TaskKind::sharing) return TaskClass::sub_gpu;
+  return t.gpus > 1 ? TaskClass::multi_gpu : TaskClass::single_gpu;
+}
+
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,
-                         int util_buckets) {
+                         int util_buckets, std::uint64_t jitter_seed, long long jitter_s) {
   ReplayOutcome o;
   o.capacity_slices = packer.capacity_slices();
   std::vector<Job> jobs;
@@ -49,6 +80,12 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
     }
     jobs.push_back({static_cast<int>(&t - tasks.data()), tt.creation_s,
                     tt.deletion_s - *tt.scheduled_s});
+    o.longest_run_s = std::max(o.longest_run_s, jobs.back().duration);
+  }
+  if (jitter_seed > 0 && jitter_s > 0) {
+    std::mt19937_64 rng(jitter_seed);
+    std::uniform_int_distribution<long long> offset(-jitter_s, jitter_s);
+    for (auto& j : jobs) j.arrival = std::max(0LL, j.arrival + offset(rng));
   }
   o.tasks = static_cast<int>(jobs.size());
   if (jobs.empty()) return o;
@@ -58,6 +95,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
   std::vector<std::size_t> waiting;
   std::vector<double> waits;
+  std::array<std::vector<double>, kTaskClasses> class_waits_s;
   std::vector<std::pair<long long, long long>> steps;  // (time, allocated slices from then on)
   long long first = jobs.front().arrival, last_finish = first;
   std::size_t next = 0;
@@ -75,12 +113,12 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
     while (next < jobs.size() && jobs[next].arrival <= now) waiting.push_back(next++);
 
     // One pass in arrival order. A shape that failed cannot fit later in the same pass (space
-    // only shrinks), so it is skipped: this keeps long queues cheap.
-    std::set<std::pair<const Profile*, int>> failed;
+    // only shrinks), so it is skipped: this keeps long queues cheap. A share's shape is its size.
+    std::set<std::tuple<const Profile*, int, long long>> failed;
     std::vector<std::size_t> still;
     for (std::size_t j : waiting) {
       const MappedTask& t = tasks[static_cast<std::size_t>(jobs[j].task)];
-      auto shape = std::make_pair(t.profile, t.gpus);
+      auto shape = std::make_tuple(t.profile, t.gpus, t.requested_milli);
       if (failed.contains(shape)) {
         still.push_back(j);
         continue;
@@ -89,6 +127,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
         held[j] = std::move(*a);
         running.push({now + jobs[j].duration, j});
         waits.push_back(static_cast<double>(now - jobs[j].arrival));
+        class_waits_s[static_cast<std::size_t>(task_class(t))].push_back(waits.back());
       } else {
         failed.insert(shape);
         still.push_back(j);
@@ -100,6 +139,11 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   }
   o.started = static_cast<int>(waits.size());
   o.never_started = static_cast<int>(waiting.size());
+  std::array<int, kTaskClasses> stuck{};
+  for (std::size_t j : waiting)
+    ++stuck[static_cast<std::size_t>(task_class(tasks[static_cast<std::size_t>(jobs[j].task)]))];
+  for (std::size_t c = 0; c < kTaskClasses; ++c)
+    o.by_class[c] = class_waits(std::move(class_waits_s[c]), stuck[c]);
 
   std::vector<double> sorted = waits;
   std::ranges::sort(sorted);

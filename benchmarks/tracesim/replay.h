@@ -4,6 +4,8 @@
 // not fit, as Slurm's backfill allows); the wait is start - creation_time.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "packer.h"
@@ -11,6 +13,18 @@
 #include "trace_csv.h"
 
 namespace vgpu::bench {
+
+// Waits of one class of task: shared sub-GPU (a fraction of one GPU), single GPU, multi-GPU.
+enum class TaskClass { sub_gpu, single_gpu, multi_gpu };
+inline constexpr int kTaskClasses = 3;
+const char* task_class_name(TaskClass c);
+TaskClass task_class(const MappedTask& t);
+
+struct ClassWaits {
+  int started = 0;
+  int never_started = 0;
+  double mean_s = 0, p50_s = 0, p95_s = 0, max_s = 0;
+};
 
 struct ReplayOutcome {
   int tasks = 0;             // GPU tasks that ran in the trace
@@ -28,9 +42,14 @@ struct ReplayOutcome {
   std::vector<double> util_time_h;  // bucket midpoints, hours from the first arrival
   std::vector<double> util;         // slice utilisation per bucket (0..1)
   std::vector<double> wait_quantiles_s;  // wait at quantile i/100, i = 0..100 (empty if none)
+  std::array<ClassWaits, kTaskClasses> by_class;
+  long long longest_run_s = 0;  // the longest task duration replayed
 };
 
+// `jitter_seed` > 0 moves every arrival by a uniform offset in [-jitter_s, +jitter_s] (never
+// before 0), the same offsets for every policy with the same seed; 0 replays the trace's times.
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,
-                         int util_buckets = 200);
+                         int util_buckets = 200, std::uint64_t jitter_seed = 0,
+                         long long jitter_s = 0);
 
 }  // namespace vgpu::bench

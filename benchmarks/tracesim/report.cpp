@@ -29,6 +29,17 @@ double gpus_of(const SimResult& sim, long long slices) {
   return static_cast<double>(slices) * sim.options.gpus / static_cast<double>(sim.capacity_slices);
 }
 
+nlohmann::ordered_json class_json(const ReplayOutcome& r) {
+  nlohmann::ordered_json out;
+  for (int c = 0; c < kTaskClasses; ++c) {
+    const ClassWaits& w = r.by_class[static_cast<std::size_t>(c)];
+    out[task_class_name(static_cast<TaskClass>(c))] = {
+        {"started", w.started},   {"never_started", w.never_started}, {"mean_wait_s", w.mean_s},
+        {"p50_wait_s", w.p50_s},  {"p95_wait_s", w.p95_s},           {"max_wait_s", w.max_s}};
+  }
+  return out;
+}
+
 }  // namespace
 
 ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& p) {
@@ -56,6 +67,12 @@ ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& p) {
                         const auto& s = p.per_seed[i];
                         return pct(static_cast<double>(s.arrived_milli - s.served_milli) / 1000);
                       }).mean;
+  for (std::size_t c = 0; c < 3; ++c)
+    a.failed_work_pct_by_class[c] = stat(n, [&](std::size_t i) {
+                                      return pct(static_cast<double>(
+                                                     p.per_seed[i].failed_milli_by_class[c]) /
+                                                 1000);
+                                    }).mean;
   auto count = [&](auto&& f) {
     return stat(n, [&](std::size_t i) { return static_cast<double>(f(p.per_seed[i])); }).mean;
   };
@@ -114,6 +131,9 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
     e["rounding_pct"] = a.rounding_pct;
     e["stranded_pct"] = a.stranded_pct;
     e["failed_work_pct"] = a.failed_work_pct;
+    e["failed_work_pct_by_class"] = {{"sub_gpu", a.failed_work_pct_by_class[0]},
+                                     {"single_gpu", a.failed_work_pct_by_class[1]},
+                                     {"multi_gpu", a.failed_work_pct_by_class[2]}};
     e["served_pct"] = a.served_pct;
     e["served_gpus"] = a.served_gpus;
     e["rounding_gpus"] = a.rounding_gpus;
@@ -158,7 +178,16 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
                      {"util_time_h", r.util_time_h},
                      {"util", r.util},
                      {"wait_quantiles_s", r.wait_quantiles_s},
+                     {"longest_run_s", r.longest_run_s},
+                     {"by_class", class_json(r)},
                      {"replay_ms", p.replay_seconds * 1000}};
+      json jittered = json::array();
+      for (const auto& j : p.jittered)
+        jittered.push_back({{"p95_wait_s", j.p95_wait_s},
+                            {"max_wait_s", j.max_wait_s},
+                            {"never_started", j.never_started},
+                            {"by_class", class_json(j)}});
+      e["jittered_replays"] = jittered;
     } else {
       e["p95_wait_s"] = nullptr;  // the trace has no times, or a node list runs arrivals only
     }

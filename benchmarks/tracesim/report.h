@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <array>
 #include <string>
 
 #include "simulation.h"
@@ -18,6 +19,7 @@ struct ArrivalSummary {
   double rounding_gpus = 0, rounding_pct = 0;  // allocated but not requested (profile - request)
   double stranded_gpus = 0, stranded_pct = 0;  // never allocated: free compute slices at the end
   double failed_work_pct = 0;                  // arrived GPU work that was refused
+  std::array<double, 3> failed_work_pct_by_class{};  // sub-GPU, single GPU, multi-GPU
   double failed_tasks = 0, failed_cpu_only = 0, arrived_tasks = 0;
 };
 ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& policy);

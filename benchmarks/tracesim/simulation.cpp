@@ -172,6 +172,12 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
                                 options.share_min_slices);
       pr.replay = run_replay(*packer, trace, tasks, options.util_buckets);
       pr.replay_seconds = seconds_since(t1);
+      for (int s = 1; s <= options.replay_seeds; ++s) {
+        auto jittered = make_packer(kind, m, shape, replay_plan, options.node_choice,
+                                    options.share_min_slices);
+        pr.jittered.push_back(run_replay(*jittered, trace, tasks, options.util_buckets,
+                                         static_cast<std::uint64_t>(s), options.jitter_s));
+      }
     }
     r.results.push_back(std::move(pr));
   }

@@ -31,6 +31,8 @@ struct SimOptions {
   int share_min_slices = 7;
   double tune_ratio = 1.3;   // FGD's workload tuning (arrival_sequence)
   std::string published_path;  // FGD's published table, shown beside our numbers when given
+  int replay_seeds = 0;         // replays with jittered arrivals beside the trace's own
+  long long jitter_s = 600;     // each arrival moves by up to this many seconds either way
   std::string model = "H100-80GB";
   int max_tasks = 0;  // > 0: only the first N rows of the trace (small samples for tests)
   int util_buckets = 200;
@@ -40,7 +42,8 @@ struct PolicyResult {
   PolicyKind policy = PolicyKind::planner;
   std::vector<ArrivalOutcome> per_seed;
   double arrival_seconds_per_seed = 0;  // wall time of one arrival experiment
-  std::optional<ReplayOutcome> replay;  // only for traces with times
+  std::optional<ReplayOutcome> replay;  // only for traces with times: the trace's own arrivals
+  std::vector<ReplayOutcome> jittered;  // the same with arrivals jittered, one per replay seed
   double replay_seconds = 0;
   std::string static_plan_arrivals;     // the static layout mix used, when policy is static
   std::string static_plan_replay;
