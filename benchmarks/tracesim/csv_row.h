@@ -27,6 +27,37 @@ inline std::vector<std::string_view> split_commas(std::string_view line) {
   }
 }
 
+// Calls `on_line(line_no, line)` for each line of `text` (1-based, line end and a '\r' before it
+// removed; a final newline ends the last line rather than starting an empty one). An empty line
+// anywhere else is an error naming it. The first error, the reader's or `on_line`'s, stops the walk.
+template <class OnLine>
+Result<void> for_each_csv_line(std::string_view text, std::string_view path, OnLine&& on_line) {
+  int line_no = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) {
+      if (pos >= text.size()) break;
+      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: empty line", path, line_no));
+    }
+    if (auto ok = on_line(line_no, line); !ok) return ok;
+  }
+  if (line_no == 0) return fail(ErrorCode::invalid_argument, fmt::format("{}: empty file", path));
+  return {};
+}
+
+// A data row must have as many fields as the header.
+inline Result<void> check_columns(std::string_view path, int line_no, std::size_t got,
+                                  std::size_t want) {
+  if (got == want) return {};
+  return fail(ErrorCode::invalid_argument,
+              fmt::format("{}:{}: {} columns, expected {}", path, line_no, got, want));
+}
+
 class RowReader {
  public:
   RowReader(std::string_view path, int line, std::span<const std::string_view> header,

@@ -19,28 +19,14 @@ constexpr std::array<std::string_view, 5> kHeader = {"sn", "cpu_milli", "memory_
 
 Result<ClusterShape> parse_node_list(std::string_view text, std::string_view path) {
   std::vector<NodeShape> nodes;
-  int line_no = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  auto ok = for_each_csv_line(text, path, [&](int line_no, std::string_view line) -> Result<void> {
     auto fields = split_commas(line);
     if (line_no == 1) {
-      if (!std::ranges::equal(fields, kHeader))
-        return fail(ErrorCode::invalid_argument, fmt::format("{}:1: header '{}': expected '{}'",
-                                                             path, line, fmt::join(kHeader, ",")));
-      continue;
+      if (std::ranges::equal(fields, kHeader)) return {};
+      return fail(ErrorCode::invalid_argument, fmt::format("{}:1: header '{}': expected '{}'", path,
+                                                           line, fmt::join(kHeader, ",")));
     }
-    if (line.empty()) {
-      if (pos >= text.size()) break;
-      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: empty line", path, line_no));
-    }
-    if (fields.size() != kHeader.size())
-      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: {} columns, expected {}", path,
-                                                           line_no, fields.size(), kHeader.size()));
+    if (auto cols = check_columns(path, line_no, fields.size(), kHeader.size()); !cols) return cols;
     RowReader row(path, line_no, kHeader, fields);
     if (fields[0].empty()) return std::unexpected(row.error(0, "empty node name"));
     auto cpu = row.integer(1, 1, 1'000'000'000);
@@ -50,7 +36,9 @@ Result<ClusterShape> parse_node_list(std::string_view text, std::string_view pat
     auto gpus = row.integer(3, 1, 64);
     if (!gpus) return std::unexpected(gpus.error());
     nodes.push_back({static_cast<int>(*gpus), *cpu, *memory});
-  }
+    return {};
+  });
+  if (!ok) return std::unexpected(ok.error());
   if (nodes.empty()) return fail(ErrorCode::invalid_argument, fmt::format("{}: no nodes", path));
   return ClusterShape(std::move(nodes));
 }

@@ -16,16 +16,8 @@ Result<std::map<std::string, PublishedRow>> parse_published(std::string_view tex
   std::map<std::string, PublishedRow> out;
   std::vector<std::string> header;
   std::vector<std::string_view> header_views;
-  int line_no = 0;
-  std::size_t pos = 0;
   constexpr std::string_view kSuffix = "_unallocated_pct";
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
+  auto ok = for_each_csv_line(text, path, [&](int line_no, std::string_view line) -> Result<void> {
     auto fields = split_commas(line);
     if (line_no == 1) {
       if (fields.size() < 2 || fields.front() != "workload" || fields.back() != "seeds")
@@ -39,11 +31,9 @@ Result<std::map<std::string, PublishedRow>> parse_published(std::string_view tex
                       fmt::format("{}:1: column '{}': expected a name ending in '{}'", path,
                                   header[c], kSuffix));
       for (const auto& h : header) header_views.emplace_back(h);
-      continue;
+      return {};
     }
-    if (fields.size() != header.size())
-      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: {} columns, expected {}", path,
-                                                           line_no, fields.size(), header.size()));
+    if (auto cols = check_columns(path, line_no, fields.size(), header.size()); !cols) return cols;
     RowReader row(path, line_no, header_views, fields);
     if (fields[0].empty()) return std::unexpected(row.error(0, "empty workload"));
     PublishedRow r;
@@ -58,7 +48,9 @@ Result<std::map<std::string, PublishedRow>> parse_published(std::string_view tex
     if (auto seeds = row.integer(fields.size() - 1, 1, 1000); !seeds)
       return std::unexpected(seeds.error());
     out[std::string(fields[0])] = std::move(r);
-  }
+    return {};
+  });
+  if (!ok) return std::unexpected(ok.error());
   if (out.empty()) return fail(ErrorCode::invalid_argument, fmt::format("{}: no rows", path));
   return out;
 }

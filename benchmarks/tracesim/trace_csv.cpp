@@ -69,14 +69,7 @@ Result<Trace> parse_trace(std::string_view text, std::string_view path) {
   Trace trace;
   trace.path = std::string(path);
   std::span<const std::string_view> header;
-  int line_no = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  auto ok = for_each_csv_line(text, path, [&](int line_no, std::string_view line) -> Result<void> {
     auto fields = split_commas(line);
     if (line_no == 1) {
       if (std::ranges::equal(fields, kLongHeader)) {
@@ -89,22 +82,16 @@ Result<Trace> parse_trace(std::string_view text, std::string_view path) {
                     fmt::format("{}:1: header '{}': expected '{}' or '{}'", path, line,
                                 fmt::join(kShortHeader, ","), fmt::join(kLongHeader, ",")));
       }
-      continue;
+      return {};
     }
-    if (line.empty()) {
-      if (pos >= text.size()) break;  // a final newline is not a row
-      return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: empty line", path, line_no));
-    }
-    if (fields.size() != header.size())
-      return fail(ErrorCode::invalid_argument,
-                  fmt::format("{}:{}: {} columns, expected {}", path, line_no, fields.size(),
-                              header.size()));
+    if (auto cols = check_columns(path, line_no, fields.size(), header.size()); !cols) return cols;
     RowReader row(path, line_no, header, fields);
     auto task = parse_row(row, fields, line_no, trace.has_times);
     if (!task) return std::unexpected(task.error());
     trace.tasks.push_back(std::move(*task));
-  }
-  if (line_no == 0) return fail(ErrorCode::invalid_argument, fmt::format("{}: empty file", path));
+    return {};
+  });
+  if (!ok) return std::unexpected(ok.error());
   return trace;
 }
 
