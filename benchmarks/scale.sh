@@ -14,7 +14,10 @@
 #   - that every node ended consistent (vp_check: ledger == hardware == Slurm, no drain).
 #
 #   VP_BIN=<build dir> benchmarks/scale.sh [--nodes "8 16 32 64"] [--jobs-per-node 3] \
-#       [--modes "squeue publish"] [--period 5] [--json FILE]
+#       [--modes "squeue publish"] [--period 5] [--publish-period S] [--json FILE]
+# --publish-period: the demand publisher's own period (default: the planners'); it costs slurmctld
+# one squeue per period whatever the number of nodes, and fresher demand means fewer slots offered
+# to jobs that already started.
 #
 # The slice: the first GPU tasks of data/openb/openb_pod_list_default.csv that ran, in trace order,
 # as many as jobs-per-node x N. A sharing task asks for the smallest H100 profile covering its
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --jobs-per-node) jobs_per_node=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --period) period=$2; shift 2 ;;
+    --publish-period) export VP_PUBLISH_PERIOD=$2; shift 2 ;;
     --json) json_out=$2; shift 2 ;;
     *) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -146,7 +150,7 @@ for n in $sizes; do
 done
 
 machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build $(grep -m1 '^CMAKE_BUILD_TYPE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2) sanitizers $(grep -m1 '^VGPU_SANITIZE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2)"
-python3 - "$results" "$machine" "$json_out" "$0 --nodes \"$sizes\" --jobs-per-node $jobs_per_node --modes \"$modes\" --period $period" <<'PY'
+python3 - "$results" "$machine" "$json_out" "$0 --nodes \"$sizes\" --jobs-per-node $jobs_per_node --modes \"$modes\" --period $period${VP_PUBLISH_PERIOD:+ --publish-period $VP_PUBLISH_PERIOD}" <<'PY'
 import json, re, statistics, sys
 from datetime import datetime
 d, machine, json_out, command = sys.argv[1:]

@@ -221,10 +221,11 @@ ENV
   return 0
 }
 
-# Controller-side demand publisher: one squeue per period for all nodes (VP_PUBLISH_DEMAND=1).
+# Controller-side demand publisher: one squeue per period for all nodes (VP_PUBLISH_DEMAND=1), its
+# period VP_PUBLISH_PERIOD (default: the planners').
 vp_publisher_start() {
   ( export SLURM_CONF ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
-    setsid "$VP_PLANNER" --publish-demand "$VGPU_STATE_DIR/demand.txt" --period "$VP_PERIOD" \
+    setsid "$VP_PLANNER" --publish-demand "$VGPU_STATE_DIR/demand.txt" --period "${VP_PUBLISH_PERIOD:-$VP_PERIOD}" \
       >> "$VC_RUN/log/publisher.log" 2>&1 < /dev/null &
     echo $! > "$VC_RUN/run/publisher.pid" )
 }
