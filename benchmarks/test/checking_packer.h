@@ -69,14 +69,14 @@ class CheckingPacker final : public Packer {
 
  private:
   void check() {
-    std::vector<GpuLayout> rebuilt(static_cast<std::size_t>(shape_.gpus), GpuLayout(*model_));
+    std::vector<GpuLayout> rebuilt(static_cast<std::size_t>(shape_.gpus()), GpuLayout(*model_));
     long long slices = 0;
     // Shares of one shared instance: the instance exists once and its shares fit its capacity.
     std::map<std::pair<int, int>, std::pair<const Profile*, int>> shared;  // (gpu, start) -> sum
     for (const auto& a : live_)
       for (const auto& part : a.parts) {
         ASSERT_GE(part.gpu, 0);
-        ASSERT_LT(part.gpu, shape_.gpus);
+        ASSERT_LT(part.gpu, shape_.gpus());
         if (part.share_milli > 0) {
           auto& [profile, used] = shared[{part.gpu, part.where.start}];
           if (profile) {

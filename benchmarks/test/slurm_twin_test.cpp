@@ -83,7 +83,7 @@ TEST(RealNodeShapes, CpuOnlyTasksTakeHostResourcesOnly) {
 
 TEST(SharedInstances, SharesFillOneInstanceWhichGoesWithTheLastShare) {
   CheckingPacker packer(std::make_unique<MigPacker>(h100(), ClusterShape{1, 1},
-                                                    MigPacker::Mode::shared));
+                                                    MigPacker::Mode::shared, NodeChoice::slurm, 1));
   auto a = packer.allocate(share(100));  // opens a 1g (142)
   ASSERT_TRUE(a);
   EXPECT_EQ(a->parts[0].profile->name, "1g.10gb");
@@ -120,7 +120,7 @@ TEST(SharedInstances, AMinimumSizeOpensRoomierInstances) {
 TEST(NodeList, ParsesTheRealFileAndNamesTheBadField) {
   auto shape = load_node_list(VGPU_DATA_DIR "/openb/openb_node_list_gpu_node.csv");
   ASSERT_TRUE(shape) << shape.error().message;
-  EXPECT_EQ(shape->gpus, 6212);
+  EXPECT_EQ(shape->gpus(), 6212);
   EXPECT_EQ(shape->widest_node(), 8);
   auto bad = parse_node_list("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,1024,0,T4\n", "nodes.csv");
   ASSERT_FALSE(bad);

@@ -15,11 +15,11 @@ MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeC
       share_min_slices_(share_min_slices),
       states_(model),
       full_index_(states_.profile_index(full_gpu_profile(model))),
-      gpu_state_(static_cast<std::size_t>(shape_.gpus), LayoutStates::empty()),
+      gpu_state_(static_cast<std::size_t>(shape_.gpus()), LayoutStates::empty()),
       node_free_slices_(static_cast<std::size_t>(shape_.nodes())),
       node_empty_gpus_(static_cast<std::size_t>(shape_.nodes())),
-      state_population_(1, shape_.gpus),
-      shared_(static_cast<std::size_t>(shape_.gpus)),
+      state_population_(1, shape_.gpus()),
+      shared_(static_cast<std::size_t>(shape_.gpus())),
       node_share_room_(static_cast<std::size_t>(shape_.nodes()), 0) {
   for (int n = 0; n < shape_.nodes(); ++n) {
     int gpus = shape_.end_gpu(n) - shape_.first_gpu(n);
@@ -108,7 +108,7 @@ std::optional<Allocation> MigPacker::allocate_one(const MappedTask& task, int pr
     if (node >= 0) chosen = gpu_in_node(node, profile_index);
   } else {
     GpuCandidate best;
-    for (int g = 0; g < shape_.gpus; ++g) {
+    for (int g = 0; g < shape_.gpus(); ++g) {
       const PlacementChoice& c = choice(gpu_state_[static_cast<std::size_t>(g)], profile_index);
       if (!c.ok || !host_fits(shape_.node_of(g), task)) continue;
       if (mode_ == Mode::firstfit) {

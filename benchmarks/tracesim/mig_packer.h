@@ -25,9 +25,10 @@ namespace vgpu::bench {
 class MigPacker final : public Packer {
  public:
   enum class Mode { planner, firstfit, whole, shared };
-  // `share_min_slices`: the smallest shared instance the shared mode opens.
+  // `share_min_slices`: the smallest shared instance the shared mode opens (default: whole GPUs,
+  // measured best; docs/benchmarks.md).
   MigPacker(const GpuModel& model, ClusterShape shape, Mode mode,
-            NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 1);
+            NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7);
 
   [[nodiscard]] std::string_view name() const override;
   std::optional<Allocation> allocate(const MappedTask& task) override;

@@ -20,7 +20,7 @@ ClusterShape::ClusterShape(std::vector<NodeShape> nodes) : nodes_(std::move(node
     first_gpu_.push_back(first_gpu_.back() + nodes_[n].gpus);
     if (nodes_[n].cpu_milli > 0 || nodes_[n].memory_mib > 0) host_constrained_ = true;
   }
-  gpus = first_gpu_.back();
+  gpus_ = first_gpu_.back();
 }
 
 int ClusterShape::widest_node() const {

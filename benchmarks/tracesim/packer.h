@@ -28,7 +28,7 @@ class ClusterShape {
   ClusterShape(int gpus, int gpus_per_node);
   explicit ClusterShape(std::vector<NodeShape> nodes);
 
-  int gpus = 0;
+  [[nodiscard]] int gpus() const { return gpus_; }
   [[nodiscard]] int nodes() const { return static_cast<int>(nodes_.size()); }
   [[nodiscard]] const NodeShape& node(int n) const { return nodes_[static_cast<std::size_t>(n)]; }
   [[nodiscard]] int node_of(int gpu) const { return node_of_gpu_[static_cast<std::size_t>(gpu)]; }
@@ -46,6 +46,7 @@ class ClusterShape {
   std::vector<int> first_gpu_;  // size nodes + 1
   std::vector<int> node_of_gpu_;
   bool host_constrained_ = false;
+  int gpus_ = 0;
 };
 
 struct AllocationPart {
@@ -83,7 +84,7 @@ class Packer {
   [[nodiscard]] const ClusterShape& shape() const { return shape_; }
   [[nodiscard]] long long allocated_slices() const { return allocated_slices_; }
   [[nodiscard]] long long capacity_slices() const {
-    return static_cast<long long>(shape_.gpus) * model_->compute_slices;
+    return static_cast<long long>(shape_.gpus()) * model_->compute_slices;
   }
   [[nodiscard]] const GpuModel& model() const { return *model_; }
 

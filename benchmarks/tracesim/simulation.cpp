@@ -114,7 +114,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
 
   SimResult r;
   r.options = options;
-  r.options.gpus = shape.gpus;
+  r.options.gpus = shape.gpus();
   r.nodes = shape.nodes();
   r.host_constrained = shape.host_constrained();
   r.trace_path = trace.path;
@@ -133,8 +133,8 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       r.published_unallocated_pct = it->second.unallocated_pct;
   }
 
-  r.capacity_slices = static_cast<long long>(shape.gpus) * m.compute_slices;
-  long long capacity_milli = 1000LL * shape.gpus;
+  r.capacity_slices = static_cast<long long>(shape.gpus()) * m.compute_slices;
+  long long capacity_milli = 1000LL * shape.gpus();
 
   std::vector<std::vector<int>> sequences;
   for (int s = 0; s < options.seeds; ++s) {
@@ -151,7 +151,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
     pr.policy = kind;
     StaticPlan arrivals_plan, replay_plan;
     if (kind == PolicyKind::static_mig) {
-      arrivals_plan = choose_static_plan(m, shape.gpus, arrival_demand(m, tasks, capacity_milli));
+      arrivals_plan = choose_static_plan(m, shape.gpus(), arrival_demand(m, tasks, capacity_milli));
       pr.static_plan_arrivals = arrivals_plan.describe();
     }
     auto t0 = Clock::now();
@@ -163,7 +163,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
     pr.arrival_seconds_per_seed = seconds_since(t0) / options.seeds;
     if (r.has_times) {
       if (kind == PolicyKind::static_mig) {
-        replay_plan = choose_static_plan(m, shape.gpus,
+        replay_plan = choose_static_plan(m, shape.gpus(),
                                          replay_demand(m, trace, tasks, r.capacity_slices));
         pr.static_plan_replay = replay_plan.describe();
       }

@@ -78,7 +78,7 @@ std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& tra
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
                                     const StaticPlan& plan,
                                     NodeChoice node_choice = NodeChoice::slurm,
-                                    int share_min_slices = 1);
+                                    int share_min_slices = 7);
 
 Result<SimResult> run_simulation(const SimOptions& options);
 // The same on an already loaded trace (tests build small traces in memory).

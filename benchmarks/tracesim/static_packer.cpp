@@ -17,7 +17,7 @@ StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const Stat
   total_free_.assign(np, 0);
   int gpu = 0;
   for (std::size_t r = 0; r < plan.recipes.size(); ++r) {
-    for (int k = 0; k < plan.gpus[r] && gpu < shape_.gpus; ++k, ++gpu) {
+    for (int k = 0; k < plan.gpus[r] && gpu < shape_.gpus(); ++k, ++gpu) {
       gpu_first_slot_.push_back(slots_.size());
       for (const auto& inst : plan.recipes[r].instances) {
         slots_.push_back({gpu, inst.profile, inst.placement, false});
@@ -26,7 +26,7 @@ StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const Stat
       }
     }
   }
-  if (gpu != shape_.gpus) throw std::logic_error("static plan does not cover every GPU");
+  if (gpu != shape_.gpus()) throw std::logic_error("static plan does not cover every GPU");
   gpu_first_slot_.push_back(slots_.size());
   by_size_.resize(np);
   std::iota(by_size_.begin(), by_size_.end(), 0);
@@ -94,7 +94,7 @@ void StaticPacker::release(const Allocation& allocation) {
 }
 
 std::vector<GpuLayout> StaticPacker::running_layouts() const {
-  std::vector<GpuLayout> out(static_cast<std::size_t>(shape_.gpus), GpuLayout(*model_));
+  std::vector<GpuLayout> out(static_cast<std::size_t>(shape_.gpus()), GpuLayout(*model_));
   for (const auto& s : slots_)
     if (s.busy) (void)out[static_cast<std::size_t>(s.gpu)].place(*s.profile, s.where);
   return out;
