@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -56,6 +59,15 @@ inline Result<void> check_columns(std::string_view path, int line_no, std::size_
   if (got == want) return {};
   return fail(ErrorCode::invalid_argument,
               fmt::format("{}:{}: {} columns, expected {}", path, line_no, got, want));
+}
+
+// The whole of a CSV file, or an error naming it.
+inline Result<std::string> read_csv_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::io, fmt::format("{}: cannot open", path));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
 }
 
 class RowReader {

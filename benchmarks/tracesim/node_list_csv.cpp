@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
-#include <sstream>
 
 #include "csv_row.h"
 
@@ -44,11 +42,9 @@ Result<ClusterShape> parse_node_list(std::string_view text, std::string_view pat
 }
 
 Result<ClusterShape> load_node_list(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::io, fmt::format("{}: cannot open", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_node_list(buf.str(), path);
+  auto text = read_csv_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse_node_list(*text, path);
 }
 
 }  // namespace vgpu::bench

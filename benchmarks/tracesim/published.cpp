@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "csv_row.h"
@@ -56,11 +54,9 @@ Result<std::map<std::string, PublishedRow>> parse_published(std::string_view tex
 }
 
 Result<std::map<std::string, PublishedRow>> load_published(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::io, fmt::format("{}: cannot open", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_published(buf.str(), path);
+  auto text = read_csv_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse_published(*text, path);
 }
 
 std::optional<std::string> workload_of_trace(std::string_view trace_path) {

@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <fstream>
 #include <span>
-#include <sstream>
 
 namespace vgpu::bench {
 namespace {
@@ -96,11 +94,9 @@ Result<Trace> parse_trace(std::string_view text, std::string_view path) {
 }
 
 Result<Trace> load_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::io, fmt::format("{}: cannot open", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_trace(buf.str(), path);
+  auto text = read_csv_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse_trace(*text, path);
 }
 
 }  // namespace vgpu::bench
