@@ -27,6 +27,8 @@ def load(name):
 runs = {t: load(t) for t in TRACES}
 replay = load(f"replay-{replay_gpus}")
 sweep = {g: load(f"sweep-{g}") for g in sweep_gpus}
+reserved = {g: load(f"sweep-reserved-{g}") for g in sweep_gpus
+            if os.path.exists(os.path.join(out, f"sweep-reserved-{g}.json"))}
 policies = [r["policy"] for r in runs["default"]["results"]]
 
 
@@ -205,6 +207,33 @@ if sweep:
     for pol in policies:
         lines.append(f"| {pol} | {verdicts[pol]['starve']} | {verdicts[pol]['beats_static']} |")
     lines += ["", "![p95 over the sweep](sweep_p95.png)", ""]
+if reserved:
+    after = next(iter(reserved.values()))["reserve_after_s"]
+    lines += [f"## Reservations for wide tasks (the same sweep, reservations after {after} s)", "",
+              "A multi-GPU task waiting longer than that gets what production's demand publisher books "
+              "(`vgpu/core/wide_reservation.h`, `vgpu/node/wide_booking.h`): a reservation of the node "
+              "whose tasks end first, from when they end; tasks that would run past its start stay off "
+              "the node (Slurm's backfill), and the wide task may start earlier anywhere (FLEX). Medians "
+              "over seeds, without -> with reservations.", "",
+              "| GPUs | policy | p95 multi | max multi | p95 sub-GPU | p95 single | reservations |",
+              "|---|---|---|---|---|---|---|"]
+    def med(rows, get):
+        return statistics.median(get(j) for j in rows["jittered_replays"])
+    for g in sweep_gpus:
+        if g not in reserved:
+            continue
+        before = {r["policy"]: r for r in sweep[g]["results"]}
+        with_r = {r["policy"]: r for r in reserved[g]["results"]}
+        for pol in policies:
+            a, b = before[pol], with_r[pol]
+            cell = lambda get: f"{med(a, get):.0f} -> {med(b, get):.0f}"
+            mx = lambda r: max(j["by_class"]["multi_gpu"]["max_wait_s"] for j in r["jittered_replays"])
+            lines.append(
+                f"| {g} | {pol} | {cell(lambda j: j['by_class']['multi_gpu']['p95_wait_s'])} | "
+                f"{mx(a):.0f} -> {mx(b):.0f} | {cell(lambda j: j['by_class']['sub_gpu']['p95_wait_s'])} | "
+                f"{cell(lambda j: j['by_class']['single_gpu']['p95_wait_s'])} | "
+                f"{med(b, lambda j: j['reservations']):.0f} |")
+    lines.append("")
 lines += ["![utilisation](utilisation.png)", "", "![wait CDF](wait_cdf.png)", "",
           "## Core speed (Release build, `vgpu_bench_core`)", "", "```", read("bench_core.txt"),
           "```", "", "## Exact commands", "", "```", read("commands.txt"), "```", ""]

@@ -46,6 +46,11 @@ for g in $sweep_gpus; do
   run "$out/sweep-$g.json" --trace "$traces/openb_pod_list_default.csv" --seeds 1 --gpus "$g" \
     --replay-seeds "$replay_seeds" --util-buckets 1
 done
+# The same sweep with reservations for wide tasks, after the publisher's default wait.
+for g in $sweep_gpus; do
+  run "$out/sweep-reserved-$g.json" --trace "$traces/openb_pod_list_default.csv" --seeds 1 --gpus "$g" \
+    --replay-seeds "$replay_seeds" --util-buckets 1 --reserve-after-s 600
+done
 
 if [[ -n "${BENCH_CORE:-}" && -x "${BENCH_CORE}" ]]; then
   "$BENCH_CORE" --benchmark_min_time=0.2 >"$out/bench_core.txt" 2>/dev/null

@@ -29,6 +29,7 @@ class CheckingPacker final : public Packer {
       EXPECT_EQ(std::ssize(a->parts), task.gpus);
       for (const auto& part : a->parts) {
         EXPECT_EQ(shape_.node_of(part.gpu), a->node) << "a task spans nodes";
+        EXPECT_FALSE(held(part.gpu)) << "new work on GPU " << part.gpu << ", held for a reservation";
         if (part.share_milli > 0) {
           EXPECT_EQ(part.share_milli, task.requested_milli) << "a share is what the task asked";
         } else {
@@ -64,6 +65,11 @@ class CheckingPacker final : public Packer {
 
   [[nodiscard]] std::vector<GpuLayout> running_layouts() const override {
     return inner_->running_layouts();
+  }
+  [[nodiscard]] int gpu_used_slices(int gpu) const override { return inner_->gpu_used_slices(gpu); }
+  void hold(const std::vector<int>& gpus) override {
+    Packer::hold(gpus);
+    inner_->hold(gpus);
   }
   [[nodiscard]] int allocations() const { return allocations_; }
 

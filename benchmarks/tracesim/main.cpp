@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000));
   app.add_option("--jitter-s", opt.jitter_s, "largest arrival jitter of those replays, seconds")
       ->check(CLI::Range(0LL, 100'000'000LL));
+  app.add_option("--reserve-after-s", opt.reserve_after_s,
+                 "replay: a multi-GPU task waiting longer than this reserves a node (-1: never)")
+      ->check(CLI::Range(-1LL, 100'000'000LL));
   app.add_option("--published", opt.published_path, "FGD's published table (fgd_published.csv)");
   app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")
       ->check(CLI::Range(1, 1000));

@@ -69,6 +69,7 @@ int MigPacker::gpu_in_node(int node, int profile_index) {
   int chosen = -1;
   long best_loss = 0;
   for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g) {
+    if (held(g)) continue;
     const PlacementChoice& c = choice(gpu_state_[static_cast<std::size_t>(g)], profile_index);
     if (!c.ok) continue;
     if (mode_ == Mode::firstfit) return g;
@@ -109,6 +110,7 @@ std::optional<Allocation> MigPacker::allocate_one(const MappedTask& task, int pr
   } else {
     GpuCandidate best;
     for (int g = 0; g < shape_.gpus(); ++g) {
+      if (held(g)) continue;
       const PlacementChoice& c = choice(gpu_state_[static_cast<std::size_t>(g)], profile_index);
       if (!c.ok || !host_fits(shape_.node_of(g), task)) continue;
       if (mode_ == Mode::firstfit) {
@@ -134,9 +136,7 @@ std::optional<Allocation> MigPacker::allocate_one(const MappedTask& task, int pr
 }
 
 std::optional<Allocation> MigPacker::allocate_node(const MappedTask& task) {
-  auto usable = [&](int n) {
-    return node_empty_gpus_[static_cast<std::size_t>(n)] >= task.gpus && host_fits(n, task);
-  };
+  auto usable = [&](int n) { return empty_unheld_gpus(n) >= task.gpus && host_fits(n, task); };
   int node = -1;
   if (node_choice_ == NodeChoice::slurm) {
     node = choose_node(task, usable);
@@ -145,7 +145,7 @@ std::optional<Allocation> MigPacker::allocate_node(const MappedTask& task) {
       if (usable(n)) node = n;
   } else {
     node = best_fit_node(shape_.nodes(), task.gpus, [&](int n) {
-      return usable(n) ? node_empty_gpus_[static_cast<std::size_t>(n)] : 0;
+      return usable(n) ? empty_unheld_gpus(n) : 0;
     });
   }
   if (node < 0) return std::nullopt;
@@ -154,7 +154,7 @@ std::optional<Allocation> MigPacker::allocate_node(const MappedTask& task) {
   const Profile* full = &model_->profiles[static_cast<std::size_t>(full_index_)];
   for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node) && std::ssize(a.parts) < task.gpus;
        ++g) {
-    if (gpu_state_[static_cast<std::size_t>(g)] != LayoutStates::empty()) continue;
+    if (held(g) || gpu_state_[static_cast<std::size_t>(g)] != LayoutStates::empty()) continue;
     PlacementChoice c = choice(LayoutStates::empty(), full_index_);
     set_state(g, c.next);
     a.parts.push_back({g, full, c.where, 0});
@@ -167,6 +167,7 @@ std::pair<int, int> MigPacker::shared_slot_in_node(int node, int milli) {
   std::vector<SharedInstance> open;
   std::vector<std::pair<int, int>> where;
   for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g) {
+    if (held(g)) continue;
     const auto& list = shared_[static_cast<std::size_t>(g)];
     for (std::size_t i = 0; i < list.size(); ++i) {
       open.push_back(list[i].instance);
@@ -181,6 +182,7 @@ void MigPacker::refresh_share_room(int node) {
   int room = 0;
   for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
     for (const auto& s : shared_[static_cast<std::size_t>(g)])
+      if (!held(g))
       room = std::max(room, share_capacity_milli(*model_, *s.instance.profile) -
                                 s.instance.used_milli);
   node_share_room_[static_cast<std::size_t>(node)] = room;
@@ -241,6 +243,18 @@ void MigPacker::release(const Allocation& allocation) {
     }
     set_state(part.gpu, states_.release(gpu_state_[g], part.where));
   }
+}
+
+int MigPacker::empty_unheld_gpus(int node) const {
+  int empty = node_empty_gpus_[static_cast<std::size_t>(node)];
+  if (!node_has_holds(node)) return empty;
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
+    if (held(g) && gpu_state_[static_cast<std::size_t>(g)] == LayoutStates::empty()) --empty;
+  return empty;
+}
+
+int MigPacker::gpu_used_slices(int gpu) const {
+  return states_.used_compute(gpu_state_[static_cast<std::size_t>(gpu)]);
 }
 
 std::vector<GpuLayout> MigPacker::running_layouts() const {

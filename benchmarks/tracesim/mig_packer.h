@@ -34,6 +34,7 @@ class MigPacker final : public Packer {
   std::optional<Allocation> allocate(const MappedTask& task) override;
   void release(const Allocation& allocation) override;
   [[nodiscard]] std::vector<GpuLayout> running_layouts() const override;
+  [[nodiscard]] int gpu_used_slices(int gpu) const override;
   [[nodiscard]] std::size_t distinct_layouts() const { return states_.size(); }
 
  private:
@@ -54,6 +55,8 @@ class MigPacker final : public Packer {
   // The open shared instance of `node` a share of `milli` joins, as (gpu, index), or gpu -1.
   std::pair<int, int> shared_slot_in_node(int node, int milli);
   void refresh_share_room(int node);
+  void holds_changed(int node) override { refresh_share_room(node); }
+  [[nodiscard]] int empty_unheld_gpus(int node) const;
   void set_state(int gpu, StateId next);
 
   Mode mode_;

@@ -35,6 +35,20 @@ Packer::Packer(const GpuModel& model, ClusterShape shape)
     cpu_free_.push_back(shape_.node(n).cpu_milli);
     mem_free_.push_back(shape_.node(n).memory_mib);
   }
+  held_.assign(static_cast<std::size_t>(shape_.gpus()), 0);
+  node_holds_.assign(static_cast<std::size_t>(shape_.nodes()), 0);
+}
+
+void Packer::hold(const std::vector<int>& gpus) {
+  std::vector<char> next(held_.size(), 0);
+  for (int g : gpus) next[static_cast<std::size_t>(g)] = 1;
+  for (int g = 0; g < shape_.gpus(); ++g) {
+    auto i = static_cast<std::size_t>(g);
+    if (next[i] == held_[i]) continue;
+    held_[i] = next[i];
+    node_holds_[static_cast<std::size_t>(shape_.node_of(g))] += next[i] ? 1 : -1;
+    holds_changed(shape_.node_of(g));
+  }
 }
 
 bool Packer::host_fits(int node, const MappedTask& task) const {

@@ -80,6 +80,17 @@ class Packer {
   virtual void release(const Allocation& allocation) = 0;
   // What is running now, rebuilt as real GpuLayouts (one per GPU): for invariant checks.
   [[nodiscard]] virtual std::vector<GpuLayout> running_layouts() const = 0;
+  // Compute slices held on one GPU now (instances, shared or not).
+  [[nodiscard]] virtual int gpu_used_slices(int gpu) const = 0;
+
+  // A reservation for a starving wide task (the replay's; vgpu/core/wide_reservation.h): held GPUs
+  // take no new work, as a node's planner advertises nothing new on GPUs it holds back. Replaces
+  // the previous holds; an empty list lifts them all. The holder is placed with no hold in force.
+  virtual void hold(const std::vector<int>& gpus);
+  [[nodiscard]] bool held(int gpu) const { return held_[static_cast<std::size_t>(gpu)] != 0; }
+  [[nodiscard]] bool node_has_holds(int node) const {
+    return node_holds_[static_cast<std::size_t>(node)] > 0;
+  }
 
   [[nodiscard]] const ClusterShape& shape() const { return shape_; }
   [[nodiscard]] long long allocated_slices() const { return allocated_slices_; }
@@ -100,6 +111,8 @@ class Packer {
   }
   // A CPU-only task: Slurm's own choice among the nodes with room; no GPU policy is involved.
   std::optional<Allocation> allocate_host_only(const MappedTask& task);
+  // A node's holds changed: packers that cache what a node offers refresh it.
+  virtual void holds_changed(int /*node*/) {}
 
   const GpuModel* model_;
   ClusterShape shape_;
@@ -107,6 +120,8 @@ class Packer {
 
  private:
   std::vector<long long> cpu_free_, mem_free_;
+  std::vector<char> held_;       // per GPU
+  std::vector<int> node_holds_;  // per node: held GPUs
 };
 
 // Who picks the node: Slurm, among the nodes where the policy can place the task (production), or

@@ -1,5 +1,7 @@
 #include "replay.h"
 
+#include "replay_reservations.h"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -67,7 +69,8 @@ TaskClass task_class(const MappedTask& t) {
 }
 
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,
-                         int util_buckets, std::uint64_t jitter_seed, long long jitter_s) {
+                         const ReplayOptions& options) {
+  const auto [util_buckets, jitter_seed, jitter_s, reserve_after_s] = options;
   ReplayOutcome o;
   o.capacity_slices = packer.capacity_slices();
   std::vector<Job> jobs;
@@ -93,6 +96,13 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
 
   std::vector<std::optional<Allocation>> held(jobs.size());
   std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+  std::vector<long long> running_finish(jobs.size(), 0);
+  ReplayReservations reservations(packer.shape());
+  auto started_at = [&](std::size_t j, long long now) {
+    running_finish[j] = now + jobs[j].duration;
+    running.push({running_finish[j], j});
+    reservations.started(*held[j], running_finish[j]);
+  };
   std::vector<std::size_t> waiting;
   std::vector<double> waits;
   std::array<std::vector<double>, kTaskClasses> class_waits_s;
@@ -106,26 +116,55 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
     while (!running.empty() && running.top().finish <= now) {
       std::size_t j = running.top().job;
       running.pop();
+      reservations.ended(*held[j], running_finish[j]);
       packer.release(*held[j]);
       held[j].reset();
       last_finish = std::max(last_finish, now);
     }
     while (next < jobs.size() && jobs[next].arrival <= now) waiting.push_back(next++);
 
+    // Reservations for wide tasks waiting past the limit, in arrival order; each holder tries its
+    // node first.
+    if (reserve_after_s >= 0) {
+      std::vector<std::pair<std::size_t, int>> starving;
+      for (std::size_t j : waiting) {
+        const MappedTask& t = tasks[static_cast<std::size_t>(jobs[j].task)];
+        if (t.gpus > 1 && now - jobs[j].arrival > reserve_after_s) starving.emplace_back(j, t.gpus);
+      }
+      o.reservations += reservations.update(packer, now, starving);
+      for (const auto& [j, gpus] : starving) {
+        if (!reservations.has(j)) continue;
+        reservations.hold_for(packer, now + jobs[j].duration, j);
+        if (auto a = packer.allocate(tasks[static_cast<std::size_t>(jobs[j].task)])) {
+          held[j] = std::move(*a);
+          started_at(j, now);
+          waits.push_back(static_cast<double>(now - jobs[j].arrival));
+          class_waits_s[static_cast<std::size_t>(TaskClass::multi_gpu)].push_back(waits.back());
+          std::erase(waiting, j);
+          reservations.forget(j);
+        }
+      }
+    }
+
     // One pass in arrival order. A shape that failed cannot fit later in the same pass (space
     // only shrinks), so it is skipped: this keeps long queues cheap. A share's shape is its size.
-    std::set<std::tuple<const Profile*, int, long long>> failed;
+    std::set<std::tuple<const Profile*, int, long long, std::vector<char>>> failed;
     std::vector<std::size_t> still;
     for (std::size_t j : waiting) {
       const MappedTask& t = tasks[static_cast<std::size_t>(jobs[j].task)];
-      auto shape = std::make_tuple(t.profile, t.gpus, t.requested_milli);
+      if (reservations.has(j)) {  // a holder just tried its node
+        still.push_back(j);
+        continue;
+      }
+      auto shape = std::make_tuple(t.profile, t.gpus, t.requested_milli,
+                                   reservations.hold_for(packer, now + jobs[j].duration));
       if (failed.contains(shape)) {
         still.push_back(j);
         continue;
       }
       if (auto a = packer.allocate(t)) {
         held[j] = std::move(*a);
-        running.push({now + jobs[j].duration, j});
+        started_at(j, now);
         waits.push_back(static_cast<double>(now - jobs[j].arrival));
         class_waits_s[static_cast<std::size_t>(task_class(t))].push_back(waits.back());
       } else {
@@ -134,6 +173,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
       }
     }
     waiting = std::move(still);
+    reservations.lift_holds(packer);
     steps.emplace_back(now, packer.allocated_slices());
     o.peak_allocated_slices = std::max(o.peak_allocated_slices, packer.allocated_slices());
   }

@@ -1,7 +1,8 @@
 // Replay with departures: each task that ran in the real cluster arrives at its creation_time and
 // holds its instances for as long as it ran there (deletion_time - scheduled_time). Waiting tasks
 // are served first-come-first-served with backfill (a later task may start when an earlier one does
-// not fit, as Slurm's backfill allows); the wait is start - creation_time.
+// not fit, as Slurm's backfill allows); the wait is start - creation_time. A multi-GPU task that
+// has waited past a limit may reserve a node (ReplayOptions::reserve_after_s).
 #pragma once
 
 #include <array>
@@ -44,12 +45,22 @@ struct ReplayOutcome {
   std::vector<double> wait_quantiles_s;  // wait at quantile i/100, i = 0..100 (empty if none)
   std::array<ClassWaits, kTaskClasses> by_class;
   long long longest_run_s = 0;  // the longest task duration replayed
+  int reservations = 0;         // wide tasks that got a reservation (0 without reserve_after_s)
 };
 
-// `jitter_seed` > 0 moves every arrival by a uniform offset in [-jitter_s, +jitter_s] (never
-// before 0), the same offsets for every policy with the same seed; 0 replays the trace's times.
+struct ReplayOptions {
+  int util_buckets = 200;
+  // > 0: every arrival moves by a uniform offset in [-jitter_s, +jitter_s] (never before 0), the
+  // same offsets for every policy with the same seed; 0 replays the trace's times.
+  std::uint64_t jitter_seed = 0;
+  long long jitter_s = 0;
+  // >= 0: a multi-GPU task waiting longer than this gets a reservation (production's rule,
+  // vgpu/core/wide_reservation.h): the chosen node holds back the GPUs it needs, those with the
+  // least work on them, until it starts. < 0: no reservations (plain FCFS with backfill).
+  long long reserve_after_s = -1;
+};
+
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,
-                         int util_buckets = 200, std::uint64_t jitter_seed = 0,
-                         long long jitter_s = 0);
+                         const ReplayOptions& options = {});
 
 }  // namespace vgpu::bench

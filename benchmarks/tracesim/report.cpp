@@ -116,6 +116,7 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
   out["tune_ratio"] = sim.options.tune_ratio;
   out["share_min_slices"] = sim.options.share_min_slices;
   out["seeds"] = sim.options.seeds;
+  out["reserve_after_s"] = sim.options.reserve_after_s;  // < 0: replays without reservations
   out["mapping"] = {{"gpu_tasks", sim.mapping.gpu_tasks},
                     {"cpu_only", sim.mapping.cpu_only},
                     {"too_wide_skipped", sim.mapping.too_wide},
@@ -180,12 +181,14 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
                      {"wait_quantiles_s", r.wait_quantiles_s},
                      {"longest_run_s", r.longest_run_s},
                      {"by_class", class_json(r)},
+                     {"reservations", r.reservations},
                      {"replay_ms", p.replay_seconds * 1000}};
       json jittered = json::array();
       for (const auto& j : p.jittered)
         jittered.push_back({{"p95_wait_s", j.p95_wait_s},
                             {"max_wait_s", j.max_wait_s},
                             {"never_started", j.never_started},
+                            {"reservations", j.reservations},
                             {"by_class", class_json(j)}});
       e["jittered_replays"] = jittered;
     } else {

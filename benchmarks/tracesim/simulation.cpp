@@ -170,13 +170,17 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       auto t1 = Clock::now();
       auto packer = make_packer(kind, m, shape, replay_plan, options.node_choice,
                                 options.share_min_slices);
-      pr.replay = run_replay(*packer, trace, tasks, options.util_buckets);
+      ReplayOptions replay_options;
+      replay_options.util_buckets = options.util_buckets;
+      replay_options.reserve_after_s = options.reserve_after_s;
+      pr.replay = run_replay(*packer, trace, tasks, replay_options);
       pr.replay_seconds = seconds_since(t1);
       for (int s = 1; s <= options.replay_seeds; ++s) {
         auto jittered = make_packer(kind, m, shape, replay_plan, options.node_choice,
                                     options.share_min_slices);
-        pr.jittered.push_back(run_replay(*jittered, trace, tasks, options.util_buckets,
-                                         static_cast<std::uint64_t>(s), options.jitter_s));
+        replay_options.jitter_seed = static_cast<std::uint64_t>(s);
+        replay_options.jitter_s = options.jitter_s;
+        pr.jittered.push_back(run_replay(*jittered, trace, tasks, replay_options));
       }
     }
     r.results.push_back(std::move(pr));

@@ -33,6 +33,8 @@ struct SimOptions {
   std::string published_path;  // FGD's published table, shown beside our numbers when given
   int replay_seeds = 0;         // replays with jittered arrivals beside the trace's own
   long long jitter_s = 600;     // each arrival moves by up to this many seconds either way
+  // A multi-GPU task waiting longer than this reserves a node (ReplayOptions); < 0: never.
+  long long reserve_after_s = -1;
   std::string model = "H100-80GB";
   int max_tasks = 0;  // > 0: only the first N rows of the trace (small samples for tests)
   int util_buckets = 200;

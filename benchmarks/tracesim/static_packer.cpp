@@ -45,10 +45,20 @@ void StaticPacker::mark(Slot& slot, bool busy) {
   slot.busy = busy;
 }
 
+int StaticPacker::free_unheld(int node, std::size_t profile) {
+  int free = node_free(node, profile);
+  if (!node_has_holds(node)) return free;
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
+    for (std::size_t i = gpu_first_slot_[static_cast<std::size_t>(g)];
+         held(g) && i < gpu_first_slot_[static_cast<std::size_t>(g) + 1]; ++i)
+      if (!slots_[i].busy && pidx(slots_[i].profile) == profile) --free;
+  return free;
+}
+
 StaticPacker::Slot* StaticPacker::take(int node, std::size_t profile) {
   for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
     for (std::size_t i = gpu_first_slot_[static_cast<std::size_t>(g)];
-         i < gpu_first_slot_[static_cast<std::size_t>(g) + 1]; ++i)
+         !held(g) && i < gpu_first_slot_[static_cast<std::size_t>(g) + 1]; ++i)
       if (!slots_[i].busy && pidx(slots_[i].profile) == profile) {
         mark(slots_[i], true);
         return &slots_[i];
@@ -66,12 +76,12 @@ std::optional<Allocation> StaticPacker::allocate(const MappedTask& task) {
       continue;
     if (task.gpus > 1 && have.compute_slices != model_->compute_slices) continue;
     if (total_free_[q] < task.gpus) continue;
-    auto usable = [&](int n) { return node_free(n, q) >= task.gpus && host_fits(n, task); };
+    auto usable = [&](int n) { return free_unheld(n, q) >= task.gpus && host_fits(n, task); };
     int node = node_choice_ == NodeChoice::slurm
                    ? slurm_node_choice(shape_.nodes(), task.cpu_milli, usable,
                                        [&](int n) { return free_cpu_milli(n); })
                    : best_fit_node(shape_.nodes(), task.gpus,
-                                   [&](int n) { return usable(n) ? node_free(n, q) : 0; });
+                                   [&](int n) { return usable(n) ? free_unheld(n, q) : 0; });
     if (node < 0) continue;
     Allocation a;
     take_host(node, task, a);
@@ -91,6 +101,14 @@ void StaticPacker::release(const Allocation& allocation) {
     for (std::size_t i = gpu_first_slot_[g]; i < gpu_first_slot_[g + 1]; ++i)
       if (slots_[i].busy && slots_[i].where == part.where) mark(slots_[i], false);
   }
+}
+
+int StaticPacker::gpu_used_slices(int gpu) const {
+  int used = 0;
+  for (std::size_t i = gpu_first_slot_[static_cast<std::size_t>(gpu)];
+       i < gpu_first_slot_[static_cast<std::size_t>(gpu) + 1]; ++i)
+    if (slots_[i].busy) used += slots_[i].profile->compute_slices;
+  return used;
 }
 
 std::vector<GpuLayout> StaticPacker::running_layouts() const {

@@ -18,6 +18,7 @@ class StaticPacker final : public Packer {
   std::optional<Allocation> allocate(const MappedTask& task) override;
   void release(const Allocation& allocation) override;
   [[nodiscard]] std::vector<GpuLayout> running_layouts() const override;
+  [[nodiscard]] int gpu_used_slices(int gpu) const override;
   [[nodiscard]] const StaticPlan& plan() const { return plan_; }
 
  private:
@@ -33,6 +34,7 @@ class StaticPacker final : public Packer {
   int& node_free(int node, std::size_t profile) {
     return node_free_[static_cast<std::size_t>(node) * model_->profiles.size() + profile];
   }
+  [[nodiscard]] int free_unheld(int node, std::size_t profile);
   Slot* take(int node, std::size_t profile);
   void mark(Slot& slot, bool busy);
 
