@@ -42,8 +42,9 @@ int settle_pokes(const sigset_t& signals) {
   }
 }
 
-// One squeue per period for the whole cluster, written atomically for every node's planner.
-int publish_demand(const std::string& path, int period, const sigset_t& signals) {
+// One squeue per period for the whole cluster, written atomically for every node's planner; and,
+// unless `reserve_wide_after` is 0, Slurm reservations for wide jobs starving longer than that.
+int publish_demand(const std::string& path, int period, int reserve_wide_after, const sigset_t& signals) {
   while (true) {
     auto text = vgpu::agent::squeue_pending_text();
     if (!text) {
@@ -51,6 +52,9 @@ int publish_demand(const std::string& path, int period, const sigset_t& signals)
     } else {
       if (auto ok = vgpu::contract::write_demand_file(vgpu::posix_file_system(), path, *text); !ok)
         std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", ok.error().message.c_str());
+      if (reserve_wide_after > 0)
+        for (const auto& line : vgpu::agent::book_wide_reservations(*text, reserve_wide_after))
+          std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", line.c_str());
     }
     timespec wait{period, 0};
     int sig = sigtimedwait(&signals, nullptr, &wait);
@@ -99,6 +103,11 @@ int main(int argc, char** argv) {
   app.add_flag("--once", once, "Run one planning round and exit");
   app.add_option("--publish-demand", publish,
                  "Controller mode: write pending demand to FILE every period for VGPU_DEMAND_FILE readers");
+  int reserve_wide_after = 600;
+  app.add_option("--reserve-wide-after", reserve_wide_after,
+                 "Controller mode: book a Slurm reservation for a job needing several nodes or whole GPUs "
+                 "once it has waited this many seconds (0: never; default 600)")
+      ->check(CLI::Range(0, 7 * 86400));
   app.add_flag("--verify", verify, "Check ledger, hardware, advertisement and job records agree; exit 1 if not");
   app.add_option("--period", period, "Seconds between rounds (default: the policy's planner.period_s)")
       ->check(CLI::Range(1, 3600));
@@ -111,7 +120,7 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &signals, nullptr);
 
   try {
-    if (!publish.empty()) return publish_demand(publish, period > 0 ? period : 5, signals);
+    if (!publish.empty()) return publish_demand(publish, period > 0 ? period : 5, reserve_wide_after, signals);
     auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-planner");
     if (!rt) {
       std::fprintf(stderr, "vgpu-planner: %s\n", rt.error().message.c_str());

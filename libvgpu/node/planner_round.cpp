@@ -14,6 +14,7 @@
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
+#include "vgpu/policy/policy_hostlist.h"
 
 namespace vgpu {
 
@@ -22,8 +23,25 @@ namespace {
 using SlotKey = std::tuple<int, std::string, int>;  // gpu, profile, placement start
 SlotKey key(const PlanSlot& s) { return {s.gpu, s.profile, s.placement.start}; }
 
-std::vector<Demand> node_demand(const NodeContext& ctx, const PendingJobs& pending,
-                                const std::vector<const PartitionPolicy*>& parts) {
+// Whether this node is in `reservation` (one the demand publisher booked), asked once.
+bool in_wide_reservation(const NodeContext& ctx, PlannerState& state, const std::string& reservation,
+                         std::vector<std::string>& notes) {
+  if (auto it = state.in_wide_reservation.find(reservation); it != state.in_wide_reservation.end())
+    return it->second;
+  auto nodes = ctx.slurm->reservation_nodes(reservation);
+  if (!nodes) {
+    notes.push_back(fmt::format("reservation {}: {}; asked again next round", reservation, nodes.error().message));
+    return false;
+  }
+  auto list = Hostlist::parse(*nodes);
+  bool here = list ? list->matches(ctx.node) : *nodes == ctx.node;
+  state.in_wide_reservation[reservation] = here;
+  return here;
+}
+
+std::vector<Demand> node_demand(const NodeContext& ctx, PlannerState& state, const PendingJobs& pending,
+                                const std::vector<const PartitionPolicy*>& parts,
+                                std::vector<std::string>& notes) {
   std::vector<const PendingJob*> jobs;
   for (const auto& j : pending.jobs) {
     if (j.vgpu.empty() || !waits_for_resources(j)) continue;
@@ -39,18 +57,28 @@ std::vector<Demand> node_demand(const NodeContext& ctx, const PendingJobs& pendi
   });
   std::vector<Demand> demand;
   const std::int64_t now = ctx.now();
-  for (const auto* j : jobs)
+  std::erase_if(state.in_wide_reservation, [&](const auto& entry) {
+    return std::ranges::none_of(jobs, [&](const PendingJob* j) { return j->reservation == entry.first; });
+  });
+  for (const auto* j : jobs) {
+    bool starving = now - j->submit_time > ctx.policy->planner.starvation_s;
+    // A job in a reservation we booked (vgpu/node/wide_booking.h) is held for by Slurm on the
+    // nodes chosen for it: there it is served first and may drain GPUs (Slurm starts nothing
+    // there that would run across the reservation's start); elsewhere it drains nothing.
+    if (j->reservation.starts_with(kWideReservationPrefix))
+      starving = in_wide_reservation(ctx, state, j->reservation, notes);
     for (const auto& r : j->vgpu) {
       if (node::is_viz_pool(*ctx.policy, r.type)) continue;
-      bool starving = now - j->submit_time > ctx.policy->planner.starvation_s;
       demand.push_back({r.type, r.count * std::min(j->array_tasks, 8), starving});
     }
+  }
   return demand;
 }
 
 struct Desired {
   std::vector<PlanSlot> slots;  // new unclaimed slots (beyond `fixed`)
   int served = 0;               // demand units covered, by `fixed` slots or new ones
+  int served_starving = 0;      // of them, units of starving demand
   bool reserves = false;        // a GPU is held back for starving demand
 };
 
@@ -70,12 +98,13 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
     if (std::ranges::none_of(l.plan.slots, [&](const PlanSlot& x) { return !x.claimed_by_job && key(x) == key(s); }))
       return fail(ErrorCode::corrupt, fmt::format("fixed slot {}@{} on GPU {} is not in the plan", s.profile,
                                                   s.placement.start, s.gpu));
-  int served_by_fixed = 0;
+  int served_by_fixed = 0, starving_by_fixed = 0;
   for (const auto& s : fixed)
     for (auto& d : demand)
       if (d.profile == s.profile && d.count > 0) {
         --d.count;
         ++served_by_fixed;
+        if (d.starving) ++starving_by_fixed;
         break;
       }
   std::erase_if(demand, [](const Demand& d) { return d.count <= 0; });
@@ -102,10 +131,12 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
       if (n.starts_with("starving")) notes->push_back(n);
   Desired out;
   out.served = served_by_fixed;
+  out.served_starving = starving_by_fixed;
   out.reserves = !plan.reserved_gpus.empty();
   for (const auto& s : plan.slots) {
     out.slots.push_back({l.gpus[static_cast<std::size_t>(s.gpu)].index, s.profile->name, s.placement, std::nullopt});
     if (s.demand >= 0) ++out.served;
+    if (s.demand >= 0 && demand[static_cast<std::size_t>(s.demand)].starving) ++out.served_starving;
   }
   return out;
 }
@@ -418,7 +449,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   }
   for (const auto& e : pending->errors) result.notes.push_back(e);
   const auto parts = node_partitions(*ctx.policy, ctx.node);
-  const auto demand = node_demand(ctx, *pending, parts);
+  const auto demand = node_demand(ctx, state, *pending, parts, result.notes);
   auto confirmed = released_capacity_confirmed(ctx, state, slurm_view, result);
   if (!confirmed) return std::unexpected(confirmed.error().within(where));
   if (!*confirmed) return result;
@@ -429,8 +460,9 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   int idle_let_go = 0;
   auto committed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     // Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so
-    // drop slots) only when that serves more demand or must reserve a GPU for starving demand;
-    // otherwise each shrink-and-grow would re-place the kept slots and the plan would churn.
+    // drop slots) only when that serves more demand, serves more starving demand (whatever the
+    // count of small slots it gives up), or must reserve a GPU for starving demand; otherwise
+    // each shrink-and-grow would re-place the kept slots and the plan would churn.
     // Idle instances do not hold their space against the plan (planning_view).
     const Ledger view = planning_view(l);
     const auto backed = backed_unclaimed(view);
@@ -442,7 +474,8 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     std::vector<PlanSlot> desired;
     // With nothing pending, the idle layout (what the plan from scratch gives) is where the node
     // goes back to; shrink-confirm-grow below makes that move safe.
-    if (!scratch->reserves && sticky->served >= scratch->served && !demand.empty()) {
+    if (!scratch->reserves && sticky->served >= scratch->served &&
+        sticky->served_starving >= scratch->served_starving && !demand.empty()) {
       desired = current;
       desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
     } else {

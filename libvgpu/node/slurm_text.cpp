@@ -60,6 +60,40 @@ Result<std::int64_t> parse_slurm_time(std::string_view text) {
   return static_cast<std::int64_t>(::timegm(&tm));
 }
 
+Result<std::optional<std::int64_t>> parse_slurm_duration(std::string_view text) {
+  for (std::string_view none : {"UNLIMITED", "INFINITE", "NOT_SET", "N/A"})
+    if (text == none) return std::optional<std::int64_t>{};
+  auto bad = [&] {
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("time limit '{}': expected [D-]HH:MM:SS, MM:SS, minutes or UNLIMITED", text));
+  };
+  std::int64_t days = 0;
+  std::string_view rest = text;
+  if (auto dash = text.find('-'); dash != std::string_view::npos) {
+    if (!to_number(text.substr(0, dash), days) || days < 0) return bad();
+    rest = text.substr(dash + 1);
+  }
+  auto parts = split_view(rest, ':');
+  if (parts.empty() || parts.size() > 3) return bad();
+  std::vector<std::int64_t> n;
+  for (auto p : parts) {
+    std::int64_t v = 0;
+    if (!to_number(p, v) || v < 0) return bad();
+    n.push_back(v);
+  }
+  std::int64_t seconds = 0;
+  if (text.find('-') != std::string_view::npos) {  // D-HH[:MM[:SS]]
+    seconds = n[0] * 3600 + (n.size() > 1 ? n[1] * 60 : 0) + (n.size() > 2 ? n[2] : 0);
+  } else if (n.size() == 1) {  // minutes
+    seconds = n[0] * 60;
+  } else if (n.size() == 2) {  // MM:SS
+    seconds = n[0] * 60 + n[1];
+  } else {  // HH:MM:SS
+    seconds = n[0] * 3600 + n[1] * 60 + n[2];
+  }
+  return std::optional<std::int64_t>{days * 86400 + seconds};
+}
+
 PendingJobs parse_pending_jobs(std::string_view output) {
   PendingJobs result;
   std::size_t line_no = 0;
@@ -71,8 +105,8 @@ PendingJobs parse_pending_jobs(std::string_view output) {
     auto bad = [&](std::string_view why) {
       result.errors.push_back(fmt::format("squeue line {}: {}: '{}'", line_no, why, line));
     };
-    if (f.size() != 6) {
-      bad("expected 6 '|'-separated fields");
+    if (f.size() != 6 && f.size() != 10) {
+      bad("expected 10 '|'-separated fields");
       continue;
     }
     PendingJob job;
@@ -99,12 +133,31 @@ PendingJobs parse_pending_jobs(std::string_view output) {
       job.vgpu = std::move(*req);
     }
     job.array_tasks = count_array_tasks(job.id);
+    if (f.size() == 10) {
+      // A pending job's node count may print as a range ("2-4"): its minimum is what it needs.
+      std::string_view nodes = f[6].substr(0, f[6].find('-'));
+      if (!to_number(nodes, job.nodes) || job.nodes < 1) {
+        bad(fmt::format("node count '{}' is not a positive number", f[6]));
+        continue;
+      }
+      job.user = std::string(f[7]);
+      auto limit = parse_slurm_duration(f[8]);
+      if (!limit) {
+        bad(limit.error().message);
+        continue;
+      }
+      job.time_limit_s = *limit;
+      if (f[9] != "(null)") job.reservation = std::string(f[9]);
+    }
     result.jobs.push_back(std::move(job));
   }
   return result;
 }
 
 bool waits_for_resources(const PendingJob& job) {
+  // A job bound to the reservation we booked for it waits for that reservation's start, and its
+  // node must still plan its instances.
+  if (job.reservation.starts_with(kWideReservationPrefix)) return true;
   for (std::string_view r : {"Resources", "Priority", "ReqNodeNotAvail", "None", "Nodes_required"})
     if (job.reason.starts_with(r)) return true;
   return false;

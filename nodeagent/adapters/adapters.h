@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "vgpu/backend/backend.h"
 #include "vgpu/node/ports.h"
@@ -20,6 +22,10 @@ namespace vgpu::agent {
 std::unique_ptr<SlurmClient> make_command_slurm_client();
 // The pending-job listing in the format parse_pending_jobs() reads (one squeue call).
 Result<std::string> squeue_pending_text();
+// The demand publisher's Slurm reservations for starving wide jobs (vgpu/node/wide_booking.h):
+// reads every node, the running jobs and the reservations (three calls), then books or deletes
+// what plan_wide_bookings decides. One line per action or problem, for the log.
+std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s);
 
 // Runs vgpu-scrub ($VGPU_SCRUB or the installed path) with CUDA_VISIBLE_DEVICES=<mig uuid>.
 std::unique_ptr<Scrubber> make_command_scrubber();

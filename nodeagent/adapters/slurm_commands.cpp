@@ -18,6 +18,7 @@
 #include "vgpu/contract/demand_file.h"
 #include "process.h"
 #include "vgpu/base/text_split.h"
+#include "vgpu/node/wide_booking.h"
 
 namespace vgpu::agent {
 namespace {
@@ -71,6 +72,16 @@ class CommandSlurmClient final : public SlurmClient {
 
   Result<std::string> job_tres_per_node(JobId job) override {
     return run_ok({tool("squeue"), "-h", "-j", std::to_string(job), "-o", "%b"});
+  }
+
+  Result<std::string> reservation_nodes(const std::string& name) override {
+    auto out = run_ok({tool("scontrol"), "-o", "show", "reservation", name});
+    if (!out) return std::unexpected(out.error());
+    auto booked = parse_booked_reservations(*out);
+    if (!booked) return std::unexpected(booked.error());
+    for (const auto& b : *booked)
+      if (b.name == name) return b.nodes;
+    return fail(ErrorCode::not_found, fmt::format("reservation {}: not in scontrol's answer", name));
   }
 
   Result<SlurmVersion> controller_version() override {
@@ -155,6 +166,55 @@ class CommandScrubber final : public Scrubber {
 };
 
 }  // namespace
+
+std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s) {
+  std::vector<std::string> log;
+  auto nodes = run_ok({tool("scontrol"), "-o", "show", "node"});
+  auto running = run_ok({tool("squeue"), "-h", "-t", "R,CG,S", "-o", std::string(kSqueueRunningFormat)});
+  auto reservations = run_ok({tool("scontrol"), "-o", "show", "reservation"});
+  for (const auto* r : {&nodes, &running, &reservations})
+    if (!*r) {
+      log.push_back("wide jobs: " + r->error().message);
+      return log;
+    }
+  auto node_states = parse_scontrol_nodes(*nodes);
+  for (const auto& e : node_states.errors) log.push_back("wide jobs: " + e);
+  auto ends = parse_running_job_ends(*running);
+  auto booked = parse_booked_reservations(*reservations);
+  if (!ends || !booked) {
+    log.push_back("wide jobs: " + (!ends ? ends.error().message : booked.error().message));
+    return log;
+  }
+  auto plan = plan_wide_bookings(parse_pending_jobs(pending_text), node_states, *ends, *booked,
+                                 Catalog::builtin(), static_cast<std::int64_t>(std::time(nullptr)),
+                                 reserve_after_s);
+  for (const auto& name : plan.remove) {
+    auto ok = run_ok({tool("scontrol"), "delete", "ReservationName=" + name});
+    log.push_back(ok ? fmt::format("wide jobs: {}: its job neither waits nor runs; deleted", name)
+                     : fmt::format("wide jobs: {}: delete: {}", name, ok.error().message));
+  }
+  for (const auto& b : plan.create) {
+    std::vector<std::string> create = {tool("scontrol")}, bind = {tool("scontrol")};
+    for (auto& a : create_reservation_args(b)) create.push_back(std::move(a));
+    for (auto& a : bind_job_args(b)) bind.push_back(std::move(a));
+    if (auto ok = run_ok(create); !ok) {
+      log.push_back(fmt::format("wide jobs: job {}: create {}: {}", b.job, b.name, ok.error().message));
+      continue;
+    }
+    if (auto ok = run_ok(bind); !ok) {
+      // An unbound reservation would hold its nodes for nobody: take it back.
+      (void)run_ok({tool("scontrol"), "delete", "ReservationName=" + b.name});
+      log.push_back(fmt::format("wide jobs: job {}: bind to {}: {}", b.job, b.name, ok.error().message));
+      continue;
+    }
+    std::string list;
+    for (const auto& n : b.nodes) list += (list.empty() ? "" : ",") + n;
+    log.push_back(fmt::format("wide jobs: job {} waited past {} s: reserved {} as {} ({})", b.job, reserve_after_s,
+                              list, b.name, create_reservation_args(b)[3]));
+  }
+  for (const auto& n : plan.notes) log.push_back("wide jobs: " + n);
+  return log;
+}
 
 std::unique_ptr<SlurmClient> make_command_slurm_client() { return std::make_unique<CommandSlurmClient>(); }
 std::unique_ptr<Scrubber> make_command_scrubber() { return std::make_unique<CommandScrubber>(); }

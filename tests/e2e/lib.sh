@@ -222,10 +222,12 @@ ENV
 }
 
 # Controller-side demand publisher: one squeue per period for all nodes (VP_PUBLISH_DEMAND=1), its
-# period VP_PUBLISH_PERIOD (default: the planners').
+# period VP_PUBLISH_PERIOD (default: the planners'); it books reservations for wide jobs waiting
+# longer than VP_RESERVE_WIDE_AFTER seconds (default: the product's 600).
 vp_publisher_start() {
   ( export SLURM_CONF ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
     setsid "$VP_PLANNER" --publish-demand "$VGPU_STATE_DIR/demand.txt" --period "${VP_PUBLISH_PERIOD:-$VP_PERIOD}" \
+      --reserve-wide-after "${VP_RESERVE_WIDE_AFTER:-600}" \
       >> "$VC_RUN/log/publisher.log" 2>&1 < /dev/null &
     echo $! > "$VC_RUN/run/publisher.pid" )
 }

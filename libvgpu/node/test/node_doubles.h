@@ -125,6 +125,14 @@ class FakeSlurm final : public SlurmClient {
       }
     return NodeGres{configured, counted, "MIXED"};
   }
+  Result<std::string> reservation_nodes(const std::string& name) override {
+    ++reservation_queries;
+    auto it = reservations.find(name);
+    if (it == reservations.end()) return fail(ErrorCode::not_found, "no reservation " + name);
+    return it->second;
+  }
+  std::map<std::string, std::string> reservations;  // name -> hostlist
+  int reservation_queries = 0;
   Result<void> reject_job(JobId job, const std::string& reason) override {
     rejected.emplace_back(job, reason);
     return {};

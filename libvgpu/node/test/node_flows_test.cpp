@@ -237,6 +237,61 @@ TEST_F(NodeFlows, DemandShiftShrinksFirstThenGrowsAfterSlurmConfirms) {
   EXPECT_EQ(sighups, 3);  // initial, shrink, grow
 }
 
+// A starving request drains a GPU of the node for itself, unless it waits in a reservation the
+// demand publisher booked for it: Slurm then holds the chosen nodes, and no node drains as well.
+TEST_F(NodeFlows, AJobInOurWideReservationDrainsNothingOfItsOwn) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  clock = *parse_slurm_time("2027-01-15T08:10:00");  // waited 600 s, past starvation_s
+  auto starving_notes = [&] {
+    auto r = run_planner_round(ctx, planner);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? std::ranges::count_if(r->notes, [](const std::string& n) { return n.starts_with("starving"); }) : -1;
+  };
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:3|1|ann|1:00:00|(null)\n";
+  EXPECT_GE(starving_notes(), 1) << "three whole GPUs on a node of two: it starves and drains";
+  slurm->squeue =
+      "100|gpu|1000|2027-01-15T08:00:00|Reservation|gres:vgpu:7g.80gb:3|1|ann|1:00:00|vgpu-wide-100\n";
+  slurm->reservations["vgpu-wide-100"] = "n[2-3]";
+  EXPECT_EQ(starving_notes(), 0) << "the reservation holds n2 and n3, not this node";
+  EXPECT_EQ(advertised()["7g.80gb"], 2) << "its demand is still planned: waiting for our reservation is waiting";
+  EXPECT_EQ(starving_notes(), 0);
+  EXPECT_EQ(slurm->reservation_queries, 1) << "a reservation's nodes are asked once";
+}
+
+// On a node of the reservation, the job is served first and drains what it needs: Slurm starts
+// nothing there that would run across the reservation's start, and the sticky plan (which counts
+// small slots as more demand served) must not keep the node from reshaping for it.
+TEST_F(NodeFlows, OnANodeOfOurWideReservationTheJobIsServedFirst) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  clock = *parse_slurm_time("2027-01-15T08:10:00");
+  slurm->squeue = "90|gpu|2000|2027-01-15T08:09:30|Priority|gres:vgpu:1g.10gb:7|1|bo|1:00|(null)\n"
+                  "91|gpu|2000|2027-01-15T08:09:30|Priority|gres:vgpu:1g.10gb:7|1|bo|1:00|(null)\n";
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(advertised()["1g.10gb"], 14);
+  slurm->squeue += "100|gpu|1000|2027-01-15T08:00:00|Reservation|gres:vgpu:7g.80gb:2|1|ann|1:00:00|vgpu-wide-100\n";
+  slurm->reservations["vgpu-wide-100"] = "n[1-2]";
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(advertised()["7g.80gb"], 2) << "fourteen small slots served more units; the reserved job comes first";
+  slurm->reservations.clear();  // asked once: a later failure to ask again changes nothing
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(advertised()["7g.80gb"], 2);
+}
+
+// A reservation the planner cannot look up is not held for, and it asks again next round.
+TEST_F(NodeFlows, AnUnknownWideReservationIsAskedAgain) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  clock = *parse_slurm_time("2027-01-15T08:10:00");
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Reservation|gres:vgpu:7g.80gb:3|1|ann|1:00|vgpu-wide-100\n";
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(std::ranges::any_of(r->notes, [](const std::string& n) {
+    return n.starts_with("reservation vgpu-wide-100: no reservation vgpu-wide-100; asked again");
+  }));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(slurm->reservation_queries, 2);
+}
+
 // The race the handover exists for: Slurm allocated a 1g under the old plan, and its prolog
 // runs while the planner is shrinking. The dropped slot is still claimable, and the shrink is not
 // confirmed until the allocation has its claim.

@@ -22,7 +22,7 @@ TEST(SlurmTextHostile, SqueueFormatHasNoFreeTextField) {
   // %i id, %P partition, %Q priority, %V submit time, %r reason, %b gres: all but %b are
   // written by Slurm or the administrator. Adding %j (name) or %k (comment) would hand users
   // the separator and the newline.
-  EXPECT_EQ(kSqueuePendingFormat, "%i|%P|%Q|%V|%r|%b");
+  EXPECT_EQ(kSqueuePendingFormat, "%i|%P|%Q|%V|%r|%b|%D|%u|%l|%v");
 }
 
 TEST(SlurmTextHostile, ASeparatorInTheGresFieldRejectsOnlyThatLine) {
@@ -30,7 +30,7 @@ TEST(SlurmTextHostile, ASeparatorInTheGresFieldRejectsOnlyThatLine) {
   ASSERT_EQ(p.jobs.size(), 1u);
   EXPECT_EQ(p.jobs[0].id, "42");
   ASSERT_EQ(p.errors.size(), 1u);
-  EXPECT_NE(p.errors[0].find("squeue line 1: expected 6 '|'-separated fields"), std::string::npos);
+  EXPECT_NE(p.errors[0].find("squeue line 1: expected 10 '|'-separated fields"), std::string::npos);
 }
 
 TEST(SlurmTextHostile, ANewlineCannotSmuggleAFragmentIntoAJob) {

@@ -36,9 +36,48 @@ TEST(SlurmText, BadLinesAreReportedAndSkipped) {
   auto p = parse_pending_jobs("x|y\n42|train|abc|2026-11-22T20:50:01|Resources|N/A\n45|t|1|2026-11-22T20:50:01|None|gres:vgpu:2\n");
   EXPECT_TRUE(p.jobs.empty());
   ASSERT_EQ(p.errors.size(), 3u);
-  EXPECT_NE(p.errors[0].find("line 1: expected 6"), std::string::npos);
+  EXPECT_NE(p.errors[0].find("line 1: expected 10"), std::string::npos);
   EXPECT_NE(p.errors[1].find("priority is not a number"), std::string::npos);
   EXPECT_NE(p.errors[2].find("must name a profile"), std::string::npos);
+}
+
+TEST(SlurmText, PendingJobsCarryNodesUserTimeLimitAndReservation) {
+  auto p = parse_pending_jobs(
+      "50|train|10|2026-11-22T20:50:01|Resources|gres/vgpu:7g.80gb:2|2|alice|1:00:00|(null)\n"
+      "51|train|10|2026-11-22T20:50:01|Reservation|gres/vgpu:7g.80gb:2|1-3|bob|UNLIMITED|vgpu-wide-51\n");
+  ASSERT_TRUE(p.errors.empty()) << p.errors.front();
+  ASSERT_EQ(p.jobs.size(), 2u);
+  EXPECT_EQ(p.jobs[0].nodes, 2);
+  EXPECT_EQ(p.jobs[0].user, "alice");
+  EXPECT_EQ(p.jobs[0].time_limit_s, 3600);
+  EXPECT_TRUE(p.jobs[0].reservation.empty());
+  EXPECT_EQ(p.jobs[1].nodes, 1) << "a range's minimum";
+  EXPECT_EQ(p.jobs[1].time_limit_s, std::nullopt);
+  EXPECT_EQ(p.jobs[1].reservation, "vgpu-wide-51");
+  EXPECT_TRUE(waits_for_resources(p.jobs[1])) << "waiting for the reservation we booked is waiting for resources";
+}
+
+TEST(SlurmText, PendingJobsWithBadNewFieldsAreReported) {
+  auto p = parse_pending_jobs(
+      "50|t|1|2026-11-22T20:50:01|Resources|N/A|0|a|1:00|(null)\n"
+      "51|t|1|2026-11-22T20:50:01|Resources|N/A|1|a|soon|(null)\n");
+  EXPECT_TRUE(p.jobs.empty());
+  ASSERT_EQ(p.errors.size(), 2u);
+  EXPECT_NE(p.errors[0].find("node count '0'"), std::string::npos) << p.errors[0];
+  EXPECT_NE(p.errors[1].find("time limit 'soon'"), std::string::npos) << p.errors[1];
+}
+
+TEST(SlurmText, DurationsAsSqueuePrintsThem) {
+  EXPECT_EQ(*parse_slurm_duration("5:00"), 300);
+  EXPECT_EQ(*parse_slurm_duration("1:00:00"), 3600);
+  EXPECT_EQ(*parse_slurm_duration("2-03:00:10"), 2 * 86400 + 3 * 3600 + 10);
+  EXPECT_EQ(*parse_slurm_duration("1-2"), 86400 + 7200);
+  EXPECT_EQ(*parse_slurm_duration("30"), 1800) << "a bare number is minutes";
+  EXPECT_EQ(*parse_slurm_duration("UNLIMITED"), std::nullopt);
+  EXPECT_EQ(*parse_slurm_duration("NOT_SET"), std::nullopt);
+  EXPECT_FALSE(parse_slurm_duration("1:2:3:4"));
+  EXPECT_FALSE(parse_slurm_duration("-5"));
+  EXPECT_FALSE(parse_slurm_duration(""));
 }
 
 TEST(SlurmText, WaitReasons) {

@@ -42,6 +42,9 @@ struct PlannerState {
   std::map<std::string, int> slurm_uncounted_last_seen;
   // Rounds in a row that found slurmctld's split differing from the advertisement.
   int split_mismatch_rounds = 0;
+  // Whether this node is in each reservation the demand publisher booked for a pending wide job
+  // (vgpu/node/wide_booking.h), asked once per reservation: they never move.
+  std::map<std::string, bool> in_wide_reservation;
 };
 
 struct PlannerRoundResult {

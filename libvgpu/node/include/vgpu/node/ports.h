@@ -43,6 +43,11 @@ class SlurmClient {
   virtual Result<void> set_node_gres(const std::string& /*node*/, const std::string& /*value*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot update a node's GRES");
   }
+  // The nodes (a Slurm hostlist) of one reservation the demand publisher booked for a wide job
+  // (`scontrol -o show reservation <name>`).
+  virtual Result<std::string> reservation_nodes(const std::string& /*name*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot list a reservation's nodes");
+  }
 };
 
 enum class ScrubStatus { scrubbed, unavailable, failed };

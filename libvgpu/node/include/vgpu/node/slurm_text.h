@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -14,8 +15,14 @@
 
 namespace vgpu {
 
-// The squeue format the agent asks for; parse_pending_jobs() expects exactly these fields.
-inline constexpr std::string_view kSqueuePendingFormat = "%i|%P|%Q|%V|%r|%b";
+// The squeue format the agent asks for; parse_pending_jobs() expects exactly these fields (or the
+// first six alone, as a demand file of release 0.4 has them): id, partitions, priority, submit
+// time, reason, GRES per node, node count, user, time limit, reservation.
+inline constexpr std::string_view kSqueuePendingFormat = "%i|%P|%Q|%V|%r|%b|%D|%u|%l|%v";
+
+// Reservations the demand publisher books for starving wide jobs are named with this prefix and
+// the job id; nothing else of ours creates Slurm reservations.
+inline constexpr std::string_view kWideReservationPrefix = "vgpu-wide-";
 
 struct PendingJob {
   std::string id;                       // "42", "42_7", "42_[1-5]"
@@ -25,6 +32,10 @@ struct PendingJob {
   std::string reason;
   std::vector<GresRequest> vgpu;  // empty: not a vgpu job
   int array_tasks = 1;            // pending tasks this line stands for
+  int nodes = 1;                  // nodes the job needs (its minimum)
+  std::string user;
+  std::optional<std::int64_t> time_limit_s;  // nullopt: UNLIMITED or not set
+  std::string reservation;                   // empty: none
 };
 
 // Lines that fail to parse are reported in `errors` and skipped, never fatal: one odd job must
@@ -75,5 +86,9 @@ Result<std::set<std::uint32_t>> parse_job_id_lines(std::string_view output, std:
 
 // "2026-11-22T20:50:01" as UTC Unix seconds.
 Result<std::int64_t> parse_slurm_time(std::string_view text);
+
+// A duration as squeue prints a time limit ("5:00", "1:00:00", "2-00:00:00", a bare number of
+// minutes), in seconds; nullopt for "UNLIMITED", "INFINITE", "NOT_SET" and "N/A".
+Result<std::optional<std::int64_t>> parse_slurm_duration(std::string_view text);
 
 }  // namespace vgpu

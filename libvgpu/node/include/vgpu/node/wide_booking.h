@@ -1,0 +1,97 @@
+// Reservations for starving wide jobs, booked in Slurm by the demand publisher
+// (`vgpu-planner --publish-demand`), the one component that sees the whole cluster.
+//
+// A wide job (several nodes, or several whole GPUs on a node) that has waited past the limit gets
+// a Slurm reservation named vgpu-wide-<job> on the nodes whose running jobs end first
+// (vgpu/core/wide_reservation.h), starting when they end, and the job is bound to it. Slurm then
+// does what backfill reservations do: a job may still start on those nodes if its time limit ends
+// before the reservation starts, nothing runs there across it, and nothing running is touched
+// (never a DRAIN). The reservation is FLEX, so the job may start earlier anywhere it fits; it has
+// no end (Slurm holds a pending job whose reservation ended, and with ResvOverRun=0 kills a
+// running one), and it goes once the job has ended: the publisher deletes it, and PURGE_COMP
+// does five minutes later if the publisher is gone. Each node's planner plans the job's instances
+// first on the nodes of its reservation, and drains nothing for it elsewhere.
+//
+// Pure: parsers of Slurm's text and the decision; the commands run in nodeagent/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/base/error.h"
+#include "vgpu/core/catalog.h"
+#include "vgpu/node/slurm_text.h"
+
+namespace vgpu {
+
+// One node of `scontrol -o show node` (every node).
+struct SlurmNodeState {
+  std::string name;
+  std::vector<std::string> partitions;
+  std::string state;  // "IDLE", "MIXED+DRAIN", ...
+};
+// Lines that fail to parse are reported in `errors` and skipped.
+struct SlurmNodeStates {
+  std::vector<SlurmNodeState> nodes;
+  std::vector<std::string> errors;
+};
+SlurmNodeStates parse_scontrol_nodes(std::string_view output);
+
+// The squeue format of the running-job listing parse_running_job_ends() reads.
+inline constexpr std::string_view kSqueueRunningFormat = "%i|%N|%e";
+
+// One line of `squeue -h -t R,CG,S -o kSqueueRunningFormat`: a job, where it runs and when its
+// time limit ends.
+struct RunningJobEnd {
+  std::string job;
+  std::string nodes;                 // a Slurm hostlist
+  std::optional<std::int64_t> end;   // nullopt: no limit (Unknown/NONE)
+};
+Result<std::vector<RunningJobEnd>> parse_running_job_ends(std::string_view output);
+
+// Our reservations among `scontrol -o show reservation` (others are left out): name and job.
+struct BookedReservation {
+  std::string name;  // vgpu-wide-<job>
+  std::string job;
+  std::string nodes;  // hostlist, for the notes
+};
+Result<std::vector<BookedReservation>> parse_booked_reservations(std::string_view output);
+
+// A reservation to create, and the job to bind to it.
+struct WideBooking {
+  std::string name;
+  std::string job;
+  std::string user;
+  std::vector<std::string> nodes;
+  std::int64_t start = 0;  // Unix seconds
+};
+
+struct WideBookingPlan {
+  std::vector<WideBooking> create;
+  std::vector<std::string> remove;  // reservation names whose job neither waits nor runs
+  std::vector<std::string> notes;   // why a starving wide job got no reservation
+};
+
+// GPUs a job needs on each node: its vgpu requests' compute slices over one GPU's, on the model
+// that needs fewest; a request the catalog does not know (a class, a viz pool) counts as one GPU.
+int gpus_per_node(const PendingJob& job, const Catalog& catalog);
+
+// The decision for one publisher period at `now`. A pending vgpu job is wide when it needs
+// several nodes or several GPUs on a node, and starving once it waited longer than
+// `reserve_after_s`. Reservations already booked stay as they are while their job waits (moving
+// one would undo the draining it bought); a node holds one of ours at most; candidates are nodes
+// of the job's partitions that are up and not drained, whose running jobs all have time limits.
+WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeStates& nodes,
+                                   const std::vector<RunningJobEnd>& running,
+                                   const std::vector<BookedReservation>& booked, const Catalog& catalog,
+                                   std::int64_t now, std::int64_t reserve_after_s);
+
+// The two commands that book one: `scontrol create reservation ...` and
+// `scontrol update JobId=... ReservationName=...` (argv without the scontrol path).
+std::vector<std::string> create_reservation_args(const WideBooking& booking);
+std::vector<std::string> bind_job_args(const WideBooking& booking);
+
+}  // namespace vgpu

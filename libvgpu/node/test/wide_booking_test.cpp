@@ -1,0 +1,154 @@
+#include "vgpu/node/wide_booking.h"
+
+#include <gtest/gtest.h>
+
+namespace vgpu {
+namespace {
+
+constexpr std::int64_t kNow = 1795380601;  // 2026-11-22T20:50:01Z
+
+PendingJobs pending(std::string_view squeue) {
+  auto p = parse_pending_jobs(squeue);
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  return p;
+}
+
+SlurmNodeStates three_nodes() {
+  auto n = parse_scontrol_nodes(
+      "NodeName=n1 Arch=x86_64 CoresPerSocket=2 State=MIXED ThreadsPerCore=1 OS=Linux 6.1.0 #1 SMP Partitions=gpu,debug Reason=none\n"
+      "NodeName=n2 Arch=x86_64 State=IDLE Partitions=gpu\n"
+      "NodeName=n3 Arch=x86_64 State=ALLOCATED Partitions=gpu\n");
+  EXPECT_TRUE(n.errors.empty());
+  return n;
+}
+
+// Two 7g instances: two whole H100s on one node.
+constexpr std::string_view kWide =
+    "42|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|alice|1:00:00|(null)\n";
+
+TEST(WideBooking, SlurmListingsParse) {
+  auto n = three_nodes();
+  ASSERT_EQ(n.nodes.size(), 3u);
+  EXPECT_EQ(n.nodes[0].name, "n1");
+  EXPECT_EQ(n.nodes[0].state, "MIXED");
+  EXPECT_EQ(n.nodes[0].partitions, (std::vector<std::string>{"gpu", "debug"}));
+  EXPECT_EQ(parse_scontrol_nodes("garbage\n").errors.size(), 1u);
+
+  auto r = parse_running_job_ends("7|n[1-2]|2026-11-22T21:00:00\n8|n3|Unknown\n");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].job, "7");
+  EXPECT_EQ((*r)[0].end, kNow + 599);
+  EXPECT_EQ((*r)[1].end, std::nullopt);
+  auto bad = parse_running_job_ends("7|n1\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("squeue line 1: expected <job>|<nodes>|<end time>"), std::string::npos);
+
+  auto b = parse_booked_reservations(
+      "ReservationName=maint StartTime=2026-11-22T21:00:00 Nodes=n1 Flags=MAINT\n"
+      "ReservationName=vgpu-wide-42 StartTime=2026-11-22T21:00:00 Nodes=n[2-3] NodeCnt=2 Flags=FLEX,PURGE_COMP\n");
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_EQ(b->size(), 1u) << "only ours";
+  EXPECT_EQ((*b)[0].job, "42");
+  EXPECT_EQ((*b)[0].nodes, "n[2-3]");
+  ASSERT_TRUE(parse_booked_reservations("No reservations in the system\n"));
+  EXPECT_TRUE(parse_booked_reservations("No reservations in the system\n")->empty());
+}
+
+TEST(WideBooking, GpusPerNodeFromTheCatalog) {
+  auto p = pending(
+      "1|gpu|1|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"
+      "2|gpu|1|2026-11-22T20:40:00|Resources|gres/vgpu:1g.10gb:7|1|a|1:00|(null)\n"
+      "3|gpu|1|2026-11-22T20:40:00|Resources|gres/vgpu:3g.40gb:3|1|a|1:00|(null)\n"
+      "4|gpu|1|2026-11-22T20:40:00|Resources|gres/vgpu:small:1|1|a|1:00|(null)\n");
+  const Catalog& c = Catalog::builtin();
+  EXPECT_EQ(gpus_per_node(p.jobs[0], c), 2);
+  EXPECT_EQ(gpus_per_node(p.jobs[1], c), 1) << "seven 1g instances fill one H100";
+  EXPECT_EQ(gpus_per_node(p.jobs[2], c), 2) << "nine slices need two GPUs";
+  EXPECT_EQ(gpus_per_node(p.jobs[3], c), 1) << "a name the catalog does not know counts as one GPU";
+}
+
+TEST(WideBooking, AStarvingWideJobBooksTheNodeFreeFirstFromWhenItsJobsEnd) {
+  auto running = parse_running_job_ends("7|n1|2026-11-22T22:00:00\n8|n3|2026-11-22T21:00:00\n");
+  ASSERT_TRUE(running);
+  auto plan = plan_wide_bookings(pending(kWide), three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
+  ASSERT_EQ(plan.create.size(), 1u);
+  const WideBooking& b = plan.create[0];
+  EXPECT_EQ(b.name, "vgpu-wide-42");
+  EXPECT_EQ(b.nodes, (std::vector<std::string>{"n2"})) << "idle n2 is free now";
+  EXPECT_EQ(b.start, kNow);
+  EXPECT_EQ(create_reservation_args(b),
+            (std::vector<std::string>{"create", "reservation", "ReservationName=vgpu-wide-42",
+                                      "StartTime=2026-11-22T20:50:01", "Duration=UNLIMITED", "Nodes=n2", "Users=alice",
+                                      "Flags=FLEX,PURGE_COMP"}));
+  EXPECT_EQ(bind_job_args(b), (std::vector<std::string>{"update", "JobId=42", "ReservationName=vgpu-wide-42"}));
+
+  // Without n2, n3 (free at 21:00) beats n1 (22:00), and the reservation starts when n3's job ends.
+  auto no_n2 = three_nodes();
+  no_n2.nodes[1].state = "IDLE+DRAIN";
+  plan = plan_wide_bookings(pending(kWide), no_n2, *running, {}, Catalog::builtin(), kNow, 120);
+  ASSERT_EQ(plan.create.size(), 1u);
+  EXPECT_EQ(plan.create[0].nodes, (std::vector<std::string>{"n3"}));
+  EXPECT_EQ(create_reservation_args(plan.create[0])[3], "StartTime=2026-11-22T21:00:00");
+}
+
+TEST(WideBooking, AMultiNodeJobGetsAllItsNodesAndStartsWhenTheLastIsFree) {
+  auto p = pending("50|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:1g.10gb:1|2|bob|UNLIMITED|(null)\n");
+  auto running = parse_running_job_ends("7|n1|2026-11-22T22:00:00\n8|n3|2026-11-22T21:00:00\n");
+  auto plan = plan_wide_bookings(p, three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
+  ASSERT_EQ(plan.create.size(), 1u);
+  EXPECT_EQ(plan.create[0].nodes, (std::vector<std::string>{"n2", "n3"}));
+  EXPECT_EQ(create_reservation_args(plan.create[0])[3], "StartTime=2026-11-22T21:00:00");
+}
+
+TEST(WideBooking, OnlyStarvingWideVgpuJobsBook) {
+  auto running = parse_running_job_ends("");
+  auto p = pending(
+      "1|gpu|10|2026-11-22T20:49:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"     // not starving yet
+      "2|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:1|1|a|1:00|(null)\n"     // one GPU: not wide
+      "3|gpu|10|2026-11-22T20:40:00|JobHeldUser|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"   // held
+      "4|gpu|10|2026-11-22T20:40:00|Resources|N/A|4|a|1:00|(null)\n"                     // no vgpu
+      "5_[1-3]|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"  // array
+      "6|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|theirs\n"     // user's reservation
+      "7|other|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n");  // no nodes
+  auto plan = plan_wide_bookings(p, three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
+  EXPECT_TRUE(plan.create.empty()) << plan.create.front().name;
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("job 7 (1 node(s) x 2 GPU(s)) starving: only 0 node(s)"), std::string::npos)
+      << plan.notes[0];
+}
+
+TEST(WideBooking, NodesWithUnlimitedJobsOrOurReservationsAreNotCandidates) {
+  auto running = parse_running_job_ends("7|n1|Unknown\n9|n3|2026-11-22T21:00:00\n");
+  auto booked = parse_booked_reservations("ReservationName=vgpu-wide-9 Nodes=n2\n");
+  auto p = pending(std::string(kWide) + "9|gpu|5|2026-11-22T20:30:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n");
+  auto plan = plan_wide_bookings(p, three_nodes(), *running, *booked, Catalog::builtin(), kNow, 120);
+  ASSERT_EQ(plan.create.size(), 1u) << "job 9 already has n2";
+  EXPECT_EQ(plan.create[0].job, "42");
+  EXPECT_EQ(plan.create[0].nodes, (std::vector<std::string>{"n3"})) << "n1 runs a job without a time limit";
+  EXPECT_TRUE(plan.remove.empty());
+}
+
+TEST(WideBooking, OursAreRemovedOnlyWhenTheirJobNeitherWaitsNorRuns) {
+  auto booked = parse_booked_reservations(
+      "ReservationName=vgpu-wide-42 Nodes=n2\nReservationName=vgpu-wide-43 Nodes=n1\n"
+      "ReservationName=vgpu-wide-44 Nodes=n3\n");
+  auto running = parse_running_job_ends("43|n1|2026-11-22T21:00:00\n");
+  auto plan = plan_wide_bookings(pending(kWide), three_nodes(), *running, *booked, Catalog::builtin(), kNow, 120);
+  EXPECT_EQ(plan.remove, (std::vector<std::string>{"vgpu-wide-44"})) << "42 waits, 43 runs, 44 is gone";
+  EXPECT_TRUE(plan.create.empty()) << "42 keeps the reservation it has";
+}
+
+TEST(WideBooking, EarlierJobsChooseFirstAndANodeHoldsForOneJob) {
+  auto p = pending(
+      "60|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"
+      "61|gpu|20|2026-11-22T20:41:00|Resources|gres/vgpu:7g.80gb:2|1|b|1:00|(null)\n");
+  auto running = parse_running_job_ends("");
+  auto plan = plan_wide_bookings(p, three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
+  ASSERT_EQ(plan.create.size(), 2u);
+  EXPECT_EQ(plan.create[0].job, "61") << "higher priority first, as Slurm orders them";
+  EXPECT_NE(plan.create[0].nodes, plan.create[1].nodes);
+}
+
+}  // namespace
+}  // namespace vgpu
