@@ -42,7 +42,21 @@ std::optional<std::int64_t> node_free_at(const std::string& node, const std::vec
   return at;
 }
 
+// A pending job plan_wide_bookings may book for: waiting for resources past the limit, one job
+// (not an array), not in a reservation of its own, and needing several nodes or whole GPUs.
+bool starving_wide(const PendingJob& j, const Catalog& catalog, std::int64_t now, std::int64_t reserve_after_s) {
+  if (j.vgpu.empty() || j.array_tasks != 1 || !waits_for_resources(j)) return false;
+  if (now - j.submit_time <= reserve_after_s || !j.reservation.empty()) return false;
+  return j.nodes >= 2 || gpus_per_node(j, catalog) >= 2;
+}
+
 }  // namespace
+
+bool has_starving_wide_job(const PendingJobs& pending, const Catalog& catalog, std::int64_t now,
+                           std::int64_t reserve_after_s) {
+  return std::ranges::any_of(pending.jobs,
+                             [&](const PendingJob& j) { return starving_wide(j, catalog, now, reserve_after_s); });
+}
 
 int gpus_per_node(const PendingJob& job, const Catalog& catalog) {
   int fewest = std::numeric_limits<int>::max();
@@ -105,12 +119,11 @@ WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeSt
   });
   std::vector<std::string> taken;  // nodes given to a request earlier in this period
   for (const auto* j : jobs) {
-    if (j->vgpu.empty() || j->array_tasks != 1 || !waits_for_resources(*j)) continue;
-    if (now - j->submit_time <= reserve_after_s) continue;
+    // Not wide (each node's planner drains for it alone), not yet starving, or in a reservation
+    // (ours, or the user's own: Slurm's business).
+    if (!starving_wide(*j, catalog, now, reserve_after_s)) continue;
     if (std::ranges::any_of(kept, [&](const BookedReservation* b) { return b->job == j->id; })) continue;
-    if (!j->reservation.empty()) continue;  // the user's own reservation: Slurm's business
     const int gpus = gpus_per_node(*j, catalog);
-    if (j->nodes < 2 && gpus < 2) continue;  // not wide: each node's planner drains for it alone
 
     std::vector<ReservationCandidate> candidates;
     std::vector<std::int64_t> free_at;

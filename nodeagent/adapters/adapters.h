@@ -24,8 +24,11 @@ std::unique_ptr<SlurmClient> make_command_slurm_client();
 Result<std::string> squeue_pending_text();
 // The demand publisher's Slurm reservations for starving wide jobs (vgpu/node/wide_booking.h):
 // reads every node, the running jobs and the reservations (three calls), then books or deletes
-// what plan_wide_bookings decides. One line per action or problem, for the log.
-std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s);
+// what plan_wide_bookings decides. One line per action or problem, for the log. The three calls
+// are made only while a wide job starves or reservations of ours may exist (`ours_may_exist`,
+// true at start so that a restarted publisher cleans up after its predecessor).
+std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s,
+                                                bool& ours_may_exist);
 
 // Runs vgpu-scrub ($VGPU_SCRUB or the installed path) with CUDA_VISIBLE_DEVICES=<mig uuid>.
 std::unique_ptr<Scrubber> make_command_scrubber();

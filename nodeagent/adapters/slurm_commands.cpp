@@ -167,8 +167,12 @@ class CommandScrubber final : public Scrubber {
 
 }  // namespace
 
-std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s) {
+std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s,
+                                                bool& ours_may_exist) {
   std::vector<std::string> log;
+  const auto pending = parse_pending_jobs(pending_text);
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  if (!ours_may_exist && !has_starving_wide_job(pending, Catalog::builtin(), now, reserve_after_s)) return log;
   auto nodes = run_ok({tool("scontrol"), "-o", "show", "node"});
   auto running = run_ok({tool("squeue"), "-h", "-t", "R,CG,S", "-o", std::string(kSqueueRunningFormat)});
   auto reservations = run_ok({tool("scontrol"), "-o", "show", "reservation"});
@@ -185,9 +189,8 @@ std::vector<std::string> book_wide_reservations(std::string_view pending_text, s
     log.push_back("wide jobs: " + (!ends ? ends.error().message : booked.error().message));
     return log;
   }
-  auto plan = plan_wide_bookings(parse_pending_jobs(pending_text), node_states, *ends, *booked,
-                                 Catalog::builtin(), static_cast<std::int64_t>(std::time(nullptr)),
-                                 reserve_after_s);
+  auto plan = plan_wide_bookings(pending, node_states, *ends, *booked, Catalog::builtin(), now, reserve_after_s);
+  ours_may_exist = booked->size() > plan.remove.size() || !plan.create.empty();
   for (const auto& name : plan.remove) {
     auto ok = run_ok({tool("scontrol"), "delete", "ReservationName=" + name});
     log.push_back(ok ? fmt::format("wide jobs: {}: its job neither waits nor runs; deleted", name)

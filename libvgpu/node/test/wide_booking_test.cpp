@@ -111,8 +111,12 @@ TEST(WideBooking, OnlyStarvingWideVgpuJobsBook) {
       "5_[1-3]|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"  // array
       "6|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|theirs\n"     // user's reservation
       "7|other|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n");  // no nodes
+  EXPECT_TRUE(has_starving_wide_job(p, Catalog::builtin(), kNow, 120)) << "job 7 starves";
   auto plan = plan_wide_bookings(p, three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
   EXPECT_TRUE(plan.create.empty()) << plan.create.front().name;
+  p.jobs.pop_back();
+  EXPECT_FALSE(has_starving_wide_job(p, Catalog::builtin(), kNow, 120))
+      << "without job 7 the publisher need not read the cluster";
   ASSERT_EQ(plan.notes.size(), 1u);
   EXPECT_NE(plan.notes[0].find("job 7 (1 node(s) x 2 GPU(s)) starving: only 0 node(s)"), std::string::npos)
       << plan.notes[0];

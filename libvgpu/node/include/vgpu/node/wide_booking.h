@@ -79,6 +79,11 @@ struct WideBookingPlan {
 // that needs fewest; a request the catalog does not know (a class, a viz pool) counts as one GPU.
 int gpus_per_node(const PendingJob& job, const Catalog& catalog);
 
+// Whether some pending job is a starving wide one at `now` (what plan_wide_bookings books for,
+// before looking at nodes): lets the publisher skip reading the cluster when nothing could book.
+bool has_starving_wide_job(const PendingJobs& pending, const Catalog& catalog, std::int64_t now,
+                           std::int64_t reserve_after_s);
+
 // The decision for one publisher period at `now`. A pending vgpu job is wide when it needs
 // several nodes or several GPUs on a node, and starving once it waited longer than
 // `reserve_after_s`. Reservations already booked stay as they are while their job waits (moving
