@@ -103,11 +103,15 @@ WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeSt
     auto h = Hostlist::parse(r.nodes);
     lists.push_back(h ? std::optional<Hostlist>(std::move(*h)) : std::nullopt);
   }
+  std::vector<std::optional<Hostlist>> kept_lists;
+  for (const auto* b : kept) {
+    auto h = Hostlist::parse(b->nodes);
+    kept_lists.push_back(h ? std::optional<Hostlist>(std::move(*h)) : std::nullopt);
+  }
   auto in_ours = [&](const std::string& node) {
-    return std::ranges::any_of(kept, [&](const BookedReservation* b) {
-      auto h = Hostlist::parse(b->nodes);
-      return h ? h->matches(node) : b->nodes == node;
-    });
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      if (kept_lists[i] ? kept_lists[i]->matches(node) : kept[i]->nodes == node) return true;
+    return false;
   };
 
   // Slurm's order: priority, then age.
