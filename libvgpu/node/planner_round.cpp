@@ -33,8 +33,7 @@ bool in_wide_reservation(const NodeContext& ctx, PlannerState& state, const std:
     notes.push_back(fmt::format("reservation {}: {}; asked again next round", reservation, nodes.error().message));
     return false;
   }
-  auto list = Hostlist::parse(*nodes);
-  bool here = list ? list->matches(ctx.node) : *nodes == ctx.node;
+  bool here = NodeList(*nodes).contains(ctx.node);
   state.in_wide_reservation[reservation] = here;
   return here;
 }

@@ -31,11 +31,10 @@ std::string utc_text(std::int64_t t) {
 
 // When every job on `node` has ended by its time limit; nullopt when one has no limit.
 std::optional<std::int64_t> node_free_at(const std::string& node, const std::vector<RunningJobEnd>& running,
-                                         const std::vector<std::optional<Hostlist>>& lists, std::int64_t now) {
+                                         const std::vector<NodeList>& lists, std::int64_t now) {
   std::int64_t at = now;
   for (std::size_t i = 0; i < running.size(); ++i) {
-    bool here = lists[i] ? lists[i]->matches(node) : running[i].nodes == node;
-    if (!here) continue;
+    if (!lists[i].contains(node)) continue;
     if (!running[i].end) return std::nullopt;
     at = std::max(at, *running[i].end);
   }
@@ -98,20 +97,12 @@ WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeSt
     }
   }
 
-  std::vector<std::optional<Hostlist>> lists;
-  for (const auto& r : running) {
-    auto h = Hostlist::parse(r.nodes);
-    lists.push_back(h ? std::optional<Hostlist>(std::move(*h)) : std::nullopt);
-  }
-  std::vector<std::optional<Hostlist>> kept_lists;
-  for (const auto* b : kept) {
-    auto h = Hostlist::parse(b->nodes);
-    kept_lists.push_back(h ? std::optional<Hostlist>(std::move(*h)) : std::nullopt);
-  }
+  std::vector<NodeList> lists;
+  for (const auto& r : running) lists.emplace_back(r.nodes);
+  std::vector<NodeList> kept_lists;
+  for (const auto* b : kept) kept_lists.emplace_back(b->nodes);
   auto in_ours = [&](const std::string& node) {
-    for (std::size_t i = 0; i < kept.size(); ++i)
-      if (kept_lists[i] ? kept_lists[i]->matches(node) : kept[i]->nodes == node) return true;
-    return false;
+    return std::ranges::any_of(kept_lists, [&](const NodeList& l) { return l.contains(node); });
   };
 
   // Slurm's order: priority, then age.

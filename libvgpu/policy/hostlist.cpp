@@ -149,4 +149,8 @@ bool Hostlist::matches(std::string_view node_name) const {
   return false;
 }
 
+NodeList::NodeList(std::string text) : text_(std::move(text)) {
+  if (auto h = Hostlist::parse(text_)) list_ = std::move(*h);
+}
+
 }  // namespace vgpu

@@ -123,3 +123,19 @@ TEST(Hostlist, RejectsOverlongText) {
 
 }  // namespace
 }  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+TEST(NodeList, AHostlistOrElseOneName) {
+  NodeList range("n[1-3],gpu07");
+  EXPECT_TRUE(range.contains("n2"));
+  EXPECT_TRUE(range.contains("gpu07"));
+  EXPECT_FALSE(range.contains("n4"));
+  NodeList odd("n[1-");  // not a hostlist: taken as one name, never as a pattern
+  EXPECT_TRUE(odd.contains("n[1-"));
+  EXPECT_FALSE(odd.contains("n1"));
+}
+
+}  // namespace
+}  // namespace vgpu

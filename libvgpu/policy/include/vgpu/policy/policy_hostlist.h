@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,20 @@ class Hostlist {
 
   std::string text_;
   std::vector<Pattern> patterns_;
+};
+
+// A node list as Slurm prints it (`Nodes=`, squeue's %N): a hostlist, or, where that does not
+// parse, the text taken as one node name. Parsed once, asked many times.
+class NodeList {
+ public:
+  explicit NodeList(std::string text);
+  [[nodiscard]] bool contains(std::string_view node) const {
+    return list_ ? list_->matches(node) : text_ == node;
+  }
+
+ private:
+  std::string text_;
+  std::optional<Hostlist> list_;
 };
 
 }  // namespace vgpu
