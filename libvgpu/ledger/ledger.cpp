@@ -311,6 +311,24 @@ Result<void> adopt_idle_instance(Ledger& ledger, int gpu, int gpu_instance_id, J
   return fail(ErrorCode::conflict, what + ": it backs no plan slot");
 }
 
+Result<int> adopt_idle_claims(Ledger& ledger, JobId job, const std::string& user, std::int64_t now) {
+  Ledger next = ledger;
+  int adopted = 0;
+  for (;;) {  // each adoption consumes its slot, so the pairing is computed again
+    const auto idle = idle_backings(next);
+    std::optional<std::size_t> found;
+    for (std::size_t s = 0; s < idle.size() && !found; ++s)
+      if (idle[s] && next.plan.slots[s].claimed_by_job == job) found = idle[s];
+    if (!found) break;
+    const auto& inst = next.instances[*found];
+    if (auto ok = adopt_idle_instance(next, inst.gpu, inst.gpu_instance_id, job, user, now); !ok)
+      return std::unexpected(ok.error());
+    ++adopted;
+  }
+  ledger = std::move(next);
+  return adopted;
+}
+
 Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
   auto found = find_instance(ledger, gpu, gpu_instance_id);
   if (!found) return std::unexpected(found.error());

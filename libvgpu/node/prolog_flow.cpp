@@ -176,10 +176,16 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     return reject("policy", joined);
   }
 
+  // Slots with an idle instance on them (kept by an epilog, or prepared ahead by the planner) are
+  // taken in the claim's own write: nothing to create there, so for such a job this is the
+  // prolog's only ledger write. Taking them needs no hardware lock: the hardware does not change,
+  // and only the planner ever destroys an idle instance, never one on a claimed slot.
   auto claim = [&] {
     return ctx.ledger->update([&](Ledger& l) -> Result<void> {
       for (const auto& r : mig)
         if (auto ok = claim_or_place(l, *part, req.job, r); !ok) return ok;
+      auto adopted = adopt_idle_claims(l, req.job, req.user, ctx.now());
+      if (!adopted) return std::unexpected(adopted.error());
       return {};
     });
   };
@@ -210,6 +216,15 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   std::optional<NodeLock> hardware(std::in_place, hardware_lock_path(ctx));
   if (!hardware->held())
     return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+  const auto has_open_claims = [&](const Ledger& l) {
+    return std::ranges::any_of(l.plan.slots, [&](const PlanSlot& s) { return s.claimed_by_job == req.job; });
+  };
+  // While this prolog waited for the lock, the planner may have prepared an instance in a slot it
+  // claimed (it creates under this lock): read again, so that instance is adopted, not made twice.
+  if (has_open_claims(*claimed)) {
+    claimed = ctx.ledger->load();
+    if (!claimed) return std::unexpected(claimed.error().within(where));
+  }
   std::vector<LedgerInstance> made;
   std::vector<std::pair<int, int>> adopted;  // idle instances the job takes: GPU, GPU-instance id
   // Records what exists so far: also before a refusal, so the epilog releases it. Idle instances
@@ -296,7 +311,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     inst.created_at = ctx.now();
     made.push_back(std::move(inst));
   }
-  auto final_ledger = record_made();
+  auto final_ledger = made.empty() && adopted.empty() ? claimed : record_made();
   if (!final_ledger) return std::unexpected(final_ledger.error().within(where));
   crash_point("prolog.after_record_instance");
 

@@ -148,6 +148,9 @@ Result<void> add_instance(Ledger& ledger, LedgerInstance instance,
 // nothing changes.
 Result<void> adopt_idle_instance(Ledger& ledger, int gpu, int gpu_instance_id, JobId job, std::string user,
                                  std::int64_t now);
+// Hands `job` every idle instance standing on a slot it has claimed (adopt_idle_instance for
+// each), so a prolog records its claim and these in one write. How many; on error nothing changes.
+Result<int> adopt_idle_claims(Ledger& ledger, JobId job, const std::string& user, std::int64_t now);
 // A released instance whose scrub failed is never handed out again: `quarantined`, and the slot
 // it backed leaves the plan (that space is gone until an admin releases it).
 Result<void> quarantine_instance(Ledger& ledger, int gpu, int gpu_instance_id);
