@@ -10,6 +10,7 @@
 
 #include "node_lock.h"
 #include "node_model.h"
+#include "slot_preparation.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/node_state.h"
@@ -379,6 +380,14 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
   return {};
 }
 
+// With the plan settled and advertised: instances for its unheld slots, within one period's time.
+void prepare_settled_plan(NodeContext& ctx, PlannerRoundResult& result) {
+  if (!ctx.policy->planner.prepare_slots) return;
+  auto prepared = node::prepare_slots(ctx, std::chrono::seconds(ctx.policy->planner.period_s));
+  result.prepared = prepared.created;
+  for (auto& n : prepared.notes) result.notes.push_back(std::move(n));
+}
+
 }  // namespace
 
 Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& state) {
@@ -457,7 +466,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   std::vector<PlanSlot> dropped;
   std::vector<PlanSlot> chosen;  // the plan phase 1 settled on; phase 3 grows into it
   int idle_let_go = 0;
-  auto committed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+  auto plan_phase = [&] { return ctx.ledger->update([&](Ledger& l) -> Result<void> {
     // Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so
     // drop slots) only when that serves more demand, serves more starving demand (whatever the
     // count of small slots it gives up), or must reserve a GPU for starving demand; otherwise
@@ -497,12 +506,20 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     for (auto& s : desired) l.plan.slots.push_back(s);
     ++l.plan.generation;
     return {};
-  });
+  }); };
+  auto committed = plan_phase();
   if (!committed) return std::unexpected(committed.error().within(where));
   if (idle_let_go > 0) {
     result.notes.push_back(fmt::format("{} idle instance(s) not in the new plan: destroying them first", idle_let_go));
     if (auto cleaned = finish_released_instances(ctx); !cleaned)
       result.notes.push_back("cleanup: " + cleaned.error().message);
+    // Their space is free once they are gone: plan again now, not a period later (on a node
+    // whose slots are prepared ahead, every reshape starts here). One that could not be destroyed
+    // is no longer idle and pins its space like any released instance.
+    committed = plan_phase();
+    if (!committed) return std::unexpected(committed.error().within(where));
+  }
+  if (idle_let_go > 0) {
     auto l = ctx.ledger->load();
     if (l) (void)publish(ctx, state, *l, result);
     return result;
@@ -510,6 +527,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   if (committed->plan.generation != ledger->plan.generation) crash_point("planner.after_plan_commit");
   if (dropped.empty()) {
     if (auto ok = publish(ctx, state, *committed, result); !ok) return std::unexpected(ok.error().within(where));
+    prepare_settled_plan(ctx, result);
     return result;
   }
 
@@ -573,6 +591,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   if (!grown) return std::unexpected(grown.error().within(where));
   crash_point("planner.after_grow_commit");
   if (auto ok = publish(ctx, state, *grown, result); !ok) return std::unexpected(ok.error().within(where));
+  prepare_settled_plan(ctx, result);
   return result;
 }
 

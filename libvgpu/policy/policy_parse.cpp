@@ -33,11 +33,13 @@ namespace policy_detail {
 PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& path) {
   PlannerKnobs knobs;
   if (!expect_object(d, value, path)) return knobs;
-  reject_unknown_fields(d, value, path, {"period_s", "starvation_s", "comment"});
+  reject_unknown_fields(d, value, path, {"period_s", "starvation_s", "prepare_slots", "comment"});
   std::optional<int> period, starvation;
   if (const Json* v = member(value, "period_s")) period = read_int(d, *v, path.key("period_s"), 1, 3600);
   if (const Json* v = member(value, "starvation_s"))
     starvation = read_int(d, *v, path.key("starvation_s"), 1, 86400);
+  if (const Json* v = member(value, "prepare_slots"))
+    if (auto b = read_bool(d, *v, path.key("prepare_slots"))) knobs.prepare_slots = *b;
   if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
   if (period) knobs.period_s = *period;
   if (starvation) knobs.starvation_s = *starvation;

@@ -149,6 +149,12 @@ std::optional<std::string> read_string(Diagnostics& d, const Json& value, const 
   return std::nullopt;
 }
 
+std::optional<bool> read_bool(Diagnostics& d, const Json& value, const FieldPath& path) {
+  if (value.is_boolean()) return value.get<bool>();
+  d.at_value(path, fmt::format("must be true or false, {}", got(value)));
+  return std::nullopt;
+}
+
 std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const FieldPath& path,
                                        std::initializer_list<std::string_view> choices) {
   if (value.is_string()) {

@@ -73,6 +73,7 @@ void missing(Diagnostics& d, const FieldPath& field);
 std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min,
                             int max = INT_MAX);
 std::optional<std::string> read_string(Diagnostics& d, const Json& value, const FieldPath& path);
+std::optional<bool> read_bool(Diagnostics& d, const Json& value, const FieldPath& path);
 std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const FieldPath& path,
                                        std::initializer_list<std::string_view> choices);
 

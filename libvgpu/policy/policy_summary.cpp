@@ -34,8 +34,9 @@ std::string describe_pool(const VizPool& pool) {
 std::string summary(const PolicyFile& policy) {
   std::string out = fmt::format("{}: policy version {}, {} partition(s)\n", policy.source,
                                 policy.version, policy.partitions.size());
-  out += fmt::format("planner: re-plan every {} s, starvation after {} s\n", policy.planner.period_s,
-                     policy.planner.starvation_s);
+  out += fmt::format("planner: re-plan every {} s, starvation after {} s{}\n", policy.planner.period_s,
+                     policy.planner.starvation_s,
+                     policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
   for (const auto& [name, image] : policy.images) {
     out += fmt::format("image {}: kernel {}, initrd {}", name, image.kernel, image.initrd);
     if (image.disk) out += fmt::format(", disk {}", *image.disk);

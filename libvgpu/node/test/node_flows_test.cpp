@@ -1,6 +1,9 @@
 // The node flows end to end over doubles: prolog -> job record -> epilog, planner rounds with the
 // shrink-confirm-grow handover, crash recovery by rebuild, and policy rejections.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -880,6 +883,126 @@ TEST_F(NodeFlows, PlannerDestroysIdleInstancesTheNewPlanHasNoPlaceFor) {
     }
   }
   EXPECT_GT(backend.destroys, 0);
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+// With planner.prepare_slots every planned slot gets its instance in the planner's round, idle,
+// so the job's prolog creates nothing: it takes them in the write that records its claim.
+TEST_F(NodeFlows, WithPreparedSlotsTheJobsPrologCreatesNothing) {
+  policy.planner.prepare_slots = true;
+  auto round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round) << round.error().message;
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  ASSERT_EQ(l->plan.slots.size(), 8u);  // the idle layout on both GPUs
+  EXPECT_EQ(round->prepared, 8);
+  EXPECT_EQ(backend.instances().size(), 8u);
+  for (const auto& inst : l->instances) EXPECT_EQ(inst.state, InstanceState::idle) << inst.mig_uuid;
+  const auto counts = advertised();
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+
+  const int creates = backend.creates;
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", std::nullopt});
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  EXPECT_EQ(backend.creates, creates);
+  ASSERT_EQ(pro->instances.size(), 2u);
+  for (const auto& inst : pro->instances) {
+    EXPECT_EQ(inst.state, InstanceState::ready);
+    EXPECT_EQ(inst.user, "alice");
+  }
+  EXPECT_EQ(advertised(), counts);  // Slurm counts slots, and a prepared slot is still one
+
+  // Nothing left to prepare; the round changes nothing.
+  round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round);
+  EXPECT_EQ(round->prepared, 0);
+  EXPECT_EQ(backend.creates, creates);
+  // Without a scrub the job's instances are destroyed, and the next round prepares their slots again.
+  scrubber.status = ScrubStatus::unavailable;
+  ASSERT_TRUE(run_epilog(ctx, 42, "completed"));
+  EXPECT_EQ(backend.instances().size(), 6u);
+  round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round);
+  EXPECT_EQ(round->prepared, 2);
+  EXPECT_EQ(backend.instances().size(), 8u);
+  problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+// Prepared instances do not pin the layout: demand they cannot serve moves the plan, their
+// instances are destroyed in the same round, and the new plan's slots are prepared in turn.
+TEST_F(NodeFlows, PreparedInstancesMakeWayWhenThePlanMoves) {
+  policy.planner.prepare_slots = true;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_EQ(backend.instances().size(), 8u);
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n";
+  int rounds = 0;
+  while (rounds < 6 && advertised()["7g.80gb"] == 0) {
+    ASSERT_TRUE(run_planner_round(ctx, planner));
+    ++rounds;
+  }
+  EXPECT_EQ(advertised()["7g.80gb"], 1);
+  EXPECT_EQ(rounds, 1) << "the plan moved a round late";
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  const auto backing = slot_backings(*l);
+  ASSERT_EQ(backend.instances().size(), l->plan.slots.size()) << "every slot prepared, nothing else left";
+  for (const auto& b : backing) EXPECT_TRUE(b.has_value());
+  auto pro = run_prolog(ctx, {100, "alice", "gpu", "7g.80gb:1", std::nullopt});
+  ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems);
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+// The planner creates under the hardware lock; a prolog claims without it. A prolog that claimed
+// a slot and then waited for the lock while the planner prepared that very slot adopts the
+// instance rather than creating a second one at the same place (which the GPU would refuse).
+TEST_F(NodeFlows, APrologThatWaitedForTheLockAdoptsTheInstancePreparedMeanwhile) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));  // plan only: prepare_slots is off here
+  const std::string lock_path = ctx.node_dir() + "/hardware.lock";
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  Result<PrologResult> pro = fail(ErrorCode::io, "not run");
+  std::thread prolog([&] { pro = run_prolog(ctx, {42, "alice", "gpu", "3g.40gb:1", std::nullopt}); });
+  std::optional<PlanSlot> claimed;
+  for (int i = 0; i < 2000 && !claimed; ++i) {
+    if (auto l = store->load(); l)
+      for (const auto& slot : l->plan.slots)
+        if (slot.claimed_by_job == 42u) claimed = slot;
+    if (!claimed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(claimed) << "the prolog never claimed";
+  // What the planner's preparation does while it holds the lock: create, record idle.
+  const Profile* profile = Catalog::builtin().find_model("H100-80GB")->find_profile(claimed->profile);
+  auto made = backend.create_instance(claimed->gpu, profile->nvml_profile_id, claimed->placement);
+  ASSERT_TRUE(made);
+  LedgerInstance inst;
+  inst.gpu = claimed->gpu;
+  inst.profile = claimed->profile;
+  inst.placement = claimed->placement;
+  inst.gpu_instance_id = made->gi_id;
+  inst.compute_instance_id = made->ci_id.value_or(0);
+  inst.mig_uuid = made->mig_uuid;
+  inst.state = InstanceState::idle;
+  ASSERT_TRUE(store->update([&](Ledger& l) { return add_instance(l, inst); }));
+  const int creates = backend.creates;
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  prolog.join();
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  EXPECT_FALSE(pro->requeued) << pro->reason;
+  EXPECT_EQ(backend.creates, creates);
+  ASSERT_EQ(pro->instances.size(), 1u);
+  EXPECT_EQ(pro->instances[0].mig_uuid, made->mig_uuid);
   auto problems = verify_node(ctx);
   ASSERT_TRUE(problems);
   EXPECT_TRUE(problems->empty()) << problems->front();

@@ -52,6 +52,7 @@ TEST(PolicyQueries, AbsentProfilesAllowEveryProfile) {
   EXPECT_TRUE(policy->partitions[0].allows_gpu(63));
   EXPECT_EQ(policy->planner.period_s, 5);
   EXPECT_EQ(policy->planner.starvation_s, 120);
+  EXPECT_FALSE(policy->planner.prepare_slots);
   EXPECT_EQ(policy->partitions[0].scrub, ScrubMode::required);
 }
 
@@ -76,6 +77,7 @@ TEST(PolicyQueries, LimitsScrubAndPlannerKnobs) {
   EXPECT_EQ(part("viz").scrub, ScrubMode::optional);
   EXPECT_EQ(part("train").scrub, ScrubMode::required);
   EXPECT_EQ(example().planner.period_s, 5);
+  EXPECT_TRUE(example().planner.prepare_slots);
 }
 
 TEST(PolicyQueries, VizPoolsAreFoundAcrossPartitions) {
@@ -169,7 +171,7 @@ TEST(PolicySummary, ShowsPartitionsProfilesLimitsNodesIdleLayoutsAndPools) {
   std::string text = summary(example());
   for (const char* part_text : {
            "policy version 1, 3 partition(s)",
-           "planner: re-plan every 5 s, starvation after 120 s",
+           "planner: re-plan every 5 s, starvation after 120 s, planned slots prepared ahead of demand",
            "image tinyguest: kernel /var/lib/slurm-vgpu/images/tinyguest/vmlinuz",
            "partition train\n  nodes:  gpu[01-16]\n  gpus:   all\n  limits: 2 per job, 4 per user\n"
            "  scrub:  required\n",

@@ -20,7 +20,7 @@ struct CrashPointInfo {
 };
 
 inline constexpr std::array kCrashPoints = {
-    CrashPointInfo{"prolog.after_claim", "slots claimed for the job in the ledger, no instance created"},
+    CrashPointInfo{"prolog.after_claim", "slots claimed for the job, idle instances on them taken (one write), nothing created"},
     CrashPointInfo{"prolog.after_create", "instance exists on the GPU (created or adopted), not in the ledger"},
     CrashPointInfo{"prolog.after_record_instance", "the job's instances recorded in the ledger (one write), no job record"},
     CrashPointInfo{"prolog.after_job_record", "jobs/<id>.json written, prolog not yet returned"},
@@ -35,6 +35,7 @@ inline constexpr std::array kCrashPoints = {
     CrashPointInfo{"planner.after_shrink_published", "shrunk advertisement published, dropped slots still claimable"},
     CrashPointInfo{"planner.after_shrink_confirmed", "slurmctld took the shrunk split, dropped slots not yet freed"},
     CrashPointInfo{"planner.after_grow_commit", "dropped slots freed and new plan in the ledger, not advertised"},
+    CrashPointInfo{"planner.after_prepare_create", "an instance created ahead of demand in an unclaimed slot, not in the ledger"},
     CrashPointInfo{"ledger.after_temp_write", "new ledger written and fsynced to ledger.json.tmp.<pid>, not renamed"},
     CrashPointInfo{"ledger.after_rename", "new ledger renamed into place, directory not fsynced"},
     CrashPointInfo{"nvml.after_gi_create", "GPU instance created, no compute instance yet"},

@@ -51,6 +51,7 @@ struct PlannerRoundResult {
   bool advertisement_changed = false;
   bool shrink_confirmed = true;
   std::map<std::string, int> advertised;
+  int prepared = 0;  // instances created ahead of demand (policy planner.prepare_slots)
   std::vector<std::string> notes;
   std::optional<NodeGres> slurm_view;  // slurmctld's split of this node as the round read it
 };

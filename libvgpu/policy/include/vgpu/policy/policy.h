@@ -25,6 +25,10 @@ inline constexpr int kPolicyVersion = 1;
 struct PlannerKnobs {
   int period_s = 5;        // how often each node re-plans its advertisement
   int starvation_s = 120;  // pending this long, a request may reserve a GPU to drain for it
+  // Create an instance, idle, in every planned slot nobody holds, so a job's prolog only claims
+  // it: a create (seconds on a real H100) leaves the job's way to its first command. Off by
+  // default: instances then stand on GPUs no job uses (docs/policy.md says what that costs).
+  bool prepare_slots = false;
 };
 
 // A bootable VM image for viz sessions.
