@@ -16,7 +16,8 @@
 #
 # VP_METRICS=1: node_exporter per node and Prometheus over them (monitoring.sh).
 # Settings: VC_NODES (default "n1 n2 n3"), VP_GPUS=2 H100-80GB per node, VP_PERIOD=1 s,
-# VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance).
+# VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance),
+# VP_PREPARE_SLOTS=false (the policy's planner.prepare_slots: instances made ahead of demand).
 # VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
 # the policy's JSON (the overhead benchmark sets 7 x 1g.10gb, for H100-80GB only).
 
@@ -26,6 +27,7 @@ VP_GPUS=${VP_GPUS:-2}
 VP_PERIOD=${VP_PERIOD:-1}
 VP_STARVATION=${VP_STARVATION:-15}
 VP_SCRUB=${VP_SCRUB:-optional}
+VP_PREPARE_SLOTS=${VP_PREPARE_SLOTS:-false}
 # VP_VIZ=1: node n1 also serves partition "viz" (pool viz-small: VMs without a GPU, 2 sessions)
 # through the real libvirtd + QEMU TCG; the vgpu total per node grows by those 2 sessions.
 VP_VIZ=${VP_VIZ:-0}
@@ -61,7 +63,7 @@ _vp_policy_write() {
   cat > "$VC_RUN/etc/vgpu-policy.json" <<JSON
 {
   "version": 1,
-  "planner": {"period_s": $VP_PERIOD, "starvation_s": $VP_STARVATION},
+  "planner": {"period_s": $VP_PERIOD, "starvation_s": $VP_STARVATION, "prepare_slots": $VP_PREPARE_SLOTS},
   "partitions": {
     "infer": {
       "profiles": $infer_profiles,
@@ -459,12 +461,25 @@ vp_assert_completed() { # jobs...: each ended COMPLETED (MinJobAge keeps them vi
   done
 }
 
-vp_assert_no_instances() { # after all jobs: nothing left on any node's hardware
-  local hw
+vp_assert_no_instances() { # after all jobs: nothing left on any node's hardware (prepared: only idle ones)
+  local hw want
   for _ in $(seq 50); do
     hw=$(vp_hw_instances)
-    echo "$hw" | grep -qE ':[1-9]' || return 0
+    want=$(vp_idle_instances)
+    [ "$hw" = "$want" ] && return 0
     sleep 0.2
   done
-  vc_fail "instances left on the hardware: $hw"
+  vc_fail "instances left on the hardware: $hw (idle in the ledgers: $want)"
+}
+
+vp_idle_instances() { # per node, the ledger's instances no job holds and kept for the next one: "n1:8 n2:8 ..."
+  local n out=""
+  for n in $VC_NODES; do
+    out+="$n:$(python3 -c 'import json,sys
+try: d=json.load(open(sys.argv[1]))
+except Exception: print(0); sys.exit()
+print(sum(1 for i in d.get("instances", []) if i.get("state") == "idle" and i.get("job") is None))' \
+      "$VGPU_STATE_DIR/$n/ledger.json") "
+  done
+  echo "${out% }"
 }
