@@ -20,15 +20,18 @@
 # reports success after S seconds (0.7 is what vgpu-scrub takes on a full H100, CUDA context
 # included: docs/scrub.md). It scrubs nothing; it models the time. Without it the epilog takes the
 # "scrub unavailable, optional" path, which costs nothing and destroys every instance.
+# --prepare-slots turns on the policy's planner.prepare_slots: the planners make an instance for
+# every planned slot ahead of demand (each burst starts once they have), so prologs only claim.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-json_out="" scrub_seconds=""
+json_out="" scrub_seconds="" prepare=""
 args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --json) json_out=$2; shift 2 ;;
     --nvml-latency) export VP_NVML_LATENCY=$2; shift 2 ;;
     --scrub-seconds) scrub_seconds=$2; shift 2 ;;
+    --prepare-slots) prepare=1; export VP_PREPARE_SLOTS=true; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -71,6 +74,7 @@ VC_RUN=$(mktemp -d /tmp/vgpu-cluster.XXXXXX)
 vp_start  # a failure prints FAIL: and exits
 for rep in $(seq "$REPS"); do
   vp_wait_settled 60 || echo "WARNING: advertisements not settled before burst $rep"
+  if [ -n "$prepare" ]; then vp_wait_prepared 300 || echo "WARNING: slots not prepared before burst $rep"; fi
   burst vgpu "$rep"
 done
 cp "$VC_RUN/log/hook-times.txt" "$results/hooks.txt" 2>/dev/null
@@ -106,7 +110,7 @@ rm -rf "$VC_RUN"
 build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 sanitized=$(grep -m1 '^VGPU_SANITIZE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build ${build_type:-?} sanitizers ${sanitized:-?}"
-python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}${scrub_seconds:+ --scrub-seconds $scrub_seconds}" <<'PY'
+python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}${scrub_seconds:+ --scrub-seconds $scrub_seconds}${prepare:+ --prepare-slots}" <<'PY'
 import json, re, statistics, sys
 from datetime import datetime
 d, n, reps, machine, json_out, command = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]

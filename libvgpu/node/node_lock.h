@@ -6,9 +6,12 @@
 //                  reconcile (snapshot, ledger, act). Without it a reconcile can see an instance
 //                  between its creation and its record and destroy it under a starting job.
 //   cleanup.lock   One process at a time works the scrub/destroy queue.
+//   access.lock    Who may open an instance's device files: the planner's sweep of capability
+//                  files no job holds (ledger read to last chmod) and a prolog's grants. Not the
+//                  hardware lock, so a prolog that creates nothing never waits for a create.
 //
-// Lock order: cleanup.lock before hardware.lock; nothing takes cleanup.lock while holding
-// hardware.lock.
+// Lock order: cleanup.lock, then hardware.lock, then access.lock; nothing takes an earlier one
+// while holding a later one.
 #pragma once
 
 #include <string>
@@ -32,5 +35,6 @@ class NodeLock {
 
 inline std::string hardware_lock_path(const NodeContext& ctx) { return ctx.node_dir() + "/hardware.lock"; }
 inline std::string cleanup_lock_path(const NodeContext& ctx) { return ctx.node_dir() + "/cleanup.lock"; }
+inline std::string access_lock_path(const NodeContext& ctx) { return ctx.node_dir() + "/access.lock"; }
 
 }  // namespace vgpu

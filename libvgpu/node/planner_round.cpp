@@ -425,13 +425,13 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     result.notes.push_back("cleanup: " + cleaned.error().message);
   release_ended_jobs(ctx, state, result.notes);
   // Every capability file no job holds is root's alone: a node that ran without slurm-vgpu, an
-  // instance that vanished under its job, an admin's chmod. Under the hardware lock, which the
-  // prolog holds from recording a job's instances until it has granted them, so a grant is never
-  // taken back by a sweep that read the ledger before it.
+  // instance that vanished under its job, an admin's chmod. Under the access lock, which a prolog
+  // takes for its grants after its instances are the job's in the ledger, so a grant is never
+  // taken back by a sweep that read the ledger before it (node_lock.h).
   if (ctx.access) {
-    NodeLock hardware(hardware_lock_path(ctx));
-    auto now = hardware.held() ? ctx.ledger->load()
-                               : Result<Ledger>(fail(ErrorCode::io, "cannot take " + hardware_lock_path(ctx)));
+    NodeLock access(access_lock_path(ctx));
+    auto now = access.held() ? ctx.ledger->load()
+                             : Result<Ledger>(fail(ErrorCode::io, "cannot take " + access_lock_path(ctx)));
     auto secured = now ? ctx.access->secure_unheld(*now) : Result<int>(std::unexpected(now.error()));
     if (!secured)
       result.notes.push_back("device confinement: " + secured.error().message);

@@ -212,16 +212,19 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
 
   // Create and record as one step for the planner's reconcile (node_lock.h). The claim above is
   // durable, so the instances are recorded together in one write: one that a crash leaves
-  // unrecorded sits at a placement this job claimed, and the rerun adopts it (below).
-  std::optional<NodeLock> hardware(std::in_place, hardware_lock_path(ctx));
-  if (!hardware->held())
-    return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+  // unrecorded sits at a placement this job claimed, and the rerun adopts it (below). A job whose
+  // claim took an idle instance for every slot creates nothing and takes no hardware lock, so it
+  // never waits behind a create of the planner's (seconds on a real GPU).
   const auto has_open_claims = [&](const Ledger& l) {
     return std::ranges::any_of(l.plan.slots, [&](const PlanSlot& s) { return s.claimed_by_job == req.job; });
   };
-  // While this prolog waited for the lock, the planner may have prepared an instance in a slot it
-  // claimed (it creates under this lock): read again, so that instance is adopted, not made twice.
+  std::optional<NodeLock> hardware;
   if (has_open_claims(*claimed)) {
+    hardware.emplace(hardware_lock_path(ctx));
+    if (!hardware->held())
+      return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+    // While this prolog waited for the lock, the planner may have prepared an instance in a slot
+    // it claimed (it creates under this lock): read again, so that one is adopted, not made twice.
     claimed = ctx.ledger->load();
     if (!claimed) return std::unexpected(claimed.error().within(where));
   }
@@ -316,10 +319,15 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   crash_point("prolog.after_record_instance");
 
   for (const auto* inst : instances_of_job(*final_ledger, req.job)) result.instances.push_back(*inst);
-  // Only the job's user can open its instances, before the plugin names them to any step; still
-  // under the hardware lock, so the planner's sweep of unheld capability files cannot undo it. A
-  // refusal leaves them recorded as the job's, so the epilog takes them back and scrubs them.
+  // Only the job's user can open its instances, before the plugin names them to any step. Under
+  // the access lock, which the planner's sweep of unheld capability files holds from reading the
+  // ledger to its last change: the instances are the job's in the ledger already, so a sweep either
+  // finished before this grant or sees them held. A refusal leaves them recorded as the job's, so
+  // the epilog takes them back and scrubs them.
+  std::optional<NodeLock> access;
   if (ctx.access) {
+    access.emplace(access_lock_path(ctx));
+    if (!access->held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, access_lock_path(ctx)));
     if (!req.uid) return reject("confinement", fmt::format("node {}: no SLURM_JOB_UID, so its instances cannot be given to its user", ctx.node));
     // Creating can bring devices no job holds into being (an AMD mode switch makes all of the
     // mode's partitions at once, with the distribution's permissions): root's alone before
@@ -332,6 +340,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
         return reject("confinement", fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node, inst.gpu,
                                   inst.profile, inst.placement.start, *req.uid, granted.error().message));
   }
+  access.reset();
   hardware.reset();
 
   // The record (and so the job's environment) says what the job got: model, a class's hardware

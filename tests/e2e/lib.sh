@@ -472,6 +472,22 @@ vp_assert_no_instances() { # after all jobs: nothing left on any node's hardware
   vc_fail "instances left on the hardware: $hw (idle in the ledgers: $want)"
 }
 
+vp_wait_prepared() { # $1 seconds: until every node's hardware holds an idle instance per planned slot (prepare_slots)
+  local end=$((SECONDS + ${1:-60})) n ok
+  while [ $SECONDS -lt $end ]; do
+    ok=1
+    for n in $VC_NODES; do
+      [ "$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); slots=d["plan"]["slots"]
+idle=[i for i in d["instances"] if i.get("state") == "idle" and i.get("job") is None]
+print(1 if slots and len(idle) == len(slots) else 0)' "$VGPU_STATE_DIR/$n/ledger.json" 2>/dev/null)" = 1 ] || ok=0
+    done
+    [ $ok = 1 ] && [ "$(vp_hw_instances)" = "$(vp_idle_instances)" ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
 vp_idle_instances() { # per node, the ledger's instances no job holds and kept for the next one: "n1:8 n2:8 ..."
   local n out=""
   for n in $VC_NODES; do

@@ -1044,6 +1044,35 @@ TEST_F(ConfinedNodeFlows, OnlyTheJobsUserCanOpenItsInstancesUntilTheEpilogTakesT
   for (const auto& inst : next->instances) EXPECT_EQ(access.owner.at(inst.mig_uuid), 1002u);
 }
 
+// A job whose slots all have a prepared (or kept) instance creates nothing, so its prolog takes
+// no hardware lock and never waits behind a create of the planner's (seconds on a real GPU): here
+// the lock is held for the whole prolog, which still finishes and grants its instance.
+TEST_F(ConfinedNodeFlows, APrologThatCreatesNothingDoesNotWaitForTheHardwareLock) {
+  policy.planner.prepare_slots = true;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_EQ(backend.instances().size(), 8u);
+  const std::string lock_path = ctx.node_dir() + "/hardware.lock";
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  std::atomic<bool> done{false};
+  Result<PrologResult> pro = fail(ErrorCode::io, "not run");
+  std::thread prolog([&] {
+    pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", 1001});
+    done = true;
+  });
+  for (int i = 0; i < 5000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool finished_under_the_lock = done;
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  prolog.join();
+  EXPECT_TRUE(finished_under_the_lock) << "the prolog waited for the hardware lock";
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  ASSERT_EQ(pro->instances.size(), 1u);
+  EXPECT_EQ(access.owner.at(pro->instances[0].mig_uuid), 1001u);
+}
+
 TEST_F(ConfinedNodeFlows, PlannerKeepsWhatNoJobHoldsRootsAlone) {
   access.owner["MIG-left-open-before"] = 1001;
   auto first = run_planner_round(ctx, planner);

@@ -19,25 +19,8 @@ chmod 755 "$VC_RUN/crash"
 job=$(vp_job_script)
 
 hw_uuids() { ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_BIN/fakenvml/fake-nvml-smi" ) | grep -o 'MIG-[0-9a-f-]*' | sort; }
-slots_of() { # planned slots in node $1's ledger
-  python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["plan"]["slots"]))' "$VGPU_STATE_DIR/$1/ledger.json"
-}
-wait_prepared() { # $1 seconds: until every node's hardware holds one idle instance per planned slot
-  local end=$((SECONDS + $1)) n ok
-  while [ $SECONDS -lt $end ]; do
-    ok=1
-    for n in $VC_NODES; do
-      [ "$(hw_uuids "$n" | grep -c .)" = "$(slots_of "$n")" ] && [ "$(slots_of "$n")" -gt 0 ] || ok=0
-    done
-    [ "$(vp_hw_instances)" = "$(vp_idle_instances)" ] || ok=0
-    [ $ok = 1 ] && return 0
-    sleep 0.5
-  done
-  return 1
-}
-
 echo "--- before any job: every planned slot has its instance"
-wait_prepared 120 || vc_fail "slots not prepared: hardware $(vp_hw_instances), idle in the ledgers $(vp_idle_instances)"
+vp_wait_prepared 120 || vc_fail "slots not prepared: hardware $(vp_hw_instances), idle in the ledgers $(vp_idle_instances)"
 prepared=$(for n in $VC_NODES; do hw_uuids "$n"; done | sort)
 echo "prepared: $(vp_hw_instances)"
 
@@ -75,7 +58,7 @@ for _ in $(seq 50); do kill -0 "$(cat "$VGPU_STATE_DIR/n1/planner.pid" 2>/dev/nu
   vc_fail "after the crash the hardware should hold one instance the ledger does not"
 rm -f "$VGPU_STATE_DIR/n1/planner.pid"
 vp_planner_start n1
-wait_prepared 120 || vc_fail "after the planner's restart: hardware $(vp_hw_instances), idle in the ledgers $(vp_idle_instances)"
+vp_wait_prepared 120 || vc_fail "after the planner's restart: hardware $(vp_hw_instances), idle in the ledgers $(vp_idle_instances)"
 grep -q "leaked instance" "$VC_RUN/log/planner.n1.log" || vc_fail "the restarted planner did not clean up the unrecorded instance"
 
 sinfo -h -o '%N %T' | grep -iE 'drain|down' && vc_fail "a node was drained or down"
