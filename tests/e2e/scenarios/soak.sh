@@ -4,7 +4,8 @@
 # seeded points. At the end: every job left the queue in the state it should (COMPLETED, CANCELLED
 # only if we cancelled it, TIMEOUT only if it was meant to), no node drained at any sample, every
 # instance any prolog created was released in the node's history.jsonl, every GPU is back to the
-# policy's idle layout with nothing left on the (fake) hardware, and vp_check agrees.
+# policy's idle layout with nothing left on the (fake) hardware but the idle instances the ledgers
+# list (VP_PREPARE_SLOTS=true: one per planned slot), and vp_check agrees.
 #
 #   VP_SOAK_JOBS=60      submissions (array jobs count once)
 #   VP_SOAK_SEED=20261122 replay a run: the plan (jobs, cancels, restart points) depends only on it
@@ -186,6 +187,11 @@ t_jobs=$(date +%s)
 
 # The end state: the planners return every GPU to the idle layout once nothing is pending.
 vp_wait_settled 60 || vc_fail "advertisements did not settle after the soak"
+# With prepare_slots the planners then make an instance for every slot: wait for that too, so the
+# hardware and the ledgers are read at rest.
+if [ "$VP_PREPARE_SLOTS" = true ]; then
+  vp_wait_prepared 180 || vc_log "slots not all prepared after the soak (the accounting below says where)"
+fi
 layout_ok=0
 for _ in $(seq 30); do
   "$VP_BIN/vgpuctl/vgpuctl" status --state-dir "$VGPU_STATE_DIR" --json > "$VC_RUN/out/status-end.json" || vc_fail "vgpuctl status failed"

@@ -86,8 +86,19 @@ def at_idle_layout(status, policy):
         n = node["node"]
         want = idle_layout_for(policy, n)
         for g in node["gpus"]:
-            if g["instances"]:
-                problems.append(f"node {n} GPU {g['index']}: ledger still holds {len(g['instances'])} instance(s): {g['instances']}")
+            # Idle instances (no job; kept after a scrub or prepared ahead with prepare_slots) each
+            # stand on a planned slot of their profile; anything else is left over.
+            idle = [i for i in g["instances"] if i["state"] == "idle" and i["job"] is None]
+            left = [i for i in g["instances"] if i not in idle]
+            if left:
+                problems.append(f"node {n} GPU {g['index']}: ledger still holds {len(left)} instance(s): {left}")
+            slots = collections.Counter((s["profile"], s["start"]) for s in g["planned"])
+            for i in idle:
+                key = (i["profile"], i["start"])
+                if slots[key] > 0:
+                    slots[key] -= 1
+                else:
+                    problems.append(f"node {n} GPU {g['index']}: idle instance {i} stands on no planned slot")
             claimed = [s for s in g["planned"] if s["claimed_by_job"] is not None]
             if claimed:
                 problems.append(f"node {n} GPU {g['index']}: slots still claimed: {claimed}")
@@ -263,9 +274,12 @@ def check(run, plan_path, table_path):
         # Report only: instances or claims left are still problems.
         problems += [p for p in layout if "the idle layout is" not in p]
         layout_note = [p for p in layout if "the idle layout is" in p]
+    idle_in_ledger = {node["node"]: sum(1 for g in node["gpus"] for i in g["instances"] if i["state"] == "idle")
+                      for node in status}
     for n in nodes:
-        if hw[n]["present"]:
-            problems.append(f"node {n}: {hw[n]['present']} GPU instance(s) still on the (fake) hardware")
+        if hw[n]["present"] != idle_in_ledger.get(n, 0):
+            problems.append(f"node {n}: {hw[n]['present']} GPU instance(s) on the (fake) hardware, "
+                            f"{idle_in_ledger.get(n, 0)} idle in the ledger")
 
     # Summary.
     print("=== soak summary ===")
@@ -304,7 +318,10 @@ def check(run, plan_path, table_path):
         if len(problems) > 60:
             print(f"... and {len(problems) - 60} more")
         return 1
-    print("accounting: every instance created was released in the history; nothing left on any GPU"
+    idle_left = sum(idle_in_ledger.values())
+    print("accounting: every instance created was released in the history; "
+          + (f"nothing left on any GPU but {idle_left} idle instance(s), one on each of their planned slots"
+             if idle_left else "nothing left on any GPU")
           + ("" if layout_note else "; every GPU is back to the idle layout"))
     return 0
 
