@@ -177,6 +177,8 @@ int main(int argc, char** argv) {
         (*rt)->log(round.error().message);
       } else {
         for (const auto& n : round->notes) (*rt)->log(fmt::format("vgpu: planner: node {}: {}", ctx.node, n));
+        if (round->prepared > 0)
+          (*rt)->log(fmt::format("vgpu: planner: node {}: prepared {} slot(s) ahead of demand", ctx.node, round->prepared));
         if (round->advertisement_changed) {
           std::string split;
           for (const auto& [p, n] : round->advertised) split += fmt::format(" {}:{}", p, n);

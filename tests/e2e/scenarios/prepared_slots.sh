@@ -21,6 +21,8 @@ job=$(vp_job_script)
 hw_uuids() { ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_BIN/fakenvml/fake-nvml-smi" ) | grep -o 'MIG-[0-9a-f-]*' | sort; }
 echo "--- before any job: every planned slot has its instance"
 vp_wait_prepared 120 || vc_fail "slots not prepared: hardware $(vp_hw_instances), idle in the ledgers $(vp_idle_instances)"
+cat "$VGPU_STATE_DIR/n1/vgpu.log" "$VC_RUN/log/planner.n1.log" 2>/dev/null | grep -q "prepared [0-9]* slot(s) ahead of demand" ||
+  vc_fail "the planner on n1 did not log what it prepared"
 prepared=$(for n in $VC_NODES; do hw_uuids "$n"; done | sort)
 echo "prepared: $(vp_hw_instances)"
 
