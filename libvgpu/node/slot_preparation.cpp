@@ -21,7 +21,7 @@ std::optional<PlanSlot> next_unprepared(const Ledger& l) {
   const auto backing = slot_backings(l);
   for (std::size_t s = 0; s < l.plan.slots.size(); ++s) {
     const auto& slot = l.plan.slots[s];
-    if (slot.claimed_by_job || backing[s] || is_uniform_gpu(l, Catalog::builtin(), slot.gpu)) continue;
+    if (backing[s] || is_uniform_gpu(l, Catalog::builtin(), slot.gpu)) continue;
     return slot;
   }
   return std::nullopt;
@@ -70,8 +70,8 @@ Preparation prepare_slots(NodeContext& ctx, std::chrono::milliseconds budget) {
     inst.mig_uuid = created->mig_uuid;
     inst.state = InstanceState::idle;  // never used: nothing to scrub before its first job
     inst.created_at = ctx.now();
-    // No job may have claimed the slot in between (claims take no hardware lock); then the
-    // instance backs the claimed slot and the job's prolog, waiting for this lock, adopts it.
+    // A job may have claimed the slot since the load above (claims take no hardware lock): the
+    // instance then backs the claimed slot, and that job's prolog, waiting for this lock, adopts it.
     auto recorded = ctx.ledger->update([&](Ledger& l) { return add_instance(l, inst); });
     if (!recorded) {
       auto gone = ctx.backend->destroy_instance(inst.gpu, inst.gpu_instance_id);
