@@ -46,6 +46,7 @@ int settle_pokes(const sigset_t& signals) {
 // unless `reserve_wide_after` is 0, Slurm reservations for wide jobs starving longer than that.
 int publish_demand(const std::string& path, int period, int reserve_wide_after, const sigset_t& signals) {
   bool wide_reservations_may_exist = true;
+  vgpu::BookingRetries booking_retries;
   while (true) {
     auto text = vgpu::agent::squeue_pending_text();
     if (!text) {
@@ -55,7 +56,8 @@ int publish_demand(const std::string& path, int period, int reserve_wide_after, 
         std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", ok.error().message.c_str());
       if (reserve_wide_after > 0)
         for (const auto& line :
-             vgpu::agent::book_wide_reservations(*text, reserve_wide_after, wide_reservations_may_exist))
+             vgpu::agent::book_wide_reservations(*text, reserve_wide_after, wide_reservations_may_exist,
+                                                 booking_retries))
           std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", line.c_str());
     }
     timespec wait{period, 0};

@@ -172,4 +172,25 @@ std::vector<std::string> bind_job_args(const WideBooking& b) {
   return {"update", "JobId=" + b.job, "ReservationName=" + b.name};
 }
 
+bool BookingRetries::may_try(const std::string& job, std::int64_t now) const {
+  auto it = entries_.find(job);
+  return it == entries_.end() || now >= it->second.next_try;
+}
+
+std::int64_t BookingRetries::refused(const std::string& job, std::int64_t now) {
+  auto& e = entries_[job];
+  std::int64_t wait = kFirstRetryS;
+  for (int n = 0; n < e.refusals && wait < kMaxRetryS; ++n) wait *= 2;
+  wait = std::min(wait, kMaxRetryS);
+  ++e.refusals;
+  e.next_try = now + wait;
+  return wait;
+}
+
+void BookingRetries::keep_only(const PendingJobs& pending) {
+  std::erase_if(entries_, [&](const auto& entry) {
+    return std::ranges::none_of(pending.jobs, [&](const PendingJob& j) { return j.id == entry.first; });
+  });
+}
+
 }  // namespace vgpu

@@ -9,6 +9,7 @@
 
 #include "vgpu/backend/backend.h"
 #include "vgpu/node/ports.h"
+#include "vgpu/node/wide_booking.h"
 
 namespace vgpu::amdgpu {
 class Backend;
@@ -27,8 +28,9 @@ Result<std::string> squeue_pending_text();
 // what plan_wide_bookings decides. One line per action or problem, for the log. The three calls
 // are made only while a wide job starves or reservations of ours may exist (`ours_may_exist`,
 // true at start so that a restarted publisher cleans up after its predecessor).
+// A create or bind Slurm refuses is tried again as `retries` says, not every period.
 std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s,
-                                                bool& ours_may_exist);
+                                                bool& ours_may_exist, BookingRetries& retries);
 
 // Runs vgpu-scrub ($VGPU_SCRUB or the installed path) with CUDA_VISIBLE_DEVICES=<mig uuid>.
 std::unique_ptr<Scrubber> make_command_scrubber();

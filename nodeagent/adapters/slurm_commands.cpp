@@ -168,10 +168,11 @@ class CommandScrubber final : public Scrubber {
 }  // namespace
 
 std::vector<std::string> book_wide_reservations(std::string_view pending_text, std::int64_t reserve_after_s,
-                                                bool& ours_may_exist) {
+                                                bool& ours_may_exist, BookingRetries& retries) {
   std::vector<std::string> log;
   const auto pending = parse_pending_jobs(pending_text);
   const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  retries.keep_only(pending);
   if (!ours_may_exist && !has_starving_wide_job(pending, Catalog::builtin(), now, reserve_after_s)) return log;
   auto nodes = run_ok({tool("scontrol"), "-o", "show", "node"});
   auto running = run_ok({tool("squeue"), "-h", "-t", "R,CG,S", "-o", std::string(kSqueueRunningFormat)});
@@ -197,19 +198,23 @@ std::vector<std::string> book_wide_reservations(std::string_view pending_text, s
                      : fmt::format("wide jobs: {}: delete: {}", name, ok.error().message));
   }
   for (const auto& b : plan.create) {
+    if (!retries.may_try(b.job, now)) continue;  // refused before; its next try is not due
     std::vector<std::string> create = {tool("scontrol")}, bind = {tool("scontrol")};
     for (auto& a : create_reservation_args(b)) create.push_back(std::move(a));
     for (auto& a : bind_job_args(b)) bind.push_back(std::move(a));
     if (auto ok = run_ok(create); !ok) {
-      log.push_back(fmt::format("wide jobs: job {}: create {}: {}", b.job, b.name, ok.error().message));
+      log.push_back(fmt::format("wide jobs: job {}: create {}: {}; tried again in {} s", b.job, b.name,
+                                ok.error().message, retries.refused(b.job, now)));
       continue;
     }
     if (auto ok = run_ok(bind); !ok) {
       // An unbound reservation would hold its nodes for nobody: take it back.
       (void)run_ok({tool("scontrol"), "delete", "ReservationName=" + b.name});
-      log.push_back(fmt::format("wide jobs: job {}: bind to {}: {}", b.job, b.name, ok.error().message));
+      log.push_back(fmt::format("wide jobs: job {}: bind to {}: {}; tried again in {} s", b.job, b.name,
+                                ok.error().message, retries.refused(b.job, now)));
       continue;
     }
+    retries.booked(b.job);
     std::string list;
     for (const auto& n : b.nodes) list += (list.empty() ? "" : ",") + n;
     log.push_back(fmt::format("wide jobs: job {} waited past {} s: reserved {} as {} ({})", b.job, reserve_after_s,

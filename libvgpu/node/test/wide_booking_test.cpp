@@ -154,5 +154,32 @@ TEST(WideBooking, EarlierJobsChooseFirstAndANodeHoldsForOneJob) {
   EXPECT_NE(plan.create[0].nodes, plan.create[1].nodes);
 }
 
+// A refused booking is tried again after 30 s, then twice as long each time up to 10 minutes, not
+// every period; a booking that works, or a job that stops waiting, starts over.
+TEST(WideBooking, ARefusedBookingIsTriedAgainLaterAndLaterUpToTenMinutes) {
+  BookingRetries retries;
+  EXPECT_TRUE(retries.may_try("42", 1000));
+  std::vector<std::int64_t> waits;
+  std::int64_t now = 1000;
+  for (int n = 0; n < 7; ++n) {
+    const auto wait = retries.refused("42", now);
+    waits.push_back(wait);
+    EXPECT_FALSE(retries.may_try("42", now + wait - 1));
+    now += wait;
+    EXPECT_TRUE(retries.may_try("42", now));
+  }
+  EXPECT_EQ(waits, (std::vector<std::int64_t>{30, 60, 120, 240, 480, 600, 600}));
+  EXPECT_TRUE(retries.may_try("43", now)) << "another job is not held back";
+  retries.booked("42");
+  EXPECT_EQ(retries.refused("42", now), 30);
+  PendingJobs pending;
+  PendingJob other;
+  other.id = "43";
+  pending.jobs.push_back(other);
+  retries.keep_only(pending);
+  EXPECT_TRUE(retries.may_try("42", now)) << "a job no longer waiting is forgotten";
+  EXPECT_EQ(retries.refused("42", now), 30);
+}
+
 }  // namespace
 }  // namespace vgpu

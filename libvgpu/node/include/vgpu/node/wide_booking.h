@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -93,6 +94,29 @@ WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeSt
                                    const std::vector<RunningJobEnd>& running,
                                    const std::vector<BookedReservation>& booked, const Catalog& catalog,
                                    std::int64_t now, std::int64_t reserve_after_s);
+
+// When a create or bind Slurm refused (the nodes overlap an admin's reservation, a user Slurm does
+// not know, ...) is tried again: 30 s after the first refusal, then twice as long each time, at
+// most every 10 minutes, instead of every publisher period (each try costs slurmctld RPCs and the
+// log a line). A job forgotten once it no longer waits starts over.
+class BookingRetries {
+ public:
+  static constexpr std::int64_t kFirstRetryS = 30;
+  static constexpr std::int64_t kMaxRetryS = 600;
+  [[nodiscard]] bool may_try(const std::string& job, std::int64_t now) const;
+  // Records a refusal at `now`; returns the seconds until the next try.
+  std::int64_t refused(const std::string& job, std::int64_t now);
+  void booked(const std::string& job) { entries_.erase(job); }
+  // Forgets every job not in `pending`.
+  void keep_only(const PendingJobs& pending);
+
+ private:
+  struct Entry {
+    int refusals = 0;
+    std::int64_t next_try = 0;
+  };
+  std::map<std::string, Entry> entries_;
+};
 
 // The two commands that book one: `scontrol create reservation ...` and
 // `scontrol update JobId=... ReservationName=...` (argv without the scontrol path).
