@@ -17,6 +17,19 @@ std::vector<const PartitionPolicy*> node_partitions(const PolicyFile& policy, co
   return out;
 }
 
+LedgerInstance instance_made_at(const PlanSlot& slot, const InstanceInfo& info, std::int64_t now) {
+  LedgerInstance inst;
+  inst.gpu = slot.gpu;
+  inst.profile = slot.profile;
+  inst.placement = slot.placement;
+  inst.gpu_instance_id = info.gi_id;
+  inst.compute_instance_id = info.ci_id.value_or(0);
+  inst.mig_uuid = info.mig_uuid;
+  inst.state = InstanceState::idle;
+  inst.created_at = now;
+  return inst;
+}
+
 HardwareView hardware_view_from_snapshot(const NodeSnapshot& snap, const Catalog& catalog) {
   HardwareView view;
   for (const auto& g : snap.gpus) {

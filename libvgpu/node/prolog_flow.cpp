@@ -301,17 +301,10 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
       info = *created;
     }
     crash_point("prolog.after_create");
-    LedgerInstance inst;
-    inst.gpu = slot.gpu;
-    inst.profile = slot.profile;
-    inst.placement = slot.placement;
-    inst.gpu_instance_id = info->gi_id;
-    inst.compute_instance_id = info->ci_id.value_or(0);
-    inst.mig_uuid = info->mig_uuid;
+    LedgerInstance inst = instance_made_at(slot, *info, ctx.now());
     inst.job = req.job;
     inst.user = req.user;
     inst.state = InstanceState::ready;
-    inst.created_at = ctx.now();
     made.push_back(std::move(inst));
   }
   auto final_ledger = made.empty() && adopted.empty() ? claimed : record_made();

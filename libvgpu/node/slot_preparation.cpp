@@ -8,6 +8,7 @@
 #include "node_lock.h"
 #include "node_model.h"
 #include "vgpu/base/crash_point.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu::node {
 namespace {
@@ -61,15 +62,8 @@ Preparation prepare_slots(NodeContext& ctx, std::chrono::milliseconds budget) {
       break;
     }
     crash_point("planner.after_prepare_create");
-    LedgerInstance inst;
-    inst.gpu = slot->gpu;
-    inst.profile = slot->profile;
-    inst.placement = slot->placement;
-    inst.gpu_instance_id = created->gi_id;
-    inst.compute_instance_id = created->ci_id.value_or(0);
-    inst.mig_uuid = created->mig_uuid;
-    inst.state = InstanceState::idle;  // never used: nothing to scrub before its first job
-    inst.created_at = ctx.now();
+    // Idle: never used, so nothing to scrub before its first job.
+    const LedgerInstance inst = instance_made_at(*slot, *created, ctx.now());
     // A job may have claimed the slot since the load above (claims take no hardware lock): the
     // instance then backs the claimed slot, and that job's prolog, waiting for this lock, adopts it.
     auto recorded = ctx.ledger->update([&](Ledger& l) { return add_instance(l, inst); });

@@ -984,14 +984,7 @@ TEST_F(NodeFlows, APrologThatWaitedForTheLockAdoptsTheInstancePreparedMeanwhile)
   const Profile* profile = Catalog::builtin().find_model("H100-80GB")->find_profile(claimed->profile);
   auto made = backend.create_instance(claimed->gpu, profile->nvml_profile_id, claimed->placement);
   ASSERT_TRUE(made);
-  LedgerInstance inst;
-  inst.gpu = claimed->gpu;
-  inst.profile = claimed->profile;
-  inst.placement = claimed->placement;
-  inst.gpu_instance_id = made->gi_id;
-  inst.compute_instance_id = made->ci_id.value_or(0);
-  inst.mig_uuid = made->mig_uuid;
-  inst.state = InstanceState::idle;
+  const LedgerInstance inst = instance_made_at(*claimed, *made, clock);
   ASSERT_TRUE(store->update([&](Ledger& l) { return add_instance(l, inst); }));
   const int creates = backend.creates;
   ::flock(fd, LOCK_UN);

@@ -25,6 +25,10 @@ std::map<JobId, std::set<std::string>> read_job_records(const NodeContext& ctx,
 // job records; empty when the node is consistent. `vgpu-planner --verify` prints it.
 Result<std::vector<std::string>> verify_node(NodeContext& ctx);
 
+// The ledger entry of an instance made at `slot` (or found there unrecorded): idle, no owner, made
+// `now`. The planner records it so when it prepares a slot; a prolog makes it its job's.
+LedgerInstance instance_made_at(const PlanSlot& slot, const InstanceInfo& info, std::int64_t now);
+
 // The partitions (from the policy) this node serves, in policy order.
 std::vector<const PartitionPolicy*> node_partitions(const PolicyFile& policy, const std::string& node);
 
