@@ -1,5 +1,7 @@
 #include "vgpu/core/shared_instance.h"
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace vgpu {
@@ -39,6 +41,21 @@ const Profile* profile_for_shared_instance(const GpuModel& model, int milli,
       best = &p;
   }
   return best;
+}
+
+Result<ShareLimits> share_limits(const Profile& instance, int shares) {
+  if (shares < 2 || shares > kMaxSharesPerInstance)
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("profile {}: {} shares: an instance holds 2 to {} shares (MPS serves at most {} "
+                            "clients per device)",
+                            instance.name, shares, kMaxSharesPerInstance, kMaxSharesPerInstance));
+  const int memory = instance.memory_mib / shares;
+  if (memory < kMinShareMemoryMib)
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("profile {}: {} shares of {} MiB leave {} MiB each, below the {} MiB a share "
+                            "needs (a CUDA context alone takes part of its cap)",
+                            instance.name, shares, instance.memory_mib, memory, kMinShareMemoryMib));
+  return ShareLimits{memory, 100 / shares};
 }
 
 }  // namespace vgpu

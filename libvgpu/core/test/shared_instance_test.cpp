@@ -51,5 +51,33 @@ TEST(SharedInstance, NewInstanceHonoursTheMinimumSize) {
   EXPECT_EQ(profile_for_shared_instance(h100(), 100, 8), nullptr);
 }
 
+TEST(ShareLimits, EachOfNSharesGetsAnEvenPartOfTheInstanceRoundedDown) {
+  EXPECT_EQ(share_limits(profile("3g.40gb"), 4), (ShareLimits{profile("3g.40gb").memory_mib / 4, 25}));
+  const auto third = share_limits(profile("7g.80gb"), 3);
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_EQ(third->thread_percentage, 33);
+  EXPECT_EQ(third->memory_mib, profile("7g.80gb").memory_mib / 3);
+}
+
+TEST(ShareLimits, AnInstanceHoldsTwoToFortyEightShares) {
+  for (int shares : {0, 1, 49}) {
+    const auto limits = share_limits(profile("7g.80gb"), shares);
+    ASSERT_FALSE(limits) << shares;
+    EXPECT_EQ(limits.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(limits.error().message.find("profile 7g.80gb: " + std::to_string(shares) + " shares"),
+              std::string::npos)
+        << limits.error().message;
+  }
+  EXPECT_TRUE(share_limits(profile("7g.80gb"), 48));
+}
+
+TEST(ShareLimits, SharesTooSmallForACudaContextAreRefused) {
+  const auto limits = share_limits(profile("1g.10gb"), 20);  // under 512 MiB each
+  ASSERT_FALSE(limits);
+  EXPECT_NE(limits.error().message.find("below the 512 MiB a share needs"), std::string::npos)
+      << limits.error().message;
+  EXPECT_TRUE(share_limits(profile("1g.10gb"), 16));
+}
+
 }  // namespace
 }  // namespace vgpu

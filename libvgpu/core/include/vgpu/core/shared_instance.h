@@ -10,6 +10,7 @@
 
 #include <span>
 
+#include "vgpu/base/error.h"
 #include "vgpu/core/catalog.h"
 
 namespace vgpu {
@@ -34,5 +35,28 @@ struct SharedInstance {
 // outside [1, 1000] or no profile qualifies.
 [[nodiscard]] const Profile* profile_for_shared_instance(const GpuModel& model, int milli,
                                                          int min_compute_slices = 1);
+
+// ---- production shares: an instance opened for N equal shares, enforced by its MPS server ----
+
+// What one of `shares` equal shares of an instance may use, set on the instance's MPS server
+// before its first client (a client can lower its own limits, never raise them:
+// docs/shared-instances.md). Memory is the instance's divided evenly, rounded down to whole MiB;
+// compute is the percentage of the instance's SMs MPS lets one client's kernels occupy.
+struct ShareLimits {
+  int memory_mib = 0;
+  int thread_percentage = 0;
+  bool operator==(const ShareLimits&) const = default;
+};
+
+// MPS on Volta and later serves at most 48 clients per device; an instance of more shares could
+// not run them all at once.
+inline constexpr int kMaxSharesPerInstance = 48;
+// The CUDA context counts against its own cap (145 MiB of a 4 GiB cap on an H100, measured), so a
+// share below this could hold a context and next to nothing else.
+inline constexpr int kMinShareMemoryMib = 512;
+
+// The limits of one share, or an error naming the profile and why it cannot be split that way
+// (fewer than 2 or more than kMaxSharesPerInstance shares, or shares too small for a context).
+Result<ShareLimits> share_limits(const Profile& instance, int shares);
 
 }  // namespace vgpu
