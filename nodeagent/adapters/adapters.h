@@ -39,6 +39,10 @@ std::unique_ptr<Scrubber> make_command_scrubber();
 // policy file, where the viz pools are declared.
 std::unique_ptr<VizLauncher> make_command_viz_launcher(std::string policy_path);
 
+// Runs nvidia-cuda-mps-control ($VGPU_MPS_CONTROL or from PATH): one control daemon per shared
+// instance, its pipe and log directories under `root` (kDefaultMpsRoot on a node).
+std::unique_ptr<MpsControl> make_command_mps_control(std::string root);
+
 // Confines each MIG instance to its job's user through the driver's capability files under `root`
 // ("/" on a node, a fake driver's tree in tests): <root>/proc/driver/nvidia-caps/mig-minors,
 // <root>/proc/devices and <root>/dev/nvidia-caps/ (capability_files.cpp says why files).

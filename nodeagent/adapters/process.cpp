@@ -32,9 +32,9 @@ void close_fd(int& fd) {
 
 Result<CommandResult> run_command(const std::vector<std::string>& argv, const CommandOptions& options) {
   if (argv.empty()) return fail(ErrorCode::invalid_argument, "run_command: empty argv");
-  Pipe out, err, status;
+  Pipe out, err, status, in;
   if (::pipe2(out.fds, O_CLOEXEC) != 0 || ::pipe2(err.fds, O_CLOEXEC) != 0 ||
-      ::pipe2(status.fds, O_CLOEXEC) != 0)
+      ::pipe2(status.fds, O_CLOEXEC) != 0 || (!options.input.empty() && ::pipe2(in.fds, O_CLOEXEC) != 0))
     return fail(ErrorCode::io, fmt::format("{}: pipe: {}", argv[0], std::strerror(errno)));
 
   // Build everything the child needs before fork: only async-signal-safe calls after it.
@@ -56,10 +56,20 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, const Co
   pid_t pid = ::fork();
   if (pid < 0) return fail(ErrorCode::io, fmt::format("{}: fork: {}", argv[0], std::strerror(errno)));
   if (pid == 0) {
-    ::dup2(out.fds[1], 1);
-    ::dup2(err.fds[1], 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
+    int devnull = ::open("/dev/null", O_RDWR);
+    if (options.discard_output) {
+      if (devnull >= 0) {
+        ::dup2(devnull, 1);
+        ::dup2(devnull, 2);
+      }
+    } else {
+      ::dup2(out.fds[1], 1);
+      ::dup2(err.fds[1], 2);
+    }
+    if (in.fds[0] >= 0)
+      ::dup2(in.fds[0], 0);
+    else if (devnull >= 0)
+      ::dup2(devnull, 0);
     ::execvpe(args[0], args.data(), envp.data());
     int e = errno;
     (void)!::write(status.fds[1], &e, sizeof e);
@@ -68,6 +78,12 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, const Co
   close_fd(out.fds[1]);
   close_fd(err.fds[1]);
   close_fd(status.fds[1]);
+  close_fd(in.fds[0]);
+  if (in.fds[1] >= 0) {
+    // Small command text: it fits the pipe's buffer, so this cannot block on a child that reads late.
+    (void)!::write(in.fds[1], options.input.data(), options.input.size());
+    close_fd(in.fds[1]);
+  }
 
   int exec_errno = 0;
   if (::read(status.fds[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
@@ -77,6 +93,25 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, const Co
 
   CommandResult result;
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  if (options.discard_output) {
+    close_fd(out.fds[0]);
+    close_fd(err.fds[0]);
+    int status_code = 0;
+    for (;;) {
+      const pid_t done = ::waitpid(pid, &status_code, WNOHANG);
+      if (done == pid) break;
+      if (done < 0 && errno != EINTR) return fail(ErrorCode::io, fmt::format("{}: waitpid: {}", argv[0], std::strerror(errno)));
+      if (std::chrono::steady_clock::now() >= deadline) {
+        result.timed_out = true;
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status_code, 0);
+        break;
+      }
+      ::usleep(2000);
+    }
+    result.exit_code = !result.timed_out && WIFEXITED(status_code) ? WEXITSTATUS(status_code) : -1;
+    return result;
+  }
   pollfd fds[2] = {{out.fds[0], POLLIN, 0}, {err.fds[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open_streams = 2;

@@ -7,8 +7,10 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "vgpu/base/error.h"
+#include "vgpu/core/shared_instance.h"
 #include "vgpu/ledger/ledger.h"
 #include "vgpu/node/slurm_text.h"
 
@@ -76,6 +78,24 @@ class InstanceAccess {
   // Every capability of the ledger's GPUs that no job's instance holds becomes root's alone: how
   // a node may look before slurm-vgpu first ran (the driver's defaults). How many files changed.
   virtual Result<int> secure_unheld(const Ledger& ledger) = 0;
+};
+
+// The CUDA MPS control daemon of a shared instance (docs/shared-instances.md): one per instance,
+// root's, with each share's limits set as the defaults of every server it starts before any client
+// connects, so a job can lower its limits but never raise them. Jobs find it through
+// CUDA_MPS_PIPE_DIRECTORY.
+class MpsControl {
+ public:
+  virtual ~MpsControl() = default;
+  // Starts the daemon of `device_uuid` (the instance's MIG uuid) with `limits` as its defaults and
+  // returns the pipe directory its jobs are given. A daemon already running there (a retried
+  // prolog) is kept and given the same defaults.
+  virtual Result<std::string> open(const std::string& device_uuid, const ShareLimits& limits) = 0;
+  // Quits the daemon (its servers, and so its clients, end with it) and removes its directories.
+  // Success when nothing is left, also when nothing was there.
+  virtual Result<void> close(const std::string& device_uuid) = 0;
+  // The devices that have a daemon's directories on this node, running or left by a crash.
+  virtual Result<std::vector<std::string>> devices() = 0;
 };
 
 // The host side of viz sessions (a VM with a (v)GPU per job, shown through noVNC): runs
