@@ -79,7 +79,7 @@ trap 'rc=$?; vp_stop >/dev/null 2>&1; purge_all; rm -rf "$pkgdir"; exit $rc' EXI
 dpkg -i $(debs "$version") >"$pkgdir/dpkg-install.log" 2>&1 \
   || { echo "FAIL: dpkg -i: $(tail -5 "$pkgdir/dpkg-install.log")"; exit 1; }
 plugin_dir=$(dpkg -L "$plugin_pkg" | grep '/gres_vgpu.so$' | xargs dirname)
-for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-epilog /usr/sbin/vgpu-planner /usr/bin/vgpuctl /usr/bin/vgpu-viz \
+for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-epilog /usr/sbin/vgpu-planner /usr/sbin/vgpu-mps /usr/bin/vgpuctl /usr/bin/vgpu-viz \
          /usr/lib/systemd/system/vgpu-planner@.service /etc/slurm-vgpu/policy.json.example \
          /etc/slurm-vgpu/planner.env /usr/share/slurm-vgpu/job_submit.lua "$plugin_dir/gres_vgpu.so" \
          /usr/libexec/slurm-vgpu/viz/desktop/build-desktop-image.sh /usr/share/slurm-vgpu/ood/bc_vgpu_viz/form.yml; do
@@ -94,6 +94,7 @@ done
 grep -q '^ExecStart=/usr/sbin/vgpu-planner$' /usr/lib/systemd/system/vgpu-planner@.service \
   || { echo "FAIL: the unit does not start /usr/sbin/vgpu-planner"; exit 1; }
 /usr/sbin/vgpu-planner --help | grep -q 're-plans this node' || { echo "FAIL: vgpu-planner --help"; exit 1; }
+/usr/sbin/vgpu-mps --help | grep -q 'shared instances' || { echo "FAIL: vgpu-mps --help"; exit 1; }
 /usr/bin/vgpuctl policy check /etc/slurm-vgpu/policy.json.example >/dev/null \
   || { echo "FAIL: the shipped example policy does not check"; exit 1; }
 log "installed; plugin in $plugin_dir"
