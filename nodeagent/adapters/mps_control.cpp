@@ -114,10 +114,11 @@ class CommandMpsControl final : public MpsControl {
   }
 
   Result<void> open_in(const MpsDirectories& dirs, const std::string& device_uuid, const ShareLimits& limits) {
+    std::error_code ec;
+    fs::create_directories(fs::path(root_).parent_path(), ec);  // /run/slurm-vgpu after a reboot
     if (auto made = make_dir(root_, 0755); !made) return made;
     if (!running_daemon(dirs)) {
       // Whatever a dead daemon left (its pipe, sockets, pid file) must not confuse the new one.
-      std::error_code ec;
       fs::remove_all(dirs.instance, ec);
       if (ec) return fail(ErrorCode::io, fmt::format("{}: {}", dirs.instance, ec.message()));
       for (auto [path, mode] : {std::pair{dirs.instance, 0755}, {dirs.pipe, 0755}, {dirs.log, 0700}})
@@ -137,8 +138,12 @@ class CommandMpsControl final : public MpsControl {
     }
     for (const auto& command : mps_default_commands(limits)) {
       auto reply = talk(dirs, command);
-      if (!reply) return std::unexpected(reply.error());
-      if (auto ok = check_mps_reply(command, *reply); !ok) return ok;
+      Result<void> set = reply ? check_mps_reply(command, *reply) : std::unexpected(reply.error());
+      if (!set) {
+        // A daemon without the share's limits would serve any client that finds it in full: quit it.
+        if (auto closed = close_in(dirs); !closed) return std::unexpected(set.error().within(closed.error().message));
+        return set;
+      }
     }
     return {};
   }

@@ -180,6 +180,22 @@ TEST_F(MpsControlAdapter, AnotherUserGetsTheLimitsButCannotChangeThemOrQuitTheDa
   EXPECT_TRUE(mps_->close(kMig));
 }
 
+TEST_F(MpsControlAdapter, ADaemonThatRefusesTheLimitsIsQuitNotLeftServingWithoutThem) {
+  auto pipe = mps_->open(kMig, ShareLimits{4096, 0});  // the daemon refuses a 0 % share
+  ASSERT_FALSE(pipe);
+  EXPECT_NE(pipe.error().message.find("unexpected reply \"Invalid percentage\""), std::string::npos)
+      << pipe.error().message;
+  EXPECT_EQ(mps_->devices(), std::vector<std::string>{});
+  EXPECT_EQ(client((root_ / kMig / "pipe").string(), {}, 0)["mps"], false);
+}
+
+TEST_F(MpsControlAdapter, TheRootAndItsParentsAreMadeWhenMissing) {
+  auto deep = agent::make_command_mps_control((root_ / "run" / "slurm-vgpu" / "mps").string());
+  auto pipe = deep->open(kMig, ShareLimits{4096, 50});
+  ASSERT_TRUE(pipe) << pipe.error().message;
+  EXPECT_TRUE(deep->close(kMig));
+}
+
 TEST_F(MpsControlAdapter, AHostileDeviceNameIsRefusedBeforeAnythingIsMade) {
   auto pipe = mps_->open("MIG-../../etc", ShareLimits{4096, 50});
   ASSERT_FALSE(pipe);
