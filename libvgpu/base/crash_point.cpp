@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "vgpu/base/text_split.h"
+
 namespace vgpu {
 namespace {
 
@@ -38,12 +40,6 @@ void write_all(int fd, std::string_view s) {
   }
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return s;
-}
-
 }  // namespace
 
 void crash_point(CrashPointName point) noexcept {
@@ -52,7 +48,7 @@ void crash_point(CrashPointName point) noexcept {
   try {
     const std::string text = read_small(path);
     const auto eol = text.find('\n');
-    std::string_view first = trim(std::string_view(text).substr(0, eol));
+    std::string_view first = trim_view(std::string_view(text).substr(0, eol));
     std::string_view program;
     if (auto at = first.find('@'); at != std::string_view::npos) {
       program = first.substr(at + 1);

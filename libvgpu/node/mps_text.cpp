@@ -13,14 +13,6 @@ bool is_hex_or_dash(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == '-';
 }
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\n' || text.front() == '\r' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
-}
-
 }  // namespace
 
 bool is_mps_device_name(std::string_view name) {
@@ -51,7 +43,7 @@ std::vector<std::string> mps_default_commands(const ShareLimits& limits) {
 }
 
 Result<void> check_mps_reply(std::string_view command, std::string_view reply) {
-  const std::string_view got = trim(reply);
+  const std::string_view got = trim_view(reply);
   constexpr std::string_view percentage = "set_default_active_thread_percentage ";
   if (command.starts_with(percentage)) {
     // The daemon echoes the percentage it now uses as a decimal: "25" -> "25.0".
@@ -68,7 +60,7 @@ Result<void> check_mps_reply(std::string_view command, std::string_view reply) {
 Result<std::vector<int>> parse_mps_server_list(std::string_view reply) {
   std::vector<int> pids;
   for (const auto line : split_view(reply, '\n')) {
-    const std::string_view text = trim(line);
+    const std::string_view text = trim_view(line);
     if (text.empty()) continue;
     int pid = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
