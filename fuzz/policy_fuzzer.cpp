@@ -10,6 +10,7 @@
 
 #include "fuzz_check.h"
 #include "vgpu/core/catalog.h"
+#include "vgpu/core/shared_instance.h"
 #include "vgpu/policy/json_source_map.h"
 #include "vgpu/policy/policy.h"
 
@@ -67,6 +68,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(vgpu::validate_request(partition, model, profile, 1).has_value());
       }
     }
+  }
+  // An accepted share type splits into its shares on every model that has its instance.
+  for (const auto& type : policy.share_types) {
+    FUZZ_CHECK(type.shares >= 2 && type.shares <= vgpu::kMaxSharesPerInstance);
+    vgpu::GpuClass whole = type;
+    whole.shares = 0;
+    for (const auto& model : vgpu::Catalog::builtin().models())
+      if (const vgpu::Profile* instance = vgpu::realize(model, whole))
+        FUZZ_CHECK(vgpu::share_limits(*instance, type.shares).has_value());
   }
   FUZZ_CHECK(!vgpu::summary(policy).empty());
   FUZZ_CHECK(nlohmann::json::accept(vgpu::summary_json(policy)));

@@ -107,7 +107,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   if (!policy) return std::unexpected(policy.error());
   rt->policy_ = std::move(*policy);
   // Class names resolve like profile names everywhere in this process, on this node's models.
-  Catalog::install_classes(rt->policy_.classes);
+  Catalog::install_classes(rt->policy_.site_types());
   rt->ledger_ = std::make_unique<LedgerStore>(rt->ctx_.node_dir());
   auto backend = open_backend();
   if (!backend) return std::unexpected(backend.error());

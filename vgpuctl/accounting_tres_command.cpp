@@ -22,7 +22,7 @@ void add_accounting_tres_command(CLI::App& app, int& exit_code) {
       exit_code = 2;
       return;
     }
-    fmt::print("{}\n", vgpu::render_accounting_tres(*policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->classes)));
+    fmt::print("{}\n", vgpu::render_accounting_tres(*policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types())));
   });
 }
 

@@ -36,7 +36,8 @@ void add_catalog_command(CLI::App& app, int& exit_code) {
   auto policy_file = std::make_shared<std::string>();
   cmd->add_option("--model", *model, "Only this model (e.g. H100-80GB)");
   cmd->add_option("--policy", *policy_file, "Also show the classes of this policy file, resolved per model");
-  cmd->add_flag("--json", *json, "Machine-readable output: {\"models\": [...], \"classes\": {class: {model: profile}}}");
+  cmd->add_flag("--json", *json, "Machine-readable output: {\"models\": [...], \"classes\": {class: {model: profile}}, "
+                  "\"share_types\": {type: {model: {\"instance\": profile, \"shares\": N}}}}");
   cmd->callback([model, json, policy_file, &exit_code] {
     const auto& catalog = vgpu::Catalog::builtin();
     std::vector<vgpu::GpuClass> classes;
@@ -47,7 +48,7 @@ void add_catalog_command(CLI::App& app, int& exit_code) {
         exit_code = 2;
         return;
       }
-      classes = policy->classes;
+      classes = policy->site_types();
     }
     std::vector<vgpu::GpuModel> selected;
     if (model->empty()) {
@@ -64,16 +65,24 @@ void add_catalog_command(CLI::App& app, int& exit_code) {
     // A class on each model: the hardware profile it is realized as there, or none.
     auto realized = [&](const vgpu::GpuClass& c, const vgpu::GpuModel& m) -> std::string {
       const vgpu::Profile* p = vgpu::realize(m, c);
-      return p ? p->name : "none";
+      if (!p) return "none";
+      return c.shares ? fmt::format("{}/{}", p->name, c.shares) : p->name;
     };
     if (*json) {
       auto doc = vgpu::catalog_to_json(selected);
-      if (!classes.empty()) {
-        nlohmann::json by_class = nlohmann::json::object();
-        for (const auto& c : classes)
-          for (const auto& m : selected) by_class[c.name][m.name] = realized(c, m);
-        doc["classes"] = std::move(by_class);
-      }
+      nlohmann::json by_class = nlohmann::json::object(), by_share_type = nlohmann::json::object();
+      for (const auto& c : classes)
+        for (const auto& m : selected) {
+          if (c.shares == 0) {
+            by_class[c.name][m.name] = realized(c, m);
+          } else {
+            const vgpu::Profile* p = vgpu::realize(m, c);
+            by_share_type[c.name][m.name] =
+                p ? nlohmann::json{{"instance", p->name}, {"shares", c.shares}} : nlohmann::json(nullptr);
+          }
+        }
+      if (!by_class.empty()) doc["classes"] = std::move(by_class);
+      if (!by_share_type.empty()) doc["share_types"] = std::move(by_share_type);
       std::cout << doc.dump(2) << "\n";
       return;
     }
@@ -82,8 +91,9 @@ void add_catalog_command(CLI::App& app, int& exit_code) {
       print_table(selected[i]);
     }
     if (classes.empty()) return;
-    fmt::print("\nclasses ({}): the profile each model realizes a class as\n", *policy_file);
-    fmt::print("  {:<16}", "class");
+    fmt::print("\nclasses and share types ({}): the profile each model realizes one as (/N: one of N shares)\n",
+               *policy_file);
+    fmt::print("  {:<16}", "type");
     for (const auto& m : selected) fmt::print(" {:<13}", m.name);
     fmt::print("\n");
     for (const auto& c : classes) {

@@ -26,7 +26,7 @@ void add_submit_table_command(CLI::App& app, int& exit_code) {
       exit_code = 2;
       return;
     }
-    auto table = vgpu::render_submit_table(*policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->classes),
+    auto table = vgpu::render_submit_table(*policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types()),
                                            *default_partition);
     if (!table) {
       fmt::print(stderr, "vgpuctl: submit-table: {}\n", table.error().message);

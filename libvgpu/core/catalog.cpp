@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "catalog_tables.h"
+#include "vgpu/core/shared_instance.h"
 
 namespace vgpu {
 
@@ -59,6 +60,7 @@ Catalog Catalog::with_classes(const Catalog& base, std::span<const GpuClass> cla
         Profile alias = *p;
         alias.name = c.name;
         alias.realizes = p->name;
+        alias.shares = c.shares;
         aliases.push_back(std::move(alias));
       }
     // After the hardware profiles, so a lookup by hardware id finds the hardware profile.
@@ -67,7 +69,12 @@ Catalog Catalog::with_classes(const Catalog& base, std::span<const GpuClass> cla
   return Catalog(std::move(models));
 }
 
-const Profile* realize(const GpuModel& model, const GpuClass& gpu_class) {
+namespace {
+const Profile* hardware_profile_for(const GpuModel& model, const GpuClass& gpu_class) {
+  if (!gpu_class.profile.empty()) {
+    const Profile* p = model.find_profile(gpu_class.profile);
+    return p && p->realizes.empty() ? p : nullptr;
+  }
   const Profile* best = nullptr;
   for (const auto& p : model.profiles) {
     if (!p.realizes.empty() || p.name.find('+') != std::string::npos) continue;
@@ -76,6 +83,13 @@ const Profile* realize(const GpuModel& model, const GpuClass& gpu_class) {
     if (!best || std::pair(p.compute_slices, p.memory_mib) < std::pair(best->compute_slices, best->memory_mib)) best = &p;
   }
   return best;
+}
+}  // namespace
+
+const Profile* realize(const GpuModel& model, const GpuClass& gpu_class) {
+  const Profile* p = hardware_profile_for(model, gpu_class);
+  if (p && gpu_class.shares > 0 && !share_limits(*p, gpu_class.shares)) return nullptr;
+  return p;
 }
 
 const GpuModel* Catalog::find_model(std::string_view name) const {

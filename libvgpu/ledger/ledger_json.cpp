@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "vgpu/contract/job_record.h"
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
+#include "vgpu/core/shared_instance.h"
 
 namespace vgpu {
 namespace {
@@ -282,9 +284,11 @@ std::string serialize_ledger(const Ledger& ledger) {
                      {"profile", s.profile},
                      {"placement", placement_json(s.placement)},
                      {"claimed_by_job", job_json(s.claimed_by_job)}});
-  // The oldest version that can say it: classes need version 4.
+  // The oldest version that can say it: classes need version 4, share types 5.
+  const bool share_types = std::ranges::any_of(ledger.classes, [](const GpuClass& c) { return c.shares > 0; });
+  const int version = share_types ? 5 : ledger.classes.empty() ? 3 : 4;
   json doc = {{"format", kLedgerFormat},
-              {"version", ledger.classes.empty() ? kLedgerVersion - 1 : kLedgerVersion},
+              {"version", version},
               {"node", ledger.node},
               {"gpus", gpus},
               {"instances", instances},
@@ -292,8 +296,14 @@ std::string serialize_ledger(const Ledger& ledger) {
               {"plan", {{"generation", ledger.plan.generation}, {"slots", slots}}}};
   if (!ledger.classes.empty()) {
     json classes = json::array();
-    for (const auto& c : ledger.classes)
-      classes.push_back({{"name", c.name}, {"min_memory_gb", c.min_memory_gb}, {"min_compute_fraction", c.min_compute_fraction}});
+    for (const auto& c : ledger.classes) {
+      json entry = {{"name", c.name}, {"min_memory_gb", c.min_memory_gb}, {"min_compute_fraction", c.min_compute_fraction}};
+      if (c.shares > 0) {
+        entry["profile"] = c.profile;
+        entry["shares"] = c.shares;
+      }
+      classes.push_back(std::move(entry));
+    }
     doc["classes"] = std::move(classes);
   }
   return doc.dump(2) + "\n";
@@ -308,12 +318,17 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
     expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"}, {"classes"});
     check_header(j, kLedgerFormat, kLedgerOldestReadableVersion, kLedgerVersion);
     if (j.contains("classes")) {
-      if (j.at("version") != kLedgerVersion) bad("classes", fmt::format("a version {} ledger has no classes", brief(j.at("version"))));
+      const json& version = j.at("version");
+      if (version < 4) bad("classes", fmt::format("a version {} ledger has no classes", brief(version)));
       const json& classes = read_array(j, "classes", "");
       for (std::size_t i = 0; i < classes.size(); ++i) {
         const std::string path = fmt::format("classes[{}]", i);
         const json& c = classes[i];
-        expect_fields(c, path, {"name", "min_memory_gb", "min_compute_fraction"});
+        expect_fields(c, path, {"name", "min_memory_gb", "min_compute_fraction"}, {"profile", "shares"});
+        if (c.contains("shares") != c.contains("profile"))
+          bad(path, "a share type has both \"profile\" and \"shares\"; a class neither");
+        if (c.contains("shares") && version < 5)
+          bad(join(path, "shares"), fmt::format("a version {} ledger has no share types", brief(version)));
         GpuClass gc;
         gc.name = read_string(c, "name", path);
         if (!contract::is_valid_type_name(gc.name)) bad(join(path, "name"), fmt::format("\"{}\": {}", gc.name, contract::type_name_rule()));
@@ -322,6 +337,12 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
         if (!f.is_number() || f.get<double>() < 0.0 || f.get<double>() > 1.0)
           bad(join(path, "min_compute_fraction"), fmt::format("{}: expected a number from 0 to 1", brief(f)));
         gc.min_compute_fraction = f.get<double>();
+        if (c.contains("shares")) {
+          gc.profile = read_string(c, "profile", path);
+          if (!gc.profile.empty() && !parse_profile_name(gc.profile))
+            bad(join(path, "profile"), fmt::format("\"{}\": not a profile name", contract::printable(gc.profile)));
+          gc.shares = static_cast<int>(read_int(c, "shares", path, 2, kMaxSharesPerInstance));
+        }
         ledger.classes.push_back(std::move(gc));
       }
     }

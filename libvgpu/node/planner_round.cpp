@@ -396,9 +396,9 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   auto ledger = ensure_ledger(ctx);
   if (!ledger) return std::unexpected(ledger.error().within(where));
   // The policy's classes go into the ledger before anything is planned under their names.
-  if (Ledger synced = *ledger; sync_classes(synced, ctx.policy->classes))
+  if (Ledger synced = *ledger; sync_classes(synced, ctx.policy->site_types()))
     if (auto ok = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-          sync_classes(l, ctx.policy->classes);
+          sync_classes(l, ctx.policy->site_types());
           return {};
         });
         !ok)

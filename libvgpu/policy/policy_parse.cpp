@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "policy_reader.h"
+#include "vgpu/core/shared_instance.h"
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
 
@@ -122,7 +123,7 @@ std::vector<GpuClass> parse_classes(Diagnostics& d, const Json& value, const Fie
     }
     if (!expect_object(d, spec, at)) continue;
     reject_unknown_fields(d, spec, at, {"min_memory_gb", "min_compute_fraction", "comment"});
-    GpuClass c{name, 0, 0.0};
+    GpuClass c{name, 0, 0.0, "", 0};
     if (const Json* v = member(spec, "min_memory_gb"))
       if (auto gb = read_int(d, *v, at.key("min_memory_gb"), 0, 100000)) c.min_memory_gb = *gb;
     if (const Json* v = member(spec, "min_compute_fraction")) {
@@ -146,10 +147,106 @@ std::vector<GpuClass> parse_classes(Diagnostics& d, const Json& value, const Fie
   return out;
 }
 
+// "share_types": {"<name>": {"instance": "<profile or class>", "shares": N}}: one of N equal
+// parts of an instance, run through CUDA MPS. A GRES type like a class (same alphabet, not spelled
+// like a profile, not a class's name); the instance splits into N shares on every model that has
+// it (share_limits), or the admin learns now which model and why not.
+std::vector<GpuClass> parse_share_types(Diagnostics& d, const Json& value, const FieldPath& path,
+                                        const std::vector<GpuClass>& classes) {
+  std::vector<GpuClass> out;
+  if (!expect_object(d, value, path)) return out;
+  for (const auto& [name, spec] : value.items()) {
+    FieldPath at = path.key(name);
+    if (!contract::is_valid_type_name(name) || contract::is_reserved_type(name)) {
+      d.at_key(at, fmt::format("share type name must be {}", contract::type_name_rule()));
+      continue;
+    }
+    if (parse_profile_name(name)) {
+      d.at_key(at, "share type name is spelled like a profile: name it by what it is (\"quarter\", \"infer-share\")");
+      continue;
+    }
+    if (std::ranges::find(classes, name, &GpuClass::name) != classes.end()) {
+      d.at_key(at, fmt::format("\"{}\" is already a class: a GRES type has one meaning", name));
+      continue;
+    }
+    if (!expect_object(d, spec, at)) continue;
+    reject_unknown_fields(d, spec, at, {"instance", "shares", "comment"});
+    std::size_t before = d.count();
+    GpuClass t;
+    t.name = name;
+    if (const Json* v = member(spec, "instance")) {
+      if (auto instance = read_string(d, *v, at.key("instance"))) {
+        auto cls = std::ranges::find(classes, *instance, &GpuClass::name);
+        if (cls != classes.end()) {
+          t.min_memory_gb = cls->min_memory_gb;
+          t.min_compute_fraction = cls->min_compute_fraction;
+        } else if (auto spelled = parse_profile_name(*instance); !spelled) {
+          d.at_value(at.key("instance"), fmt::format("\"{}\" is neither a class of this file nor a profile: {}",
+                                                     *instance, spelled.error().message));
+        } else if (instance->find('+') != std::string::npos) {
+          d.at_value(at.key("instance"), fmt::format("{}: a media or graphics variant is not shared", *instance));
+        } else {
+          t.profile = *instance;
+        }
+      }
+    } else {
+      missing(d, at.key("instance"));
+    }
+    if (const Json* v = member(spec, "shares")) {
+      if (auto n = read_int(d, *v, at.key("shares"), 2, kMaxSharesPerInstance)) t.shares = *n;
+    } else {
+      missing(d, at.key("shares"));
+    }
+    if (const Json* v = member(spec, "comment")) read_string(d, *v, at.key("comment"));
+    if (d.count() != before) continue;
+    // Where the instance exists it must split into the shares; it must exist somewhere.
+    GpuClass whole = t;
+    whole.shares = 0;
+    bool somewhere = false;
+    for (const auto& m : Catalog::builtin().models()) {
+      const Profile* instance = realize(m, whole);
+      if (!instance) continue;
+      somewhere = true;
+      if (auto limits = share_limits(*instance, t.shares); !limits)
+        d.at_value(at.key("shares"), fmt::format("on {}: {}", m.name, limits.error().message));
+    }
+    if (!somewhere)
+      d.at_value(at.key("instance"), fmt::format("no known GPU model has {}", t.profile.empty() ? "a profile that meets the class"
+                                                                                                  : t.profile));
+    if (d.count() == before) out.push_back(std::move(t));
+  }
+  std::ranges::sort(out, {}, &GpuClass::name);
+  return out;
+}
+
+// The node does not run shared instances yet (docs/shared-instances.md, "Still to build"): a
+// partition offering a share type would hand each share a whole instance without MPS. Refused
+// here, the one place every reader of the file passes, until the node serves them.
+void refuse_offered_share_types(Diagnostics& d, const Json& partitions, const std::vector<GpuClass>& share_types) {
+  if (share_types.empty()) return;
+  auto check_list = [&](const Json& list, const FieldPath& at) {
+    if (!list.is_array()) return;
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].is_string() && std::ranges::find(share_types, list[i].get<std::string>(), &GpuClass::name) != share_types.end())
+        d.at_value(at.index(i), fmt::format("{} is a share type, and this release's nodes do not run shared instances yet "
+                                            "(docs/shared-instances.md): no partition may offer one",
+                                            list[i].get<std::string>()));
+  };
+  for (const auto& [name, part] : partitions.items()) {
+    const Json* profiles = member(part, "profiles");
+    if (!profiles) continue;
+    FieldPath at = FieldPath{}.key("partitions").key(name).key("profiles");
+    if (profiles->is_object())
+      for (const auto& [model, list] : profiles->items()) check_list(list, at.key(model));
+    else
+      check_list(*profiles, at);
+  }
+}
+
 void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optional<Catalog>& with_classes) {
   FieldPath root;
   if (!expect_object(d, doc, root)) return;
-  reject_unknown_fields(d, doc, root, {"version", "planner", "images", "classes", "partitions", "comment"});
+  reject_unknown_fields(d, doc, root, {"version", "planner", "images", "classes", "share_types", "partitions", "comment"});
   if (const Json* v = member(doc, "version")) {
     // A file for another version may mean different things by the same fields: check nothing more.
     if (!v->is_number_integer() || *v != kPolicyVersion) {
@@ -168,10 +265,13 @@ void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optio
   if (images) out.images = parse_images(d, *images, root.key("images"));
   if (images && !images->is_object()) images = nullptr;
 
-  // Partitions may name the classes as they name profiles: checked against the catalog with them.
-  if (const Json* v = member(doc, "classes")) {
-    out.classes = parse_classes(d, *v, root.key("classes"));
-    with_classes.emplace(Catalog::with_classes(Catalog::builtin(), out.classes));
+  // Partitions may name classes and share types as they name profiles: checked against the
+  // catalog with them.
+  if (const Json* v = member(doc, "classes")) out.classes = parse_classes(d, *v, root.key("classes"));
+  if (const Json* v = member(doc, "share_types"))
+    out.share_types = parse_share_types(d, *v, root.key("share_types"), out.classes);
+  if (!out.classes.empty() || !out.share_types.empty()) {
+    with_classes.emplace(Catalog::with_classes(Catalog::builtin(), out.site_types()));
     d.use_catalog(*with_classes);
   }
   const Json* partitions = member(doc, "partitions");
@@ -188,6 +288,7 @@ void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optio
     out.partitions.push_back(parse_partition(d, spec, at, name, images));
   }
   check_pool_names_unique(d, *partitions);
+  refuse_offered_share_types(d, *partitions, out.share_types);
 }
 
 }  // namespace

@@ -190,7 +190,7 @@ PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPa
   if (!expect_object(d, value, path)) return p;
   reject_unknown_fields(d, value, path,
                         {"profiles", "max_instances_per_job", "max_instances_per_user", "nodes",
-                         "gpus", "idle_layout", "scrub", "viz_pools", "comment"});
+                         "gpus", "idle_layout", "scrub", "share_across_users", "viz_pools", "comment"});
   bool profiles_ok = parse_profiles(d, value, path, p);
   parse_limits(d, value, path, p);
   parse_nodes(d, value, path, p);
@@ -200,6 +200,8 @@ PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPa
     if (auto mode = read_choice(d, *v, path.key("scrub"), {"required", "optional"}))
       p.scrub = *mode == "required" ? ScrubMode::required : ScrubMode::optional;
   }
+  if (const Json* v = member(value, "share_across_users"))
+    if (auto b = read_bool(d, *v, path.key("share_across_users"))) p.share_across_users = *b;
   if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
   if (const Json* v = member(value, "viz_pools")) {
     FieldPath at = path.key("viz_pools");

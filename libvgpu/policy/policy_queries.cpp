@@ -42,7 +42,7 @@ std::vector<std::string> PartitionPolicy::allowed_profiles_for(const GpuModel& m
     }
   }
   for (const auto& p : model.profiles)
-    if (!listed || std::ranges::find(*listed, p.name) != listed->end()) out.push_back(p.name);
+    if (listed ? std::ranges::find(*listed, p.name) != listed->end() : p.shares == 0) out.push_back(p.name);
   return out;
 }
 
@@ -71,6 +71,12 @@ Result<PlannerConfig> PartitionPolicy::planner_config_for(const GpuModel& model)
 const PartitionPolicy* PolicyFile::partition(std::string_view name) const {
   auto it = std::ranges::find(partitions, name, &PartitionPolicy::name);
   return it == partitions.end() ? nullptr : &*it;
+}
+
+std::vector<GpuClass> PolicyFile::site_types() const {
+  std::vector<GpuClass> all = classes;
+  all.insert(all.end(), share_types.begin(), share_types.end());
+  return all;
 }
 
 const VizPool* PolicyFile::find_viz_pool(std::string_view pool_name) const {

@@ -78,7 +78,7 @@ TEST(Catalog, Mi300xModesMatchAmdsPartitioningDocumentation) {
 // The example classes on each vendor's models: the smallest profile that satisfies both
 // the memory and the compute share.
 TEST(GpuClasses, EachModelRealizesAClassAsItsSmallestSufficientProfile) {
-  const GpuClass small{"small", 10, 0.125}, medium{"medium", 20, 0.25}, large{"large", 80, 0.0};
+  const GpuClass small{"small", 10, 0.125, "", 0}, medium{"medium", 20, 0.25, "", 0}, large{"large", 80, 0.0, "", 0};
   auto realized = [](const char* model, const GpuClass& c) {
     const Profile* p = realize(*Catalog::builtin().find_model(model), c);
     return p ? p->name : std::string("none");
@@ -95,8 +95,27 @@ TEST(GpuClasses, EachModelRealizesAClassAsItsSmallestSufficientProfile) {
   EXPECT_EQ(realized("A30-24GB", small), "2g.12gb");  // never the +me variant
 }
 
+// A share type names its instance exactly or by need, and exists only where it splits that way.
+TEST(GpuClasses, AShareTypeIsRealizedWhereItsInstanceSplitsIntoItsShares) {
+  const GpuClass quarter{"quarter", 0, 0.0, "3g.40gb", 4}, tiny{"tiny", 0, 0.0, "1g.10gb", 48},
+      small_half{"small-half", 10, 0.125, "", 2};
+  const GpuModel& h100 = *Catalog::builtin().find_model("H100-80GB");
+  ASSERT_NE(realize(h100, quarter), nullptr);
+  EXPECT_EQ(realize(h100, quarter)->name, "3g.40gb");
+  EXPECT_EQ(realize(*Catalog::builtin().find_model("A30-24GB"), quarter), nullptr) << "an A30 has no 3g.40gb";
+  EXPECT_EQ(realize(h100, tiny), nullptr) << "48 shares of 1g.10gb would be under 512 MiB each";
+  EXPECT_EQ(realize(h100, small_half)->name, "1g.10gb");
+  const Catalog c = Catalog::with_classes(Catalog::builtin(), std::vector<GpuClass>{quarter, tiny, small_half});
+  const Profile* q = c.find_model("H100-80GB")->find_profile("quarter");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->shares, 4);
+  EXPECT_EQ(q->realizes, "3g.40gb");
+  EXPECT_EQ(c.find_model("H100-80GB")->find_profile("tiny"), nullptr);
+  EXPECT_EQ(c.find_model("H100-80GB")->find_profile("3g.40gb")->shares, 0) << "hardware profiles are held whole";
+}
+
 TEST(GpuClasses, ACatalogWithClassesNamesThemAfterTheHardwareProfiles) {
-  const std::vector<GpuClass> classes{{"small", 10, 0.125}, {"large", 80, 0.0}};
+  const std::vector<GpuClass> classes{{"small", 10, 0.125, "", 0}, {"large", 80, 0.0, "", 0}};
   const Catalog c = Catalog::with_classes(Catalog::builtin(), classes);
   const GpuModel& mi300x = *c.find_model("MI300X-192GB");
   const Profile* small = mi300x.find_profile("small");

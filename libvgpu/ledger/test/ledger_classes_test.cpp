@@ -13,7 +13,7 @@ Ledger h100_ledger_with_a_small_instance() {
   Ledger l;
   l.node = "n1";
   l.gpus.push_back({0, "GPU-1111", "H100-80GB", "0000:00:06.0"});
-  l.classes = {GpuClass{"small", 10, 0.125}};
+  l.classes = {GpuClass{"small", 10, 0.125, "", 0}};
   LedgerInstance inst;
   inst.gpu = 0;
   inst.profile = "small";
@@ -44,9 +44,31 @@ TEST(LedgerClasses, AClassNamedLedgerRoundTripsAsVersionFour) {
   EXPECT_NE(serialize_ledger(plain).find("\"version\": 3"), std::string::npos);
 }
 
+TEST(LedgerClasses, AShareTypeNeedsVersionFiveAndKeepsItsInstanceAndShares) {
+  auto l = h100_ledger_with_a_small_instance();
+  l.classes.push_back(GpuClass{"quarter", 0, 0.0, "3g.40gb", 4});
+  const auto text = serialize_ledger(l);
+  EXPECT_NE(text.find("\"version\": 5"), std::string::npos);
+  auto back = parse_ledger(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->classes, l.classes);
+  // A version 4 ledger cannot carry one; a share type states both its instance and its shares.
+  std::string v4 = text;
+  v4.replace(v4.find("\"version\": 5"), 12, "\"version\": 4");
+  auto old = parse_ledger(v4);
+  ASSERT_FALSE(old);
+  EXPECT_NE(old.error().message.find("classes[1].shares: a version 4 ledger has no share types"), std::string::npos)
+      << old.error().message;
+  std::string half = text;
+  half.erase(half.find("\"profile\": \"3g.40gb\","), 22);
+  auto r = parse_ledger(half);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("classes[1]: a share type has both"), std::string::npos) << r.error().message;
+}
+
 TEST(LedgerClasses, AClassTheLedgerDoesNotDefineIsCorrupt) {
   auto l = h100_ledger_with_a_small_instance();
-  l.classes = {GpuClass{"medium", 20, 0.25}};
+  l.classes = {GpuClass{"medium", 20, 0.25, "", 0}};
   auto r = validate(l);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("small: not a profile of H100-80GB"), std::string::npos) << r.error().message;
@@ -65,13 +87,13 @@ TEST(LedgerClasses, HardwareReportsTheRealizedProfileAndReconcileAgrees) {
 
 TEST(LedgerClasses, SyncKeepsAClassThePolicyDroppedWhileSomethingStillNamesIt) {
   auto l = h100_ledger_with_a_small_instance();
-  EXPECT_FALSE(sync_classes(l, {GpuClass{"small", 10, 0.125}}));
-  EXPECT_TRUE(sync_classes(l, {GpuClass{"large", 80, 0.0}}));
-  EXPECT_EQ(l.classes, (std::vector<GpuClass>{{"large", 80, 0.0}, {"small", 10, 0.125}}));
+  EXPECT_FALSE(sync_classes(l, {GpuClass{"small", 10, 0.125, "", 0}}));
+  EXPECT_TRUE(sync_classes(l, {GpuClass{"large", 80, 0.0, "", 0}}));
+  EXPECT_EQ(l.classes, (std::vector<GpuClass>{{"large", 80, 0.0, "", 0}, {"small", 10, 0.125, "", 0}}));
   l.instances.clear();
   l.plan.slots.clear();
-  EXPECT_TRUE(sync_classes(l, {GpuClass{"large", 80, 0.0}}));
-  EXPECT_EQ(l.classes, (std::vector<GpuClass>{{"large", 80, 0.0}}));
+  EXPECT_TRUE(sync_classes(l, {GpuClass{"large", 80, 0.0, "", 0}}));
+  EXPECT_EQ(l.classes, (std::vector<GpuClass>{{"large", 80, 0.0, "", 0}}));
 }
 
 }  // namespace

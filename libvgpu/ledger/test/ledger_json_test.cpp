@@ -132,8 +132,8 @@ TEST_P(LedgerJsonCorruption, IsRejectedWithTheFieldPathAndValue) {
 const Corruption kCorruptions[] = {
     {"wrong_format", [](auto& j) { j["format"] = "slurm-vgpu-policy"; },
      "format: \"slurm-vgpu-policy\": expected \"slurm-vgpu-ledger\""},
-    {"future_version", [](auto& j) { j["version"] = 5; }, "version: 5: this build reads versions 1 to 4"},
-    {"version_zero", [](auto& j) { j["version"] = 0; }, "version: 0: this build reads versions 1 to 4"},
+    {"future_version", [](auto& j) { j["version"] = 6; }, "version: 6: this build reads versions 1 to 5"},
+    {"version_zero", [](auto& j) { j["version"] = 0; }, "version: 0: this build reads versions 1 to 5"},
     {"version_as_string", [](auto& j) { j["version"] = "1"; }, "version: \"1\""},
     {"missing_version", [](auto& j) { j.erase("version"); }, "version: required field missing"},
     {"unknown_top_field", [](auto& j) { j["extra"] = 1; }, "extra: unknown field"},

@@ -31,8 +31,8 @@ TEST(PolicyClasses, AClassIsNamedInAPartitionAndRealizedOnEveryModelThatCan) {
   auto policy = parse_policy(doc.dump(), "t.json");
   ASSERT_TRUE(policy) << policy.error().message;
   ASSERT_EQ(policy->classes.size(), 2u);
-  EXPECT_EQ(policy->classes[0], (GpuClass{"large", 80, 0.0}));
-  EXPECT_EQ(policy->classes[1], (GpuClass{"small", 10, 0.125}));
+  EXPECT_EQ(policy->classes[0], (GpuClass{"large", 80, 0.0, "", 0}));
+  EXPECT_EQ(policy->classes[1], (GpuClass{"small", 10, 0.125, "", 0}));
   const Catalog with = Catalog::with_classes(Catalog::builtin(), policy->classes);
   const PartitionPolicy& p = *policy->partition("p");
   // The catalog's order: hardware profiles, then the classes by name.

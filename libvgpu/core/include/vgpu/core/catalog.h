@@ -43,17 +43,26 @@ struct Profile {
   // Empty for a profile of the hardware. For a class (a request by need, GpuClass) realized on a
   // model: the hardware profile it is, whose fields it copies under the class's name.
   std::string realizes;
+  // For a share type realized on a model: how many jobs share one instance of `realizes` through
+  // CUDA MPS (docs/shared-instances.md). 0 for a profile or class a job holds whole.
+  int shares = 0;
   bool operator==(const Profile&) const = default;
 
   [[nodiscard]] const std::string& hardware_name() const { return realizes.empty() ? name : realizes; }
 };
 
-// A request by need, the same on every model: "small" = at least 10 GB and 1/8 of a GPU's
-// compute. Each model realizes it as its smallest profile that satisfies both (realize()).
+// A GRES type the site defines, the same name on every model, realized per model as a catalog
+// profile of that name (Catalog::with_classes):
+// - a class, a request by need: "small" = at least 10 GB and 1/8 of a GPU's compute. Each model
+//   realizes it as its smallest profile that satisfies both (realize());
+// - a share type (shares > 0): one of `shares` equal parts of an instance, which is either a
+//   hardware profile (`profile`, exact) or the smallest one meeting the same needs as a class's.
 struct GpuClass {
   std::string name;
   int min_memory_gb = 0;              // as profile names state memory ("1g.10gb": 10)
   double min_compute_fraction = 0.0;  // of the whole GPU's compute slices
+  std::string profile;                // a hardware profile name; empty: by the needs above
+  int shares = 0;                     // 0: a class, held whole
   bool operator==(const GpuClass&) const = default;
 };
 
@@ -114,9 +123,11 @@ class Catalog {
   std::vector<GpuModel> models_;
 };
 
-// The smallest hardware profile of `model` (fewest compute slices, then least memory) with at
-// least the class's memory and compute share; media/graphics variants ("+me", "+gfx") never.
-// nullptr when none does.
+// The hardware profile `gpu_class` names, if it names one and `model` has it; otherwise the
+// smallest hardware profile of `model` (fewest compute slices, then least memory) with at least the
+// class's memory and compute share, media/graphics variants ("+me", "+gfx") never. nullptr when
+// none does. A share type is realized only where its instance splits into its shares
+// (share_limits, vgpu/core/shared_instance.h).
 const Profile* realize(const GpuModel& model, const GpuClass& gpu_class);
 
 // Field-by-field differences between two descriptions of the same model (built-in vs. read from

@@ -17,7 +17,8 @@ inline constexpr std::string_view kLedgerFormat = "slurm-vgpu-ledger";
 // Version 2 (backed slots: a plan slot may stand where a released instance still is) and 3 (idle
 // instances, kept at their slot for the next job) read older versions as is: those never have
 // them. An older reader refuses a newer version by its number instead of misreading it.
-inline constexpr int kLedgerVersion = 4;  // 4: classes; written only when the node has some
+// 4: classes; 5: share types among them. Each written only when the node has some.
+inline constexpr int kLedgerVersion = 5;
 inline constexpr int kLedgerOldestReadableVersion = 1;
 inline constexpr std::string_view kHistoryFormat = "slurm-vgpu-history";
 inline constexpr int kHistoryVersion = 1;

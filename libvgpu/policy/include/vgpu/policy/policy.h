@@ -85,10 +85,14 @@ struct PartitionPolicy {
   std::optional<std::vector<int>> gpus;  // nullopt: every GPU ("all")
   std::vector<std::string> idle_layout;
   ScrubMode scrub = ScrubMode::required;
+  // Whether jobs of different users may hold shares of one instance (its MPS server serves one
+  // Linux user at a time: docs/shared-instances.md). Off: one user per shared instance.
+  bool share_across_users = false;
   std::vector<VizPool> viz_pools;
 
   // Allowed profile names on `model`, in the catalog's order. Empty: the partition does not use
-  // GPUs of this model at all.
+  // GPUs of this model at all. Share types only where "profiles" names them: a partition without
+  // the field gives whole instances.
   [[nodiscard]] std::vector<std::string> allowed_profiles_for(const GpuModel& model) const;
   [[nodiscard]] bool uses_model(const GpuModel& model) const {
     return !allowed_profiles_for(model).empty();
@@ -109,8 +113,14 @@ struct PolicyFile {
   // Requests by need ("classes": {"small": {...}}), the same names on every model; each node
   // realizes them on its model (Catalog::with_classes). Sorted by name.
   std::vector<GpuClass> classes;
+  // Parts of an instance ("share_types": {"quarter": {"instance": "3g.40gb", "shares": 4}}), each
+  // a GpuClass with shares > 0, realized per model like a class. Sorted by name.
+  std::vector<GpuClass> share_types;
   std::vector<PartitionPolicy> partitions;  // sorted by name
 
+  // The GRES types the site defines: the classes, then the share types. What the catalog adds to
+  // its profiles (Catalog::with_classes) and the node's ledger keeps (sync_classes).
+  [[nodiscard]] std::vector<GpuClass> site_types() const;
   [[nodiscard]] const PartitionPolicy* partition(std::string_view name) const;
   [[nodiscard]] const VizPool* find_viz_pool(std::string_view pool_name) const;
   [[nodiscard]] const VmImage* image(std::string_view name) const;
