@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "vgpu/core/gpu_layout.h"
+#include "vgpu/ledger/share_groups.h"
 
 namespace vgpu {
 
@@ -198,7 +199,7 @@ Result<void> validate(const Ledger& ledger, const Catalog& base) {
         !r)
       return r;
   }
-  return {};
+  return validate_share_groups(ledger, catalog);
 }
 
 std::vector<const LedgerInstance*> instances_of_job(const Ledger& ledger, JobId job) {
@@ -253,7 +254,10 @@ int release_claims(Ledger& ledger, JobId job) {
 
 Result<void> add_instance(Ledger& ledger, LedgerInstance instance, const Catalog& catalog) {
   Ledger next = ledger;
-  if (instance.job) {
+  // The slot the instance is made in: claimed by its job, or by its share group (which stays, now
+  // on the instance).
+  const ShareGroup* group = share_group_at(next, instance.gpu, instance.placement);
+  if (instance.job || (group && group->type == instance.profile)) {
     auto slot = std::ranges::find_if(next.plan.slots, [&](const PlanSlot& s) {
       return s.claimed_by_job == instance.job && s.gpu == instance.gpu &&
              s.profile == instance.profile && s.placement == instance.placement;

@@ -219,6 +219,22 @@ PlanSlot read_slot(const json& j, const std::string& path) {
   return s;
 }
 
+ShareGroup read_share_group(const json& j, const std::string& path) {
+  expect_fields(j, path, {"gpu", "placement", "type", "holders"});
+  ShareGroup g;
+  g.gpu = read_small_int(j, "gpu", path, 0, kMaxIndex);
+  g.placement = read_placement(j, path);
+  g.type = read_string(j, "type", path);
+  const json& holders = read_array(j, "holders", path);
+  for (std::size_t i = 0; i < holders.size(); ++i) {
+    const std::string at = fmt::format("{}.holders[{}]", path, i);
+    expect_fields(holders[i], at, {"job", "user", "since"});
+    g.holders.push_back(ShareHolder{read_job(holders[i], "job", at), read_string(holders[i], "user", at),
+                                    read_int(holders[i], "since", at, 0, kMaxTime)});
+  }
+  return g;
+}
+
 void check_header(const json& j, std::string_view format, int oldest, int newest) {
   const json& f = j.at("format");
   if (!f.is_string() || f.get_ref<const std::string&>() != format)
@@ -285,7 +301,8 @@ std::string serialize_ledger(const Ledger& ledger) {
                      {"placement", placement_json(s.placement)},
                      {"claimed_by_job", job_json(s.claimed_by_job)}});
   // The oldest version that can say it: classes need version 4, share types 5.
-  const bool share_types = std::ranges::any_of(ledger.classes, [](const GpuClass& c) { return c.shares > 0; });
+  const bool share_types = !ledger.share_groups.empty() ||
+                           std::ranges::any_of(ledger.classes, [](const GpuClass& c) { return c.shares > 0; });
   const int version = share_types ? 5 : ledger.classes.empty() ? 3 : 4;
   json doc = {{"format", kLedgerFormat},
               {"version", version},
@@ -306,6 +323,16 @@ std::string serialize_ledger(const Ledger& ledger) {
     }
     doc["classes"] = std::move(classes);
   }
+  if (!ledger.share_groups.empty()) {
+    json groups = json::array();
+    for (const auto& g : ledger.share_groups) {
+      json holders = json::array();
+      for (const auto& h : g.holders) holders.push_back({{"job", h.job}, {"user", h.user}, {"since", h.since}});
+      groups.push_back({{"gpu", g.gpu}, {"placement", placement_json(g.placement)}, {"type", g.type},
+                        {"holders", std::move(holders)}});
+    }
+    doc["share_groups"] = std::move(groups);
+  }
   return doc.dump(2) + "\n";
 }
 
@@ -315,7 +342,7 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
   Ledger ledger;
   try {
     const json& j = *doc;
-    expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"}, {"classes"});
+    expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"}, {"classes", "share_groups"});
     check_header(j, kLedgerFormat, kLedgerOldestReadableVersion, kLedgerVersion);
     if (j.contains("classes")) {
       const json& version = j.at("version");
@@ -345,6 +372,13 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
         }
         ledger.classes.push_back(std::move(gc));
       }
+    }
+    if (j.contains("share_groups")) {
+      if (j.at("version") < 5)
+        bad("share_groups", fmt::format("a version {} ledger has no share groups", brief(j.at("version"))));
+      const json& groups = read_array(j, "share_groups", "");
+      for (std::size_t i = 0; i < groups.size(); ++i)
+        ledger.share_groups.push_back(read_share_group(groups[i], fmt::format("share_groups[{}]", i)));
     }
     ledger.node = read_string(j, "node", "");
     const json& gpus = read_array(j, "gpus", "");

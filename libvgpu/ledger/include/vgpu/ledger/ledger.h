@@ -59,6 +59,26 @@ struct VizVm {
   bool operator==(const VizVm&) const = default;
 };
 
+// One job's share of a shared instance (a share type's: docs/shared-instances.md).
+struct ShareHolder {
+  JobId job = 0;
+  std::string user;
+  std::int64_t since = 0;  // Unix seconds: when the job took the share
+  bool operator==(const ShareHolder&) const = default;
+};
+
+// The jobs holding shares of one place: a plan slot of a share type, until its instance is made,
+// then that instance, at the same GPU and placement (so making it moves nothing). Such a slot is
+// never claimed_by_job, such an instance never has a `job`: the group is their owner. It goes
+// when its last holder leaves. vgpu/ledger/share_groups.h has the operations.
+struct ShareGroup {
+  int gpu = 0;
+  Placement placement;
+  std::string type;  // the share type: a profile of the GPU's model with shares > 0
+  std::vector<ShareHolder> holders;  // 1 to the type's shares; one share per job
+  bool operator==(const ShareGroup&) const = default;
+};
+
 struct PlanSlot {
   int gpu = 0;
   std::string profile;
@@ -97,6 +117,8 @@ struct Ledger {
   // defined them when the planner last looked, plus any still named here after the policy dropped
   // them: so any reader can check the ledger without the policy. Empty on nodes without classes.
   std::vector<GpuClass> classes;
+  // Who holds the shares of each shared slot or instance. Empty on nodes without share types.
+  std::vector<ShareGroup> share_groups;
   // Records made during the current LedgerStore::update(); the store appends them to
   // history.jsonl before it replaces ledger.json. Never serialized into ledger.json.
   std::vector<HistoryRecord> new_history;
@@ -107,7 +129,8 @@ struct Ledger {
 
 // Cross-field rules the on-disk format promises: unique GPUs, instances and slots on known GPUs
 // with profiles of that GPU's model at legal placements, instances and plan slots jointly
-// placeable on each GPU, unique MIG uuids / GPU-instance ids / VM domains, owners consistent.
+// placeable on each GPU, unique MIG uuids / GPU-instance ids / VM domains, owners consistent,
+// each share group on one slot or instance of its type, with room for its holders.
 // Errors are `corrupt` and name the field path and value: "instances[2].placement: {2,4} ...".
 Result<void> validate(const Ledger& ledger, const Catalog& catalog = Catalog::builtin());
 
@@ -140,7 +163,9 @@ Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, in
 int release_claims(Ledger& ledger, JobId job);
 
 // Records a new instance. A plan slot claimed by the same job at the same GPU and placement is
-// consumed (the slot became this instance); otherwise the instance must fit beside everything.
+// consumed (the slot became this instance), and so is the slot of a share group there for an
+// instance of its type with no job (the group now stands on the instance); otherwise the instance
+// must fit beside everything.
 Result<void> add_instance(Ledger& ledger, LedgerInstance instance,
                           const Catalog& catalog = Catalog::builtin());
 // Hands the idle instance (gpu, gpu_instance_id) to `job`: the plan slot it backs, which the job

@@ -1,0 +1,54 @@
+// Shares of shared instances in the ledger: which jobs hold shares of which slot or instance of a
+// share type, how a job's prolog takes shares and its epilog gives them back. Pure operations on
+// the ledger value, like ledger.h's; the node's hooks apply them (docs/shared-instances.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/base/error.h"
+#include "vgpu/core/catalog.h"
+#include "vgpu/ledger/ledger.h"
+
+namespace vgpu {
+
+// The group standing at (gpu, placement), or nullptr.
+const ShareGroup* share_group_at(const Ledger& ledger, int gpu, Placement placement);
+
+// The groups in which `job` holds a share.
+std::vector<const ShareGroup*> share_groups_of_job(const Ledger& ledger, JobId job);
+
+// Gives `job` of `user` `count` shares of `type`, one per slot or instance (an MPS server sets one
+// memory cap and compute share per client, so a job's second share is a second instance). Shares
+// the job already holds count toward `count`, so a retried prolog takes nothing twice. Joins, in
+// this order: groups of the type with room whose holders are all `user` (or any user's, with
+// `across_users`), the fullest first, so that partly used instances fill up and empty ones can be
+// returned; then slots of the type no group holds yet, those without a released instance on them
+// first. no_capacity when the node has too few, and then nothing changes.
+Result<void> claim_shares(Ledger& ledger, const Catalog& catalog, JobId job, const std::string& user,
+                          std::string_view type, int count, bool across_users, std::int64_t now);
+
+// Where a job's share was taken back from.
+struct ReleasedShare {
+  int gpu = 0;
+  Placement placement;
+  bool last = false;     // the group is gone: its instance (if made) needs its MPS daemon closed and a scrub
+  bool on_instance = false;  // the share stood on an instance (else on a slot not yet made)
+  bool operator==(const ReleasedShare&) const = default;
+};
+
+// Takes every share of `job` back. A share on an instance leaves a history record (the type as
+// profile, from when the job took it). The last share of an instance retires the instance as
+// retire_job() does an owned one (scrubbing, a backed slot of the type at its place); the last
+// share of a slot leaves the slot in the plan, unheld.
+std::vector<ReleasedShare> release_shares(Ledger& ledger, JobId job, std::int64_t end_time,
+                                          std::string_view end_reason);
+
+// The share-group rules validate() applies: each group on exactly one slot of its type that no
+// job claimed or one instance of its type that no job owns and is not released; the type a share
+// type of the GPU's model; 1 to its share count of holders, one share per job; one group per place.
+Result<void> validate_share_groups(const Ledger& ledger, const Catalog& catalog);
+
+}  // namespace vgpu
