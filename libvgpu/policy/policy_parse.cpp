@@ -105,6 +105,21 @@ void check_pool_names_unique(Diagnostics& d, const Json& partitions) {
   }
 }
 
+// A GRES type the file defines is named like a profile's type (the contract's alphabet, not a
+// reserved word) but never spelled like a profile, which would make a request ambiguous.
+bool check_site_type_name(Diagnostics& d, const std::string& name, const FieldPath& at, std::string_view what,
+                          std::string_view naming_hint) {
+  if (!contract::is_valid_type_name(name) || contract::is_reserved_type(name)) {
+    d.at_key(at, fmt::format("{} name must be {}", what, contract::type_name_rule()));
+    return false;
+  }
+  if (parse_profile_name(name)) {
+    d.at_key(at, fmt::format("{} name is spelled like a profile: {}", what, naming_hint));
+    return false;
+  }
+  return true;
+}
+
 // "classes": {"<name>": {"min_memory_gb": N, "min_compute_fraction": F}}: a class is a GRES type
 // like a profile, so its name follows the type alphabet, must not be spelled like a profile, and
 // some known model must be able to realize it.
@@ -113,14 +128,7 @@ std::vector<GpuClass> parse_classes(Diagnostics& d, const Json& value, const Fie
   if (!expect_object(d, value, path)) return out;
   for (const auto& [name, spec] : value.items()) {
     FieldPath at = path.key(name);
-    if (!contract::is_valid_type_name(name) || contract::is_reserved_type(name)) {
-      d.at_key(at, fmt::format("class name must be {}", contract::type_name_rule()));
-      continue;
-    }
-    if (parse_profile_name(name)) {
-      d.at_key(at, "class name is spelled like a profile: name classes by need (\"small\", \"train-large\")");
-      continue;
-    }
+    if (!check_site_type_name(d, name, at, "class", "name classes by need (\"small\", \"train-large\")")) continue;
     if (!expect_object(d, spec, at)) continue;
     reject_unknown_fields(d, spec, at, {"min_memory_gb", "min_compute_fraction", "comment"});
     GpuClass c{name, 0, 0.0, "", 0};
@@ -157,14 +165,8 @@ std::vector<GpuClass> parse_share_types(Diagnostics& d, const Json& value, const
   if (!expect_object(d, value, path)) return out;
   for (const auto& [name, spec] : value.items()) {
     FieldPath at = path.key(name);
-    if (!contract::is_valid_type_name(name) || contract::is_reserved_type(name)) {
-      d.at_key(at, fmt::format("share type name must be {}", contract::type_name_rule()));
+    if (!check_site_type_name(d, name, at, "share type", "name it by what it is (\"quarter\", \"infer-share\")"))
       continue;
-    }
-    if (parse_profile_name(name)) {
-      d.at_key(at, "share type name is spelled like a profile: name it by what it is (\"quarter\", \"infer-share\")");
-      continue;
-    }
     if (std::ranges::find(classes, name, &GpuClass::name) != classes.end()) {
       d.at_key(at, fmt::format("\"{}\" is already a class: a GRES type has one meaning", name));
       continue;
