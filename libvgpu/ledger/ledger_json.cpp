@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
