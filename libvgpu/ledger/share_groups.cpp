@@ -182,7 +182,8 @@ Result<void> validate_share_groups(const Ledger& ledger, const Catalog& catalog)
       return inst.gpu == g.gpu && inst.placement == g.placement && inst.profile == g.type && !inst.job &&
              !is_released(inst) && !is_idle(inst);
     });
-    if (on_slot + (on_slot ? 0 : on_instance) != 1)
+    const bool stands_on_one = on_slot == 1 || (on_slot == 0 && on_instance == 1);
+    if (!stands_on_one)
       return corrupt(path + ".placement",
                      fmt::format("{{{},{}}} on GPU {}: stands on {} slot(s) and {} live instance(s) of {}; one of either",
                                  g.placement.start, g.placement.size, g.gpu, on_slot, on_instance, g.type));
