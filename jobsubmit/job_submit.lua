@@ -4,7 +4,13 @@ Refuses, at submission, vgpu requests the nodes could never serve:
   * a type that is not a valid profile for the partition (e.g. vgpu:9g.99gb:1).
 Valid profiles per partition come from vgpu_profiles.lua next to slurm.conf:
   return { default = "main", partitions = { main = {"1g.10gb", "3g.40gb"} } }
-The message lists the valid profiles so the user can fix the request. ]]
+The message lists the valid profiles so the user can fix the request.
+A share type (a part of one instance, docs/shared-instances.md) is asked alone, one per node
+(--gres=vgpu:quarter:1): Slurm counts a node's shares, the node puts each job's on its own instance,
+so more than one share, or a share beside anything else, could be counted yet not placeable.
+Unless the partition shares instances across users, the job also gets --exclusive=user: Slurm
+cannot count shares per user, and an instance's MPS server serves one user at a time.
+The table's `shares` part names them: shares = { main = { quarter = "user" } }. ]]
 
 local function conf_dir()
   local conf = os.getenv("SLURM_CONF") or "/etc/slurm/slurm.conf"
@@ -37,10 +43,36 @@ local function vgpu_items(tres)
   return items
 end
 
+-- The share rules above, for requests that passed the type check. Returns an error message or nil.
+local function check_shares(job_desc, requests, data, partition)
+  local share, whose = nil, nil
+  for _, it in ipairs(requests) do
+    for p in string.gmatch(partition or "", "[^,]+") do
+      local mode = ((data.shares or {})[p] or {})[it.type]
+      if mode ~= nil then
+        share = share or it
+        if mode == "user" then whose = "user" end
+      end
+    end
+  end
+  if share == nil then return nil end
+  if #requests > 1 or share.field ~= "tres_per_node" or share.count ~= "1" then
+    return string.format("vgpu: '%s' is a share of an instance: a job asks for one share per node and no " ..
+                         "other vgpu (--gres=vgpu:%s:1); for more, ask for a larger type or a whole instance",
+                         share.type, share.type)
+  end
+  -- 0 is --exclusive (the whole node): already stricter than one user's.
+  if whose == "user" and job_desc.shared ~= 0 then job_desc.shared = 2 end
+  return nil
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
   local requests = {}
   for _, field in ipairs({ "tres_per_node", "tres_per_job", "tres_per_socket", "tres_per_task" }) do
-    for _, it in ipairs(vgpu_items(job_desc[field])) do table.insert(requests, it) end
+    for _, it in ipairs(vgpu_items(job_desc[field])) do
+      it.field = field
+      table.insert(requests, it)
+    end
   end
   if #requests == 0 then return slurm.SUCCESS end
 
@@ -71,6 +103,11 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
                      it.type, tostring(partition), listing)
       return slurm.ERROR
     end
+  end
+  local refused = check_shares(job_desc, requests, data, partition)
+  if refused ~= nil then
+    slurm.log_user("%s", refused)
+    return slurm.ERROR
   end
   return slurm.SUCCESS
 end

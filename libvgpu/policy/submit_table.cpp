@@ -51,6 +51,17 @@ Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog&
     for (const auto& t : types_offered(partition, catalog)) list += (list.empty() ? "" : ", ") + lua_string(t);
     out += fmt::format("  [{}] = {{{}}},\n", lua_string(partition.name), list);
   }
+  // The share types among them, and whose jobs may share an instance: "user" makes the filter give
+  // the job `--exclusive=user`, since Slurm counts a node's shares without knowing whose they are.
+  out += "}, shares = {\n";
+  for (const auto& partition : policy.partitions) {
+    std::string list;
+    for (const auto& t : types_offered(partition, catalog))
+      if (std::ranges::any_of(policy.share_types, [&](const GpuClass& s) { return s.name == t; }))
+        list += fmt::format("{}[{}] = \"{}\"", list.empty() ? "" : ", ", lua_string(t),
+                            partition.share_across_users ? "any" : "user");
+    if (!list.empty()) out += fmt::format("  [{}] = {{{}}},\n", lua_string(partition.name), list);
+  }
   return out + "} }\n";
 }
 

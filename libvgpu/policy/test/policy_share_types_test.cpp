@@ -52,6 +52,14 @@ TEST(PolicyShareTypes, AShareTypeOfAProfileOrAClassIsRealizedWithItsShareCount) 
   auto table = render_submit_table(offering, with, "p");
   ASSERT_TRUE(table) << table.error().message;
   EXPECT_NE(table->find(R"(["p"] = {"1g.10gb", "small-half", "quarter"})"), std::string::npos) << *table;
+  // ...and says which are shares and whose: one user's by default (the filter adds --exclusive=user).
+  EXPECT_NE(table->find("}, shares = {\n  [\"p\"] = {[\"small-half\"] = \"user\", [\"quarter\"] = \"user\"},\n} }"),
+            std::string::npos)
+      << *table;
+  offering.partitions[0].share_across_users = true;
+  table = render_submit_table(offering, with, "p");
+  ASSERT_TRUE(table) << table.error().message;
+  EXPECT_NE(table->find(R"(["p"] = {["small-half"] = "any", ["quarter"] = "any"})"), std::string::npos) << *table;
 }
 
 TEST(PolicyShareTypes, NoPartitionMayOfferOneUntilTheNodesRunSharedInstances) {

@@ -27,6 +27,7 @@ TEST(SubmitTable, EachPartitionOffersWhatItsPolicyAllowsOnAnyModelInCatalogOrder
   EXPECT_NE(table->find(R"(["infer"] = {"1g.10gb", "1g.6gb"},)"), std::string::npos) << *table;
   EXPECT_NE(table->find(R"(["train"] = {"3g.40gb", "7g.80gb"},)"), std::string::npos) << *table;
   EXPECT_NE(table->find("from site-policy.json"), std::string::npos) << *table;
+  EXPECT_NE(table->find("}, shares = {\n} }"), std::string::npos) << "no share types, none listed:\n" << *table;
 }
 
 TEST(SubmitTable, APartitionWithoutAProfileListOffersEveryProfileOfEveryModel) {

@@ -2,6 +2,7 @@
 # Untyped and unknown-profile vgpu requests are refused at submission (job_submit/lua) with a
 # message listing the partition's valid profiles; valid typed requests pass.
 set -u
+VC_SHARE_TYPES="quarter:user half:any"
 . "$(dirname "$0")/../lib.sh"
 trap 'vc_finish $?' EXIT
 vc_start
@@ -19,6 +20,29 @@ out=$(srun --gres=vgpu:9g.99gb:1 true 2>&1) && vc_fail "srun with unknown profil
 echo "$out" | grep -q "unknown profile '9g.99gb'" || vc_fail "srun refusal unclear: $out"
 
 j=$(vc_sbatch --gres=vgpu:1g.10gb:1 --wrap true) || vc_fail "valid typed request refused"
+scancel "$j"
+
+# A share is asked alone, one per node; one user's by default (Slurm counts shares, not whose).
+expect_share_refused() { # sbatch args
+  local out
+  out=$(sbatch -o /dev/null "$@" --wrap true 2>&1) && vc_fail "share request $* was accepted: $out"
+  echo "$out" | grep -q "is a share of an instance: a job asks for one share per node" ||
+    vc_fail "share refusal of $* unclear: $out"
+}
+expect_share_refused --gres=vgpu:quarter:2
+expect_share_refused --gres=vgpu:quarter:1,vgpu:1g.10gb:1
+# Slurm 22.05 shows --exclusive=user as OverSubscribe=USER, later releases as Exclusive=USER.
+share_mode() { scontrol show job "$1" | grep -o -E '(OverSubscribe|Exclusive)=[A-Z]*' | tr '\n' ' '; }
+j=$(vc_sbatch --gres=vgpu:quarter:1 --wrap true) || vc_fail "one share refused"
+share_mode "$j" | grep -q -E '(OverSubscribe|Exclusive)=USER' || vc_fail "a one-user share job is not --exclusive=user: $(share_mode "$j")"
+scancel "$j"
+plain=$(vc_sbatch --gres=vgpu:1g.10gb:1 --wrap true) || vc_fail "valid typed request refused"
+j=$(vc_sbatch --exclusive --gres=vgpu:quarter:1 --wrap true) || vc_fail "one share with --exclusive refused"
+[ "$(share_mode "$j")" != "$(share_mode "$plain")" ] && ! share_mode "$j" | grep -q USER ||
+  vc_fail "--exclusive was weakened: $(share_mode "$j") (a plain job: $(share_mode "$plain"))"
+scancel "$j" "$plain"
+j=$(vc_sbatch --gres=vgpu:half:1 --wrap true) || vc_fail "one share across users refused"
+! share_mode "$j" | grep -q USER || vc_fail "a share across users was made --exclusive=user: $(share_mode "$j")"
 scancel "$j"
 j=$(vc_sbatch --wrap true) || vc_fail "job without vgpu refused"
 vc_wait_job "$j" COMPLETED 30 || vc_fail "plain job did not complete"

@@ -19,7 +19,8 @@ namespace vgpu {
 // the accounting TRES line are both made of.
 std::vector<std::string> types_offered(const PartitionPolicy& partition, const Catalog& catalog);
 
-// Per partition: types_offered(). `default_partition` is the one slurm.conf marks Default=YES (a
+// Per partition: types_offered(), and which of them are share types ("user": the filter gives the
+// job `--exclusive=user`; "any": the partition shares instances across users). `default_partition` is the one slurm.conf marks Default=YES (a
 // job that names no partition is checked against it); it must be a partition of the policy.
 Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog& catalog,
                                         std::string_view default_partition);
