@@ -37,6 +37,19 @@ LedgerInstance* live_instance_at(Ledger& ledger, const ShareGroup& group) {
 
 }  // namespace
 
+int shares_of(const Ledger& ledger, std::string_view profile) {
+  auto it = std::ranges::find_if(ledger.classes, [&](const GpuClass& c) { return c.name == profile; });
+  return it == ledger.classes.end() ? 0 : it->shares;
+}
+
+int units_of(const Ledger& ledger, std::string_view profile) { return std::max(1, shares_of(ledger, profile)); }
+
+bool slot_is_held(const Ledger& ledger, const PlanSlot& slot) {
+  if (slot.claimed_by_job) return true;
+  const ShareGroup* group = share_group_at(ledger, slot.gpu, slot.placement);
+  return group != nullptr && group->type == slot.profile;
+}
+
 const ShareGroup* share_group_at(const Ledger& ledger, int gpu, Placement placement) {
   auto it = std::ranges::find_if(ledger.share_groups, [&](const ShareGroup& g) { return at(g, gpu, placement); });
   return it == ledger.share_groups.end() ? nullptr : &*it;

@@ -8,6 +8,7 @@
 
 #include "node_model.h"
 #include "vgpu/core/gpu_layout.h"
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/node_state.h"
 
 namespace vgpu {
@@ -106,7 +107,7 @@ void instances_by_state(Writer& w, const NodeMetricsInput& in) {
       return i.gpu == s.gpu && i.placement == s.placement;
     });
     if (backed) continue;  // the instance there is counted in its own state
-    ++counts[{s.profile, s.claimed_by_job ? "claimed" : "planned"}];
+    ++counts[{s.profile, slot_is_held(l, s) ? "claimed" : "planned"}];
   }
   for (const auto& [type, n] : in.advertised) profiles.insert(type);
   w.family("vgpu_instances", "gauge",

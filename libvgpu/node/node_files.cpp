@@ -14,6 +14,7 @@
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/job_record.h"
 #include "vgpu/contract/node_files.h"
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/node_state.h"
 
 namespace vgpu {
@@ -28,11 +29,17 @@ Result<void> write_file_atomically(const std::string& dir, const std::string& na
 
 }  // namespace
 
+// A shared instance or slot counts its shares: Slurm hands out each share as one unit.
 std::map<std::string, int> advertised_counts(const Ledger& ledger) {
   std::map<std::string, int> counts;
   for (const auto& inst : ledger.instances)
     if (inst.job) ++counts[inst.profile];
-  for (const auto& slot : ledger.plan.slots) ++counts[slot.profile];
+  for (const auto& group : ledger.share_groups)
+    if (std::ranges::none_of(ledger.plan.slots, [&](const PlanSlot& s) {
+          return s.gpu == group.gpu && s.placement == group.placement;
+        }))
+      counts[group.type] += units_of(ledger, group.type);  // on its instance: the slot was consumed
+  for (const auto& slot : ledger.plan.slots) counts[slot.profile] += units_of(ledger, slot.profile);
   return counts;
 }
 
@@ -53,6 +60,7 @@ std::map<std::string, int> held_by_jobs(const Ledger& ledger) {
     if (inst.job) ++held[inst.profile];
   for (const auto& slot : ledger.plan.slots)
     if (slot.claimed_by_job) ++held[slot.profile];
+  for (const auto& group : ledger.share_groups) held[group.type] += static_cast<int>(group.holders.size());
   return held;
 }
 

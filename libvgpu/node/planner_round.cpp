@@ -12,6 +12,7 @@
 #include "node_model.h"
 #include "slot_preparation.h"
 #include "vgpu/base/crash_point.h"
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
@@ -75,6 +76,43 @@ std::vector<Demand> node_demand(const NodeContext& ctx, PlannerState& state, con
   return demand;
 }
 
+// Demand for a share type counts shares, one per job; the planner places instances. So it asks for
+// the instances those shares need beyond the free shares of the groups already here (which serve
+// starving shares first), each instance taking as many shares as the type cuts it into.
+std::vector<Demand> demand_in_instances(const Ledger& l, const std::vector<Demand>& demand) {
+  std::map<std::string, std::pair<int, int>> asked;  // share type -> {starving, other} shares
+  std::vector<Demand> out;
+  for (const auto& d : demand) {
+    if (shares_of(l, d.profile) == 0) {
+      out.push_back(d);
+      continue;
+    }
+    auto [it, first] = asked.try_emplace(d.profile, 0, 0);
+    if (first) out.push_back({d.profile, 0, false});  // holds the type's place in Slurm's order
+    (d.starving ? it->second.first : it->second.second) += d.count;
+  }
+  std::vector<Demand> result;
+  for (const auto& d : out) {
+    auto it = asked.find(d.profile);
+    if (it == asked.end()) {
+      result.push_back(d);
+      continue;
+    }
+    const int n = shares_of(l, d.profile);
+    int free = 0;
+    for (const auto& g : l.share_groups)
+      if (g.type == d.profile) free += std::max(0, n - static_cast<int>(g.holders.size()));
+    auto [starving, other] = it->second;
+    const int for_starving = std::min(starving, free);
+    starving -= for_starving;
+    other -= std::min(other, free - for_starving);
+    const int instances = (starving + other + n - 1) / n, for_hungry = (starving + n - 1) / n;
+    if (for_hungry > 0) result.push_back({d.profile, for_hungry, true});
+    if (instances > for_hungry) result.push_back({d.profile, instances - for_hungry, false});
+  }
+  return result;
+}
+
 struct Desired {
   std::vector<PlanSlot> slots;  // new unclaimed slots (beyond `fixed`)
   int served = 0;               // demand units covered, by `fixed` slots or new ones
@@ -89,13 +127,14 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
                               std::vector<std::string>* notes = nullptr) {
   Desired none;
   if (l.gpus.empty() || parts.empty()) return none;
+  demand = demand_in_instances(l, demand);
   // Claimed and fixed slots are placed by layouts_of: a backed slot is the same space as its
   // released instance, so placing it again beside the instance would be a false conflict.
   auto is_fixed = [&](const PlanSlot& s) { return std::ranges::find(fixed, key(s), key) != fixed.end(); };
-  auto layouts = node::layouts_of(l, [&](const PlanSlot& s) { return s.claimed_by_job.has_value() || is_fixed(s); });
+  auto layouts = node::layouts_of(l, [&](const PlanSlot& s) { return slot_is_held(l, s) || is_fixed(s); });
   if (!layouts) return std::unexpected(layouts.error());
   for (const auto& s : fixed)
-    if (std::ranges::none_of(l.plan.slots, [&](const PlanSlot& x) { return !x.claimed_by_job && key(x) == key(s); }))
+    if (std::ranges::none_of(l.plan.slots, [&](const PlanSlot& x) { return !slot_is_held(l, x) && key(x) == key(s); }))
       return fail(ErrorCode::corrupt, fmt::format("fixed slot {}@{} on GPU {} is not in the plan", s.profile,
                                                   s.placement.start, s.gpu));
   int served_by_fixed = 0, starving_by_fixed = 0;
@@ -141,21 +180,21 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
   return out;
 }
 
-std::vector<PlanSlot> unclaimed(const Ledger& l) {
+std::vector<PlanSlot> unheld(const Ledger& l) {
   std::vector<PlanSlot> out;
   for (const auto& s : l.plan.slots)
-    if (!s.claimed_by_job) out.push_back(s);
+    if (!slot_is_held(l, s)) out.push_back(s);
   return out;
 }
 
 // Unclaimed slots still backed by a released instance: their space is re-planned only once the
 // instance is gone, so even a plan from scratch keeps them (else each job's end would cost a
 // shrink and a grow of the same space).
-std::vector<PlanSlot> backed_unclaimed(const Ledger& l) {
+std::vector<PlanSlot> backed_unheld(const Ledger& l) {
   std::vector<PlanSlot> out;
   const auto backing = slot_backings(l);
   for (std::size_t i = 0; i < l.plan.slots.size(); ++i)
-    if (backing[i] && !l.plan.slots[i].claimed_by_job) out.push_back(l.plan.slots[i]);
+    if (backing[i] && !slot_is_held(l, l.plan.slots[i])) out.push_back(l.plan.slots[i]);
   return out;
 }
 
@@ -166,7 +205,7 @@ Ledger planning_view(const Ledger& l) {
   const auto idle = idle_backings(l);
   std::vector<bool> drop(l.instances.size(), false);
   for (std::size_t s = 0; s < idle.size(); ++s)
-    if (idle[s] && !l.plan.slots[s].claimed_by_job) drop[*idle[s]] = true;
+    if (idle[s] && !slot_is_held(l, l.plan.slots[s])) drop[*idle[s]] = true;
   view.instances.clear();
   for (std::size_t i = 0; i < l.instances.size(); ++i)
     if (!drop[i]) view.instances.push_back(l.instances[i]);
@@ -180,7 +219,7 @@ std::vector<std::size_t> idle_not_kept(const Ledger& l, const std::vector<PlanSl
   std::vector<std::size_t> out;
   const auto idle = idle_backings(l);
   for (std::size_t s = 0; s < idle.size(); ++s) {
-    if (!idle[s] || l.plan.slots[s].claimed_by_job) continue;
+    if (!idle[s] || slot_is_held(l, l.plan.slots[s])) continue;
     auto it = std::ranges::find(pool, key(l.plan.slots[s]));
     if (it != pool.end()) pool.erase(it);
     else out.push_back(*idle[s]);
@@ -228,7 +267,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const PlannerState& state, const 
   Ledger shrunk = *l;
   auto still_dropped = minus(dropped, {});
   std::erase_if(shrunk.plan.slots, [&](const PlanSlot& s) {
-    if (s.claimed_by_job) return false;
+    if (slot_is_held(*l, s)) return false;
     auto it = std::ranges::find(still_dropped, key(s), key);
     if (it == still_dropped.end()) return false;
     still_dropped.erase(it);
@@ -362,7 +401,7 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
         return i.gpu == d.gpu && i.gpu_instance_id == *d.gpu_instance_id;
       });
       bool claimed = hw != view.instances.end() && std::ranges::any_of(ledger->plan.slots, [&](const PlanSlot& s) {
-        return s.claimed_by_job && s.gpu == hw->gpu && (s.placement.mask() & hw->placement.mask());
+        return slot_is_held(*ledger, s) && s.gpu == hw->gpu && (s.placement.mask() & hw->placement.mask());
       });
       if (!claimed) {
         auto destroyed = ctx.backend->destroy_instance(d.gpu, *d.gpu_instance_id);
@@ -473,10 +512,10 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     // each shrink-and-grow would re-place the kept slots and the plan would churn.
     // Idle instances do not hold their space against the plan (planning_view).
     const Ledger view = planning_view(l);
-    const auto backed = backed_unclaimed(view);
+    const auto backed = backed_unheld(view);
     auto scratch = desired_slots(view, parts, demand, backed, &result.notes);
     if (!scratch) return std::unexpected(scratch.error());
-    const auto current = unclaimed(view);
+    const auto current = unheld(view);
     auto sticky = desired_slots(view, parts, demand, current);
     if (!sticky) return std::unexpected(sticky.error());
     std::vector<PlanSlot> desired;
@@ -502,7 +541,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     dropped = minus(current, desired);
     if (!dropped.empty()) return {};
     if (minus(desired, current).empty()) return {};
-    std::erase_if(l.plan.slots, [](const PlanSlot& s) { return !s.claimed_by_job; });
+    std::erase_if(l.plan.slots, [&](const PlanSlot& s) { return !slot_is_held(l, s); });
     for (auto& s : desired) l.plan.slots.push_back(s);
     ++l.plan.generation;
     return {};
@@ -537,7 +576,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     Ledger shrunk = *committed;
     auto to_drop = dropped;
     std::erase_if(shrunk.plan.slots, [&](const PlanSlot& s) {
-      if (s.claimed_by_job) return false;
+      if (slot_is_held(shrunk, s)) return false;
       auto it = std::ranges::find(to_drop, key(s), key);
       if (it == to_drop.end()) return false;
       to_drop.erase(it);
@@ -557,7 +596,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   auto grown = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     auto to_drop = dropped;
     std::erase_if(l.plan.slots, [&](const PlanSlot& s) {
-      if (s.claimed_by_job) return false;
+      if (slot_is_held(l, s)) return false;
       auto it = std::ranges::find(to_drop, key(s), key);
       if (it == to_drop.end()) return false;
       to_drop.erase(it);
@@ -565,7 +604,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     });
     // Grow into the plan phase 1 chose. Planning again around the kept slots could put a
     // dropped slot right back, and the next round would drop it again, forever.
-    auto kept = unclaimed(l);
+    auto kept = unheld(l);
     auto wanted = minus(chosen, kept);
     bool fits = true;
     if (auto layouts = node::layouts_of(l, [](const PlanSlot&) { return true; }); layouts) {

@@ -8,6 +8,7 @@
 #include "node_lock.h"
 #include "node_model.h"
 #include "vgpu/base/crash_point.h"
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/node_state.h"
 
 namespace vgpu::node {
@@ -17,12 +18,12 @@ namespace {
 // None while a job holds a claim not yet made into an instance: its prolog is creating, or waits
 // for the hardware lock, and flock is not fair, so it gets the lock before the next create.
 std::optional<PlanSlot> next_unprepared(const Ledger& l) {
-  if (std::ranges::any_of(l.plan.slots, [](const PlanSlot& s) { return s.claimed_by_job.has_value(); }))
-    return std::nullopt;
+  if (std::ranges::any_of(l.plan.slots, [&](const PlanSlot& s) { return slot_is_held(l, s); })) return std::nullopt;
   const auto backing = slot_backings(l);
   for (std::size_t s = 0; s < l.plan.slots.size(); ++s) {
     const auto& slot = l.plan.slots[s];
-    if (backing[s] || is_uniform_gpu(l, Catalog::builtin(), slot.gpu)) continue;
+    // A share type's instance is made by its first share's prolog, with its MPS daemon.
+    if (backing[s] || is_uniform_gpu(l, Catalog::builtin(), slot.gpu) || shares_of(l, slot.profile) > 0) continue;
     return slot;
   }
   return std::nullopt;

@@ -116,12 +116,7 @@ class FakeSlurm final : public SlurmClient {
     auto counted = used;
     if (ledger != nullptr)
       if (auto l = ledger->load(); l) {
-        std::map<std::string, int> held;
-        for (const auto& i : l->instances)
-          if (i.job) ++held[i.profile];
-        for (const auto& s : l->plan.slots)
-          if (s.claimed_by_job) ++held[s.profile];
-        for (const auto& [profile, n] : held) counted[profile] = std::max(counted[profile], n);
+        for (const auto& [profile, n] : held_by_jobs(*l)) counted[profile] = std::max(counted[profile], n);
       }
     return NodeGres{configured, counted, "MIXED"};
   }

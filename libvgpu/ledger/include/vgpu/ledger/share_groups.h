@@ -14,6 +14,16 @@
 
 namespace vgpu {
 
+// The shares one instance of `profile` is cut into, from the ledger's classes (which keep the
+// policy's share types): 0 for a whole instance. What Slurm counts per slot or instance of it is
+// units_of(): the shares, or 1.
+int shares_of(const Ledger& ledger, std::string_view profile);
+int units_of(const Ledger& ledger, std::string_view profile);
+
+// Whether jobs hold `slot`: one claimed it, or a share group stands on it. The planner keeps a held
+// slot where it is, as Slurm may have counted any of its units to those jobs.
+bool slot_is_held(const Ledger& ledger, const PlanSlot& slot);
+
 // The group standing at (gpu, placement), or nullptr.
 const ShareGroup* share_group_at(const Ledger& ledger, int gpu, Placement placement);
 
