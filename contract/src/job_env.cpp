@@ -42,6 +42,8 @@ std::vector<EnvVar> job_environment(const JobRecord& record) {
     env.push_back({"VGPU_MEMORY_MIB", memory});
     env.push_back({"VGPU_COMPUTE", compute});
   }
+  // A share's job reaches its instance through the instance's MPS daemon, whose limits it cannot raise.
+  if (!record.mps_pipe_directory.empty()) env.push_back({"CUDA_MPS_PIPE_DIRECTORY", record.mps_pipe_directory});
   if (amd) {
     // HIP numbers the devices ROCr lets through from 0, and honours CUDA_VISIBLE_DEVICES as well:
     // both are set to exactly those, so nothing a job inherited selects another device.

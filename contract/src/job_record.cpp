@@ -107,21 +107,25 @@ std::string render_job_record(const JobRecord& record) {
   nlohmann::json doc = {{"format", kJobRecordFormat},
                         {"version", kJobRecordVersion},
                         {"job_id", record.job_id},
-                        {"instances", instances}};
+                        {"instances", instances},
+                        {"mps_pipe_directory", record.mps_pipe_directory}};
   return doc.dump(2) + "\n";
 }
 
 Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id) {
   auto doc = parse_strict_json(text);
   if (!doc) return std::unexpected(doc.error());
-  if (auto ok = require_exact_keys(*doc, {"format", "version", "job_id", "instances"}); !ok) {
+  // Version 1: no placements (written by the release before last for a job still running);
+  // version 2: MIG instances only, under "mig_uuid"; version 3: no MPS pipe directory.
+  std::uint64_t version = kJobRecordVersion;
+  if (doc->is_object() && doc->contains("version") &&
+      (doc->at("version") == 1 || doc->at("version") == 2 || doc->at("version") == 3))
+    version = doc->at("version").get<std::uint64_t>();
+  if (auto ok = version >= 4 ? require_exact_keys(*doc, {"format", "version", "job_id", "instances", "mps_pipe_directory"})
+                             : require_exact_keys(*doc, {"format", "version", "job_id", "instances"});
+      !ok) {
     return std::unexpected(ok.error());
   }
-  // Version 1: no placements (written by the release before last for a job still running);
-  // version 2: MIG instances only, under "mig_uuid".
-  std::uint64_t version = kJobRecordVersion;
-  if (doc->is_object() && doc->contains("version") && (doc->at("version") == 1 || doc->at("version") == 2))
-    version = doc->at("version").get<std::uint64_t>();
   if (auto ok = require_header(*doc, kJobRecordFormat, version); !ok) return std::unexpected(ok.error());
   JobRecord record;
   auto job_id = require_unsigned(*doc, "job_id");
@@ -131,6 +135,18 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
                                         std::to_string(expected_job_id));
   }
   record.job_id = expected_job_id;
+  if (version >= 4) {
+    const auto& dir = doc->at("mps_pipe_directory");
+    if (!dir.is_string()) return fail(ErrorCode::corrupt, "field 'mps_pipe_directory' must be a string");
+    record.mps_pipe_directory = dir.get<std::string>();
+    // It becomes an environment variable of the job's processes: an absolute path, one line.
+    const bool odd = std::ranges::any_of(record.mps_pipe_directory, [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (!record.mps_pipe_directory.empty() && (record.mps_pipe_directory.front() != '/' || odd))
+      return fail(ErrorCode::corrupt, "field 'mps_pipe_directory' '" + record.mps_pipe_directory +
+                                          "' is not an absolute path of printable characters");
+  }
   const auto& instances = doc->at("instances");
   if (!instances.is_array()) return fail(ErrorCode::corrupt, "field 'instances' must be an array");
   for (std::size_t i = 0; i < instances.size(); ++i) {

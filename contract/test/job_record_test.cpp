@@ -77,8 +77,8 @@ TEST(JobRecord, VersionTwoNeedsAPlacementThatIsARangeOfSlices) {
               HasSubstr("placement.size: required field missing"));
   EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1,"end":1}})")),
               HasSubstr("placement"));
-  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":4,"job_id":42,"instances":[]})"),
-              HasSubstr("unsupported version 4"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":5,"job_id":42,"instances":[],"mps_pipe_directory":""})"),
+              HasSubstr("unsupported version 5"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
     {"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1}}]})"),
               HasSubstr("placement")) << "version 1 had no placement";
@@ -110,7 +110,7 @@ TEST(JobRecord, AmdPartitionsGoToRocrAndHipNumbersThemFromZero) {
   EXPECT_EQ(env[7].value, "0,1");
   EXPECT_EQ(env[8].name, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(env[8].value, "0,1");
-  EXPECT_THAT(render_job_record(*rec), HasSubstr("\"version\": 3"));
+  EXPECT_THAT(render_job_record(*rec), HasSubstr("\"version\": 4")) << "read as 3, written as the current version";
   EXPECT_THAT(render_job_record(*rec), HasSubstr("\"device_uuid\": \"GPU-123456789abcdef0\""));
   EXPECT_EQ(*parse_job_record(render_job_record(*rec), 42), *rec);
 }
@@ -175,4 +175,30 @@ TEST(JobRecord, RefusesCorruptHeader) {
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job"})"), HasSubstr("required field missing"));
   EXPECT_THAT(error_of("{\"format\":\"slurm-vgpu-job\",\"version\":1,\"job_id\":42,\"instances\":[]"),
               HasSubstr("not valid JSON"));
+}
+
+TEST(JobRecord, AShareJobFindsItsMpsDaemonThroughThePipeDirectory) {
+  auto v4 = [](std::string dir) {
+    return R"({"format":"slurm-vgpu-job","version":4,"job_id":42,"instances":[
+      {"profile":"quarter","device_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":4},
+       "model":"H100-80GB","memory_mib":20224,"compute":"3/7"}],"mps_pipe_directory":)" + dir + "}";
+  };
+  auto rec = parse_job_record(v4(R"("/run/slurm-vgpu/mps/MIG-a/pipe")"), 42);
+  ASSERT_TRUE(rec) << rec.error().message;
+  auto env = job_environment(*rec);
+  auto mps = std::ranges::find(env, std::string("CUDA_MPS_PIPE_DIRECTORY"), &EnvVar::name);
+  ASSERT_NE(mps, env.end());
+  EXPECT_EQ(mps->value, "/run/slurm-vgpu/mps/MIG-a/pipe");
+  EXPECT_EQ(env[0].value, "MIG-a") << "and the instance itself, as for a whole one";
+  // Any other job's environment does not name one.
+  auto whole = parse_job_record(v4(R"("")"), 42);
+  ASSERT_TRUE(whole) << whole.error().message;
+  for (const auto& e : job_environment(*whole)) EXPECT_NE(e.name, "CUDA_MPS_PIPE_DIRECTORY");
+  EXPECT_THAT(error_of(v4(R"("run/mps")")), HasSubstr("field 'mps_pipe_directory' 'run/mps' is not an absolute path"));
+  EXPECT_THAT(error_of(v4(R"("/run/a\nb")")), HasSubstr("is not an absolute path of printable characters"));
+  EXPECT_THAT(error_of(v4("7")), HasSubstr("field 'mps_pipe_directory' must be a string"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":4,"job_id":42,"instances":[]})"),
+              HasSubstr("mps_pipe_directory")) << "version 4 always says it";
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[],"mps_pipe_directory":""})"),
+              HasSubstr("mps_pipe_directory")) << "version 3 never had it";
 }

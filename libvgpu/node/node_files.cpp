@@ -95,7 +95,7 @@ Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx
 }
 
 Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job, const std::vector<LedgerInstance>& instances) {
-  contract::JobRecord record{job, {}};
+  contract::JobRecord record{job, {}, ""};
   for (const auto& inst : instances) {
     auto model = node::model_of(ledger, inst.gpu);
     if (!model) return std::unexpected(model.error().within(fmt::format("job {}", job)));

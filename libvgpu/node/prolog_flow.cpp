@@ -148,7 +148,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     if (!refused) return std::unexpected(refused.error());
     if (!refused->empty()) return reject("policy", *refused);
     if (!viz.empty())
-      if (auto ok = write_job_record(ctx, contract::JobRecord{req.job, {}}); !ok) return std::unexpected(ok.error().within(where));
+      if (auto ok = write_job_record(ctx, contract::JobRecord{req.job, {}, ""}); !ok) return std::unexpected(ok.error().within(where));
     return result;
   }
 

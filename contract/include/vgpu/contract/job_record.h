@@ -3,7 +3,9 @@
 // earlier release for a job that still runs after an upgrade, reads without it. Version 3 names
 // each instance's device under "device_uuid" (a MIG UUID or an AMD partition's "GPU-<16 hex>")
 // and says what the job got: the GPU model, the instance's memory and its share of the GPU's
-// compute, for a job that asked by need (a class) as for one that named a profile.
+// compute, for a job that asked by need (a class) as for one that named a profile. Version 4
+// adds "mps_pipe_directory": where a job holding a share of a shared instance finds its CUDA MPS
+// control daemon (empty for every other job).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@
 namespace vgpu::contract {
 
 inline constexpr std::string_view kJobRecordFormat = "slurm-vgpu-job";
-inline constexpr std::uint64_t kJobRecordVersion = 3;
+inline constexpr std::uint64_t kJobRecordVersion = 4;
 
 // The memory slices an instance occupies on its GPU: [start, start + size).
 struct SlicePlacement {
@@ -44,6 +46,8 @@ struct MigInstance {
 struct JobRecord {
   JobId job_id = 0;
   std::vector<MigInstance> instances;
+  // A share's job (one share per job per node): its instance's MPS pipe directory, an absolute path.
+  std::string mps_pipe_directory;
   bool operator==(const JobRecord&) const = default;
 };
 
