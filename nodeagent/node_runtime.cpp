@@ -17,8 +17,9 @@
 #include "nvml_backend.h"
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
-#include "vgpu/node/node_state.h"
 #include "vgpu/contract/node_files.h"
+#include "vgpu/node/mps_text.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu::agent {
 namespace {
@@ -128,6 +129,9 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
                 fmt::format("VGPU_CONFINE_DEVICES='{}': expected auto, {} or off on this node's {} backend",
                             contract::printable(confine), amd ? "render-nodes" : "capability-files",
                             rt->backend_->backend_name()));
+  // Shared instances run a CUDA MPS control daemon each (docs/shared-instances.md).
+  if (!rt->policy_.share_types.empty())
+    rt->mps_ = make_command_mps_control(env_or("VGPU_MPS_ROOT", std::string(kDefaultMpsRoot)));
   rt->slurmd_pidfile_ = env_or("VGPU_SLURMD_PIDFILE", "/run/slurmd.pid");
   if (auto pos = rt->slurmd_pidfile_.find("%n"); pos != std::string::npos)
     rt->slurmd_pidfile_.replace(pos, 2, rt->ctx_.node);
@@ -140,6 +144,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->ctx_.scrubber = rt->scrubber_.get();
   rt->ctx_.viz = rt->viz_.get();
   rt->ctx_.access = rt->access_.get();
+  rt->ctx_.mps = rt->mps_.get();
   rt->ctx_.now = [] { return static_cast<std::int64_t>(std::time(nullptr)); };
   rt->ctx_.log = [self](const std::string& s) { self->log(s); };
   rt->publisher_ = make_split_publisher(rt->ctx_, [self] {

@@ -43,6 +43,7 @@ class NodeRuntime {
   std::unique_ptr<VizLauncher> viz_;
   std::unique_ptr<InstanceAccess> access_;
   std::unique_ptr<SplitPublisher> publisher_;
+  std::unique_ptr<MpsControl> mps_;
   std::string slurmd_pidfile_;
   NodeContext ctx_;
 };

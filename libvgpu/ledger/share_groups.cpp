@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -27,12 +28,14 @@ bool holds(const ShareGroup& group, JobId job) {
 }
 
 // The live instance a group stands on: made for its type, not released, no owning job.
-LedgerInstance* live_instance_at(Ledger& ledger, const ShareGroup& group) {
-  for (auto& inst : ledger.instances)
+std::optional<std::size_t> live_instance_at(const Ledger& ledger, const ShareGroup& group) {
+  for (std::size_t i = 0; i < ledger.instances.size(); ++i) {
+    const auto& inst = ledger.instances[i];
     if (inst.gpu == group.gpu && inst.placement == group.placement && inst.profile == group.type && !inst.job &&
         !is_released(inst) && !is_idle(inst))
-      return &inst;
-  return nullptr;
+      return i;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -48,6 +51,34 @@ bool slot_is_held(const Ledger& ledger, const PlanSlot& slot) {
   if (slot.claimed_by_job) return true;
   const ShareGroup* group = share_group_at(ledger, slot.gpu, slot.placement);
   return group != nullptr && group->type == slot.profile;
+}
+
+bool instance_is_held(const Ledger& ledger, const LedgerInstance& instance) {
+  if (instance.job) return true;
+  const ShareGroup* group = share_group_at(ledger, instance.gpu, instance.placement);
+  return group != nullptr && group->type == instance.profile && !is_released(instance) && !is_idle(instance);
+}
+
+const LedgerInstance* share_group_instance(const Ledger& ledger, const ShareGroup& group) {
+  auto i = live_instance_at(ledger, group);
+  return i ? &ledger.instances[*i] : nullptr;
+}
+
+Result<void> adopt_idle_for_share_group(Ledger& ledger, int gpu, Placement placement) {
+  const ShareGroup* group = share_group_at(ledger, gpu, placement);
+  if (!group) return fail(ErrorCode::not_found, fmt::format("GPU {} slice {}: no share group there", gpu, placement.start));
+  auto inst = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
+    return i.gpu == gpu && i.placement == placement && i.profile == group->type && is_idle(i);
+  });
+  auto slot = std::ranges::find_if(ledger.plan.slots, [&](const PlanSlot& s) {
+    return s.gpu == gpu && s.placement == placement && s.profile == group->type && !s.claimed_by_job;
+  });
+  if (inst == ledger.instances.end() || slot == ledger.plan.slots.end())
+    return fail(ErrorCode::not_found, fmt::format("GPU {} slice {}: no idle {} instance on a slot of the group",
+                                                  gpu, placement.start, group->type));
+  inst->state = InstanceState::ready;
+  ledger.plan.slots.erase(slot);
+  return {};
 }
 
 const ShareGroup* share_group_at(const Ledger& ledger, int gpu, Placement placement) {
@@ -132,7 +163,8 @@ std::vector<ReleasedShare> release_shares(Ledger& ledger, JobId job, std::int64_
       ++i;
       continue;
     }
-    LedgerInstance* inst = live_instance_at(ledger, g);
+    const auto at = live_instance_at(ledger, g);
+    LedgerInstance* inst = at ? &ledger.instances[*at] : nullptr;
     if (inst)
       ledger.new_history.push_back(HistoryRecord{job, h->user, g.gpu, g.type, g.placement, inst->mig_uuid, h->since,
                                                  end_time, std::string(end_reason)});

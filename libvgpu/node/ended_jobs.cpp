@@ -18,6 +18,8 @@ void release_ended_jobs(NodeContext& ctx, PlannerState& state, std::vector<std::
     if (i.job) holders.insert(*i.job);
   for (const auto& s : ledger->plan.slots)
     if (s.claimed_by_job) holders.insert(*s.claimed_by_job);
+  for (const auto& g : ledger->share_groups)
+    for (const auto& h : g.holders) holders.insert(h.job);
   // A record whose epilog died after retiring the instances (epilog.after_retire) holds nothing
   // in the ledger but would stay forever.
   for (const auto& [j, uuids] : read_job_records(ctx)) holders.insert(j);

@@ -16,6 +16,7 @@
 #include "node_lock.h"
 #include "node_model.h"
 #include "vgpu/base/crash_point.h"
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/node_state.h"
@@ -69,6 +70,13 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   std::vector<const LedgerInstance*> to_destroy;
   for (const auto& inst : ledger->instances) {
     if (inst.job || (inst.state != InstanceState::scrubbing && inst.state != InstanceState::destroying)) continue;
+    // A shared instance's MPS daemon goes first: its server holds the device. A daemon that will
+    // not quit leaves the instance in this queue for the next pass.
+    if (shares_of(*ledger, inst.profile) > 0 && ctx.mps != nullptr)
+      if (auto closed = ctx.mps->close(inst.mig_uuid); !closed) {
+        result.problems.push_back(fmt::format("{}: closing its MPS daemon: {}", what_of(inst), closed.error().message));
+        continue;
+      }
     // The job's user loses the instance first: nothing of theirs may open it while it is scrubbed,
     // kept idle for someone else, or waits to be destroyed.
     auto revoked = ctx.access ? ctx.access->revoke(inst) : Result<void>{};
@@ -183,6 +191,10 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   int owned = 0;
   auto retired = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     owned = retire_job(l, job, ctx.now(), end_reason);
+    // A share's last holder retires the instance as retire_job does; finish_released_instances
+    // closes its MPS daemon before the scrub.
+    owned += static_cast<int>(std::ranges::count_if(release_shares(l, job, ctx.now(), end_reason),
+                                                    [](const ReleasedShare& r) { return r.last && r.on_instance; }));
     return {};
   });
   if (!retired) return std::unexpected(retired.error().within(where));

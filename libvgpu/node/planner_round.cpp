@@ -419,6 +419,31 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
   return {};
 }
 
+// MPS daemons whose instance no share group holds any more (a prolog killed between its daemon and
+// its job record of a job that then ended, a daemon left by a crash): quit. The daemons are listed
+// before the ledger is read: a prolog records its instance before it opens the daemon, so a daemon
+// listed here has its holder in the ledger read after.
+void sweep_mps_daemons(NodeContext& ctx, PlannerRoundResult& result) {
+  if (ctx.mps == nullptr) return;
+  auto devices = ctx.mps->devices();
+  if (!devices) {
+    result.notes.push_back("mps: listing daemons: " + devices.error().message);
+    return;
+  }
+  if (devices->empty()) return;
+  auto l = ctx.ledger->load();
+  if (!l) return;
+  for (const auto& device : *devices) {
+    const bool held = std::ranges::any_of(l->instances, [&](const LedgerInstance& i) {
+      return i.mig_uuid == device && shares_of(*l, i.profile) > 0 && instance_is_held(*l, i);
+    });
+    if (held) continue;
+    auto closed = ctx.mps->close(device);
+    ctx.log(fmt::format("vgpu: planner: node {}: MPS daemon of {}, which no share holds: {}", ctx.node, device,
+                        closed ? "quit" : "could not quit: " + closed.error().message));
+  }
+}
+
 // With the plan settled and advertised: instances for its unheld slots, within one period's time.
 void prepare_settled_plan(NodeContext& ctx, PlannerRoundResult& result) {
   if (!ctx.policy->planner.prepare_slots) return;
@@ -463,6 +488,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   if (auto cleaned = finish_released_instances(ctx); !cleaned)
     result.notes.push_back("cleanup: " + cleaned.error().message);
   release_ended_jobs(ctx, state, result.notes);
+  sweep_mps_daemons(ctx, result);
   // Every capability file no job holds is root's alone: a node that ran without slurm-vgpu, an
   // instance that vanished under its job, an admin's chmod. Under the access lock, which a prolog
   // takes for its grants after its instances are the job's in the ledger, so a grant is never

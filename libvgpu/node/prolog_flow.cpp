@@ -9,10 +9,12 @@
 
 #include "node_lock.h"
 #include "node_model.h"
+#include "share_prolog.h"
 #include "vgpu/contract/alloc_codec.h"
 #include "vgpu/core/gres_request.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/base/text_split.h"
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/prolog.h"
@@ -20,10 +22,15 @@
 namespace vgpu {
 namespace {
 
+// Instances and shares: a share counts as one toward the partition's per-user limit.
 int held_by_user(const Ledger& ledger, const std::string& user, JobId except) {
   int n = 0;
   for (const auto& inst : ledger.instances)
     if (inst.job && *inst.job != except && inst.user == user) ++n;
+  for (const auto& group : ledger.share_groups)
+    n += static_cast<int>(std::ranges::count_if(group.holders, [&](const ShareHolder& h) {
+      return h.job != except && h.user == user;
+    }));
   return n;
 }
 
@@ -174,6 +181,13 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     std::string joined;
     for (const auto& v : violations) joined += (joined.empty() ? "" : "; ") + v;
     return reject("policy", joined);
+  }
+
+  // A share of a shared instance is asked alone (the submit filter holds users to that).
+  if (std::ranges::any_of(mig, [&](const GresRequest& r) { return node::is_share_type(*ledger, r.type); })) {
+    if (mig.size() != 1 || !viz.empty())
+      return reject("policy", fmt::format("{}: a share of an instance is asked alone, one per node", req.alloc));
+    return node::run_share_prolog(ctx, req, *part, mig.front(), {reject, no_room});
   }
 
   // Slots with an idle instance on them (kept by an epilog, or prepared ahead by the planner) are

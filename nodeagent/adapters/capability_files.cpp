@@ -27,6 +27,7 @@
 
 #include "adapters.h"
 #include "vgpu/backend/backend_devices.h"
+#include "vgpu/ledger/share_groups.h"
 
 namespace vgpu::agent {
 namespace {
@@ -75,7 +76,8 @@ class CapabilityFileAccess final : public InstanceAccess {
       if (!gpu_minor) return std::unexpected(gpu_minor.error());
       for (const auto& e : minors_->of_gpu(*gpu_minor)) {
         const bool held = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) {
-          return i.job && i.gpu == gpu.index && i.gpu_instance_id == e.gi && (!e.ci || i.compute_instance_id == *e.ci);
+          return instance_is_held(ledger, i) && i.gpu == gpu.index && i.gpu_instance_id == e.gi &&
+                 (!e.ci || i.compute_instance_id == *e.ci);
         });
         if (held) continue;
         const std::string device = fmt::format("{}/dev/nvidia-caps/nvidia-cap{}", root_, e.minor);

@@ -15,6 +15,7 @@
 
 #include "adapters.h"
 #include "amdgpu_backend.h"
+#include "vgpu/ledger/share_groups.h"
 
 namespace vgpu::agent {
 namespace {
@@ -35,7 +36,7 @@ class RenderNodeAccess final : public InstanceAccess {
       if (!parts) return std::unexpected(parts.error());
       for (const auto& p : *parts) {
         const bool held = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) {
-          return i.job && i.gpu == gpu.index && i.gpu_instance_id == p.id;
+          return instance_is_held(ledger, i) && i.gpu == gpu.index && i.gpu_instance_id == p.id;
         });
         if (held) continue;
         auto was = chown_to(path_of(p.render_minor), 0);

@@ -179,6 +179,31 @@ class FakeSlurm final : public SlurmClient {
   std::string path_;
 };
 
+// MPS control daemons as a map: device -> the limits it was opened with. `scrub_needs_closed`
+// (a ScriptedScrubber hook checks it) models a daemon's server holding its device.
+class FakeMps final : public MpsControl {
+ public:
+  Result<std::string> open(const std::string& device, const ShareLimits& limits) override {
+    ++opens;
+    if (!open_refusal.empty()) return fail(ErrorCode::unavailable, open_refusal);
+    daemons[device] = limits;
+    return "/run/test-mps/" + device + "/pipe";
+  }
+  Result<void> close(const std::string& device) override {
+    ++closes;
+    daemons.erase(device);
+    return {};
+  }
+  Result<std::vector<std::string>> devices() override {
+    std::vector<std::string> out;
+    for (const auto& [d, l] : daemons) out.push_back(d);
+    return out;
+  }
+  std::map<std::string, ShareLimits> daemons;
+  std::string open_refusal;
+  int opens = 0, closes = 0;
+};
+
 class ScriptedScrubber final : public Scrubber {
  public:
   ScrubOutcome scrub(const std::string& uuid) override {

@@ -24,6 +24,18 @@ int units_of(const Ledger& ledger, std::string_view profile);
 // slot where it is, as Slurm may have counted any of its units to those jobs.
 bool slot_is_held(const Ledger& ledger, const PlanSlot& slot);
 
+// Whether jobs hold `instance`: it has an owning job, or a share group stands on it.
+bool instance_is_held(const Ledger& ledger, const LedgerInstance& instance);
+
+// The live instance a share group stands on (made for its type, no job, neither released nor
+// idle), or nullptr while the group stands on its slot.
+const LedgerInstance* share_group_instance(const Ledger& ledger, const ShareGroup& group);
+
+// The group at (gpu, placement) stands on a slot where an idle instance of its type waits (kept
+// scrubbed by the last share's epilog): the instance becomes the group's (ready) and the slot is
+// consumed, as add_instance does for a new one. On error nothing changes.
+Result<void> adopt_idle_for_share_group(Ledger& ledger, int gpu, Placement placement);
+
 // The group standing at (gpu, placement), or nullptr.
 const ShareGroup* share_group_at(const Ledger& ledger, int gpu, Placement placement);
 

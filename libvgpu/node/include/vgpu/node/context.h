@@ -25,6 +25,7 @@ struct NodeContext {
   VizLauncher* viz = nullptr;  // null: this node offers no viz pools
   InstanceAccess* access = nullptr;  // null: instances are not confined per job (VGPU_CONFINE_DEVICES=off)
   SplitPublisher* publisher = nullptr;  // hands advertisement.json's split to slurmctld
+  MpsControl* mps = nullptr;  // null: the policy defines no share types, so no instance is shared
   std::function<std::int64_t()> now;     // Unix seconds
   std::function<void(const std::string&)> log;
   int confirm_timeout_ms = 8000;  // how long a shrink waits for slurmctld to take the new split
