@@ -90,7 +90,18 @@ void check_job_record(std::string_view text, vgpu::JobId job_id) {
   const bool amd = !record->instances.empty() && vgpu::contract::is_amd_partition_uuid(record->instances[0].mig_uuid);
   const bool described = !record->instances.empty() &&
                          std::ranges::all_of(record->instances, [](const auto& i) { return !i.model.empty(); });
-  FUZZ_CHECK(env.size() == (amd ? 6u : 4u) + (described ? 3u : 0u));
+  const bool shared = !record->mps_pipe_directory.empty();
+  FUZZ_CHECK(env.size() == (amd ? 6u : 4u) + (described ? 3u : 0u) + (shared ? 1u : 0u));
+  // The pipe directory becomes an environment value: absolute, one printable line.
+  if (shared) {
+    FUZZ_CHECK(record->mps_pipe_directory.front() == '/');
+    FUZZ_CHECK(std::ranges::none_of(record->mps_pipe_directory, [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    }));
+    FUZZ_CHECK(std::ranges::count_if(env, [&](const auto& e) {
+      return e.name == "CUDA_MPS_PIPE_DIRECTORY" && e.value == record->mps_pipe_directory;
+    }) == 1);
+  }
   FUZZ_CHECK(env[0].name == (amd ? "ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES") && env[0].value == devices);
   FUZZ_CHECK(env[2].value == std::to_string(record->instances.size()));
   // VGPU_PLACEMENT: one item per instance, "<gpu>" or "<gpu>:<first>-<last>" with first <= last.
