@@ -43,6 +43,13 @@ using InstanceKey = std::pair<int, int>;  // GPU, GPU instance id
 
 InstanceKey key_of(const LedgerInstance& inst) { return {inst.gpu, inst.gpu_instance_id}; }
 
+// Under the hardware lock, as a prolog opens one (share_prolog.cpp).
+Result<void> close_mps_daemon(NodeContext& ctx, const std::string& device) {
+  NodeLock hardware(hardware_lock_path(ctx));
+  if (!hardware.held()) return fail(ErrorCode::io, fmt::format("cannot take {}", hardware_lock_path(ctx)));
+  return ctx.mps->close(device);
+}
+
 }  // namespace
 
 // Scrubs every ownerless instance waiting in scrubbing, and destroys those in destroying. A scrubbed
@@ -73,7 +80,7 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
     // A shared instance's MPS daemon goes first: its server holds the device. A daemon that will
     // not quit leaves the instance in this queue for the next pass.
     if (shares_of(*ledger, inst.profile) > 0 && ctx.mps != nullptr)
-      if (auto closed = ctx.mps->close(inst.mig_uuid); !closed) {
+      if (auto closed = close_mps_daemon(ctx, inst.mig_uuid); !closed) {
         result.problems.push_back(fmt::format("{}: closing its MPS daemon: {}", what_of(inst), closed.error().message));
         continue;
       }

@@ -425,6 +425,11 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
 // listed here has its holder in the ledger read after.
 void sweep_mps_daemons(NodeContext& ctx, PlannerRoundResult& result) {
   if (ctx.mps == nullptr) return;
+  NodeLock hardware(hardware_lock_path(ctx));  // as a prolog opens one (share_prolog.cpp)
+  if (!hardware.held()) {
+    result.notes.push_back("mps: cannot take " + hardware_lock_path(ctx));
+    return;
+  }
   auto devices = ctx.mps->devices();
   if (!devices) {
     result.notes.push_back("mps: listing daemons: " + devices.error().message);

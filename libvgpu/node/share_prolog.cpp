@@ -141,17 +141,22 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
     if (!place || !place->instance)
       return fail(ErrorCode::internal, where + ": the share's new instance is not the group's");
   }
-  hardware.reset();
   crash_point("prolog.after_share_record_instance");
 
   // The daemon after the record: the planner closes any daemon whose instance the ledger does not
-  // show held, and reads the ledger after listing the daemons.
+  // show held, and reads the ledger after listing the daemons. Under the hardware lock, which every
+  // open and close of a daemon takes: two shares' prologs starting together must not both start one.
+  if (!hardware) {
+    hardware.emplace(hardware_lock_path(ctx));
+    if (!hardware->held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+  }
   auto limits = share_limits(*profile, profile->shares);
   if (!limits) return end.reject("policy", fmt::format("node {}: {}: {}", ctx.node, place->type, limits.error().message));
   auto pipe = ctx.mps->open(place->instance->mig_uuid, *limits);
   if (!pipe)
     return end.reject("hardware", fmt::format("node {}: GPU {} {}: starting its MPS control daemon: {}", ctx.node,
                                               place->gpu, place->instance->mig_uuid, pipe.error().message));
+  hardware.reset();
   crash_point("prolog.after_mps_open");
 
   if (ctx.access) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/node_state.h"
 
 namespace vgpu {
@@ -43,6 +44,9 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
   std::map<JobId, std::set<std::string>> owned;
   for (const auto& i : ledger->instances)
     if (i.job) owned[*i.job].insert(i.mig_uuid);
+  for (const auto& g : ledger->share_groups)
+    if (const LedgerInstance* i = share_group_instance(*ledger, g))
+      for (const auto& h : g.holders) owned[h.job].insert(i->mig_uuid);
   for (const auto& [job, uuids] : recorded)
     if (owned[job] != uuids) problems.push_back(fmt::format("job {}: record and ledger name different instances", job));
   for (const auto& [job, uuids] : owned)

@@ -221,29 +221,6 @@ std::vector<GpuClass> parse_share_types(Diagnostics& d, const Json& value, const
   return out;
 }
 
-// The node does not run shared instances yet (docs/shared-instances.md, "Still to build"): a
-// partition offering a share type would hand each share a whole instance without MPS. Refused
-// here, the one place every reader of the file passes, until the node serves them.
-void refuse_offered_share_types(Diagnostics& d, const Json& partitions, const std::vector<GpuClass>& share_types) {
-  if (share_types.empty()) return;
-  auto check_list = [&](const Json& list, const FieldPath& at) {
-    if (!list.is_array()) return;
-    for (std::size_t i = 0; i < list.size(); ++i)
-      if (list[i].is_string() && std::ranges::find(share_types, list[i].get<std::string>(), &GpuClass::name) != share_types.end())
-        d.at_value(at.index(i), fmt::format("{} is a share type, and this release's nodes do not run shared instances yet "
-                                            "(docs/shared-instances.md): no partition may offer one",
-                                            list[i].get<std::string>()));
-  };
-  for (const auto& [name, part] : partitions.items()) {
-    const Json* profiles = member(part, "profiles");
-    if (!profiles) continue;
-    FieldPath at = FieldPath{}.key("partitions").key(name).key("profiles");
-    if (profiles->is_object())
-      for (const auto& [model, list] : profiles->items()) check_list(list, at.key(model));
-    else
-      check_list(*profiles, at);
-  }
-}
 
 void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optional<Catalog>& with_classes) {
   FieldPath root;
@@ -290,7 +267,6 @@ void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optio
     out.partitions.push_back(parse_partition(d, spec, at, name, images));
   }
   check_pool_names_unique(d, *partitions);
-  refuse_offered_share_types(d, *partitions, out.share_types);
 }
 
 }  // namespace

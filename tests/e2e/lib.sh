@@ -32,7 +32,8 @@ VP_PREPARE_SLOTS=${VP_PREPARE_SLOTS:-false}
 # through the real libvirtd + QEMU TCG; the vgpu total per node grows by those 2 sessions.
 VP_VIZ=${VP_VIZ:-0}
 VP_VIZ_SESSIONS=$([ "$VP_VIZ" = 1 ] && echo 2 || echo 0)
-VC_TOTAL=$((7 * VP_GPUS + VP_VIZ_SESSIONS))
+# VP_UNITS_PER_GPU: the most vgpu units one GPU can advertise (7 instances; more with share types).
+VC_TOTAL=$((${VP_UNITS_PER_GPU:-7} * VP_GPUS + VP_VIZ_SESSIONS))
 export VC_TOTAL
 . "$VP_SRC/tests/cluster/lib.sh"
 . "$VP_LIB_DIR/monitoring.sh"
@@ -87,6 +88,12 @@ JSON
   if [ -n "${VP_CLASSES:-}" ]; then
     python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["classes"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
       "$VC_RUN/etc/vgpu-policy.json" "$VP_CLASSES" || vc_fail "could not add the classes to the policy"
+  fi
+  # VP_SHARE_TYPES: the policy's share types, as its JSON object; the nodes then run the fake MPS
+  # control program (fakemps/), each node under its own root.
+  if [ -n "${VP_SHARE_TYPES:-}" ]; then
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["share_types"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
+      "$VC_RUN/etc/vgpu-policy.json" "$VP_SHARE_TYPES" || vc_fail "could not add the share types to the policy"
   fi
   "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
     vc_fail "generated policy does not check"
@@ -218,6 +225,8 @@ ENV
   [ "$VP_METRICS" = 1 ] && echo "export VGPU_METRICS_FILE=$(vp_metrics_file "$n")" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # MIG changes that take time, as on real hardware (docs/backends.md): VP_NVML_LATENCY=h100.
   [ -n "${VP_NVML_LATENCY:-}" ] && echo "export VGPU_FAKE_NVML_LATENCY_MS=$VP_NVML_LATENCY" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  [ -n "${VP_SHARE_TYPES:-}" ] && printf 'export VGPU_MPS_CONTROL=%s\nexport VGPU_MPS_ROOT=%s\n' \
+    "$VP_SRC/fakemps/nvidia-cuda-mps-control" "$VC_RUN/mps/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # Crash-point matrix (tests/e2e/scenarios/crash_matrix.sh): each node its own arming file.
   [ "${VP_CRASH_POINTS:-0}" = 1 ] && echo "export VGPU_CRASH_POINT_FILE=$VC_RUN/crash/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   return 0

@@ -25,7 +25,7 @@ constexpr const char* kPolicy = R"({
   "planner": {"period_s": 5, "starvation_s": 120},
   "share_types": {"quarter": {"instance": "3g.40gb", "shares": 4}},
   "partitions": {
-    "gpu": {"profiles": ["1g.10gb", "3g.40gb", "7g.80gb"], "nodes": ["n1"], "idle_layout": ["7g.80gb"],
+    "gpu": {"profiles": ["1g.10gb", "3g.40gb", "7g.80gb", "quarter"], "nodes": ["n1"], "idle_layout": ["7g.80gb"],
             "scrub": "optional"}
   }
 })";
@@ -48,8 +48,6 @@ class NodeSharedInstances : public ::testing::Test {
     auto p = parse_policy(kPolicy, "test-policy.json");
     ASSERT_TRUE(p) << p.error().message;
     policy = std::move(*p);
-    // Offered here by hand: the parser refuses a partition that offers one until the hooks run them.
-    policy.partitions[0].profiles.push_back("quarter");
     Catalog::install_classes(policy.site_types());
     backend = std::make_unique<testing::MemoryBackend>(*Catalog::builtin().find_model("H100-80GB"), 2);
     store = std::make_unique<LedgerStore>((dir / "n1").string());

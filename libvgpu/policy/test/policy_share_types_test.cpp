@@ -62,13 +62,15 @@ TEST(PolicyShareTypes, AShareTypeOfAProfileOrAClassIsRealizedWithItsShareCount) 
   EXPECT_NE(table->find(R"(["p"] = {["small-half"] = "any", ["quarter"] = "any"})"), std::string::npos) << *table;
 }
 
-TEST(PolicyShareTypes, NoPartitionMayOfferOneUntilTheNodesRunSharedInstances) {
+TEST(PolicyShareTypes, APartitionOffersOneByNamingIt) {
   auto doc = doc_with_share_types(json::parse(R"({"quarter": {"instance": "3g.40gb", "shares": 4}})"),
                                   json::parse(R"({"H100-80GB": ["1g.10gb", "quarter"]})"));
-  EXPECT_NE(errors_of(doc).find("partitions.p.profiles.H100-80GB[1]: quarter is a share type, and this release's "
-                                "nodes do not run shared instances yet"),
-            std::string::npos)
-      << errors_of(doc);
+  EXPECT_EQ(errors_of(doc), "");
+  auto policy = parse_policy(doc.dump(), "t.json");
+  ASSERT_TRUE(policy) << policy.error().message;
+  const Catalog with = Catalog::with_classes(Catalog::builtin(), policy->site_types());
+  EXPECT_EQ(policy->partition("p")->allowed_profiles_for(*with.find_model("H100-80GB")),
+            (std::vector<std::string>{"1g.10gb", "quarter"}));
 }
 
 TEST(PolicyShareTypes, APartitionWithoutAProfileListGivesWholeInstancesOnly) {
