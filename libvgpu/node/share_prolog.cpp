@@ -106,17 +106,17 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
   // hardware lock (the planner's reconcile leaves a held slot's place alone), and a crashed run's
   // unrecorded instance at the place is adopted.
   std::optional<NodeLock> hardware;
+  std::optional<Ledger> current;  // read under the lock: another share's prolog may have made it
   if (!place->instance) {
     hardware.emplace(hardware_lock_path(ctx));
     if (!hardware->held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
     auto now = ctx.ledger->load();
     if (!now) return std::unexpected(now.error().within(where));
-    place = place_of(*now, req.job);
+    current = std::move(*now);
+    place = place_of(*current, req.job);
     if (!place) return fail(ErrorCode::internal, where + ": the claimed share left the ledger");
   }
   if (!place->instance) {
-    auto current = ctx.ledger->load();
-    if (!current) return std::unexpected(current.error().within(where));
     std::optional<InstanceInfo> info;
     if (auto listed = ctx.backend->list_instances(place->gpu); listed)
       for (const auto& hw : *listed) {
@@ -151,12 +151,12 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
     if (!hardware->held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
   }
   auto limits = share_limits(*profile, profile->shares);
+  auto pipe = limits ? ctx.mps->open(place->instance->mig_uuid, *limits) : Result<std::string>(std::unexpected(limits.error()));
+  hardware.reset();
   if (!limits) return end.reject("policy", fmt::format("node {}: {}: {}", ctx.node, place->type, limits.error().message));
-  auto pipe = ctx.mps->open(place->instance->mig_uuid, *limits);
   if (!pipe)
     return end.reject("hardware", fmt::format("node {}: GPU {} {}: starting its MPS control daemon: {}", ctx.node,
                                               place->gpu, place->instance->mig_uuid, pipe.error().message));
-  hardware.reset();
   crash_point("prolog.after_mps_open");
 
   if (ctx.access) {

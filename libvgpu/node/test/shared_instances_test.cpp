@@ -281,6 +281,21 @@ TEST_F(NodeSharedInstances, AReRunPrologAdoptsTheInstanceACrashedRunMadeButDidNo
   EXPECT_EQ(mps.daemons.size(), 1u);
 }
 
+TEST_F(NodeSharedInstances, ADaemonThatWillNotStartCancelsTheJobAndItsEpilogGivesTheShareBack) {
+  plan_for(1);
+  mps.open_refusal = "no daemon here";
+  auto r = prolog(100, "ann");
+  EXPECT_TRUE(r.rejected);
+  EXPECT_NE(r.reason.find("starting its MPS control daemon: no daemon here"), std::string::npos) << r.reason;
+  EXPECT_FALSE(fs::exists(dir / "n1" / "jobs" / "100.json")) << "no job record, so no step runs on it";
+  ASSERT_TRUE(run_epilog(ctx, 100, "cancelled"));
+  auto l = store->load();
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_TRUE(l->share_groups.empty());
+  EXPECT_EQ(scrubber.scrubbed.size(), 1u) << "the instance it made is scrubbed like any other";
+  EXPECT_EQ(advertised_counts(*l)["quarter"], 4) << "and its place stays in the plan";
+}
+
 TEST_F(NodeSharedInstances, ThePlannerQuitsADaemonNoShareHolds) {
   plan_for(1);
   ASSERT_FALSE(prolog(100, "ann").rejected);
