@@ -247,4 +247,21 @@ class RecordingAccess final : public InstanceAccess {
   int secure_calls = 0;
 };
 
+// Points `ctx` at node n1 of a test: its state under `state_dir`, the policy and the doubles every
+// node flow needs. The clock, the log and the optional ports (viz, mps, access) stay the caller's.
+inline void wire_test_node(NodeContext& ctx, const std::string& state_dir, const PolicyFile& policy,
+                           LedgerStore& store, GpuBackend& backend, FakeSlurm& slurm, Scrubber& scrubber,
+                           SplitPublisher& publisher) {
+  slurm.ledger = &store;
+  ctx.node = "n1";
+  ctx.state_dir = state_dir;
+  ctx.policy = &policy;
+  ctx.ledger = &store;
+  ctx.backend = &backend;
+  ctx.slurm = &slurm;
+  ctx.scrubber = &scrubber;
+  ctx.publisher = &publisher;
+  ctx.confirm_poll_ms = 1;
+}
+
 }  // namespace vgpu::testing

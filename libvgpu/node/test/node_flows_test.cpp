@@ -47,19 +47,10 @@ class NodeFlows : public ::testing::Test {
     policy = std::move(*p);
     store = std::make_unique<LedgerStore>((dir / "n1").string());
     slurm = std::make_unique<testing::FakeSlurm>((dir / "n1" / "advertisement.json").string());
-    slurm->ledger = store.get();
-    ctx.node = "n1";
-    ctx.state_dir = dir.string();
-    ctx.policy = &policy;
-    ctx.ledger = store.get();
-    ctx.backend = &backend;
-    ctx.slurm = slurm.get();
-    ctx.scrubber = &scrubber;
-    ctx.publisher = &publisher;
+    testing::wire_test_node(ctx, dir.string(), policy, *store, backend, *slurm, scrubber, publisher);
     ctx.now = [this] { return clock; };
     ctx.log = [this](const std::string& s) { logs.push_back(s); };
     ctx.confirm_timeout_ms = 2000;
-    ctx.confirm_poll_ms = 1;
   }
   void TearDown() override { fs::remove_all(dir); }
 

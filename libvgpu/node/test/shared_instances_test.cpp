@@ -52,20 +52,11 @@ class NodeSharedInstances : public ::testing::Test {
     backend = std::make_unique<testing::MemoryBackend>(*Catalog::builtin().find_model("H100-80GB"), 2);
     store = std::make_unique<LedgerStore>((dir / "n1").string());
     slurm = std::make_unique<testing::FakeSlurm>((dir / "n1" / "advertisement.json").string());
-    slurm->ledger = store.get();
-    ctx.node = "n1";
-    ctx.state_dir = dir.string();
-    ctx.policy = &policy;
-    ctx.ledger = store.get();
-    ctx.backend = backend.get();
-    ctx.slurm = slurm.get();
-    ctx.scrubber = &scrubber;
-    ctx.publisher = &publisher;
+    testing::wire_test_node(ctx, dir.string(), policy, *store, *backend, *slurm, scrubber, publisher);
     ctx.mps = &mps;
     ctx.now = [this] { return clock; };
     ctx.log = [](const std::string&) {};
     ctx.confirm_timeout_ms = 2000;
-    ctx.confirm_poll_ms = 1;
   }
   void TearDown() override {
     backend.reset();  // it holds a model of the installed catalog
