@@ -370,25 +370,33 @@ vp_verify_node() { # ledger == hardware == advertisement == job records
   ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_PLANNER" --verify )
 }
 
-vp_check() {
-  local n rc=0 waited=0
-  # A node may be in the middle of a handover (a shrink published, slurmctld not yet caught up,
-  # e.g. on its way back to the idle layout): ledger and advertisement legitimately differ until
-  # it completes. Wait (quietly, up to VP_CHECK_WAIT s) until every node verifies, then report.
-  while [ "$waited" -lt "${VP_CHECK_WAIT:-60}" ]; do
-    local quiet=0
-    for n in $VC_NODES; do vp_verify_node "$n" >/dev/null 2>&1 || { quiet=1; break; }; done
-    [ $quiet = 0 ] && break
-    sleep 2; waited=$((waited + 2))
-  done
-  vp_wait_settled 30 || { vc_log "advertisements and Slurm's view did not converge"; rc=1; }
+# One pass over every node: ledger == hardware == advertisement == job records, and Slurm shows
+# what is advertised. Its report goes to stdout; non-zero when anything disagrees.
+_vp_check_once() {
+  local n rc=0 want got
+  vp_wait_settled 30 || { echo "advertisements and Slurm's view did not converge"; rc=1; }
   for n in $VC_NODES; do
-    vp_verify_node "$n" >&2 || rc=1
-    local want got
+    vp_verify_node "$n" 2>&1 || rc=1
     want=$(vc_expected_gres "$(_vp_advertised "$n")" "$n")
     got=$(vc_node_gres "$n")
-    [ "$want" = "$got" ] || { vc_log "node $n: Slurm shows $got, advertised $want"; rc=1; }
+    [ "$want" = "$got" ] || { echo "node $n: Slurm shows $got, advertised $want"; rc=1; }
   done
+  return $rc
+}
+
+vp_check() {
+  local rc=0 waited=0 report
+  # A node may be in the middle of a handover (a shrink published, slurmctld not yet caught up,
+  # e.g. on its way back to the idle layout after a job's epilog poked its planner): ledger and
+  # advertisement legitimately differ until it completes, and one may begin between two looks.
+  # So the whole check passes in one pass or is tried again (up to VP_CHECK_WAIT s); only a
+  # disagreement that outlasts that is reported.
+  while :; do
+    report=$(_vp_check_once) && break
+    [ "$waited" -ge "${VP_CHECK_WAIT:-60}" ] && { rc=1; break; }
+    sleep 2; waited=$((waited + 2))
+  done
+  [ -n "$report" ] && printf '%s\n' "$report" >&2
   vc_assert_no_bad_nodes || rc=1
   if ls "$VC_RUN"/log/asan* >/dev/null 2>&1; then
     vc_log "sanitizer reports:"; cat "$VC_RUN"/log/asan* >&2; rc=1
