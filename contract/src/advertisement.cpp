@@ -9,8 +9,7 @@ namespace vgpu::contract {
 
 std::string render_advertisement(const Advertisement& adv) {
   nlohmann::json counts = nlohmann::json::object();
-  for (const auto& [type, n] : adv.counts)
-    if (n > 0) counts[type] = n;
+  for (const auto& [type, n] : adv.counts) counts[type] = n;
   nlohmann::json doc = {{"format", kAdvertisementFormat},
                         {"version", kAdvertisementVersion},
                         {"node", adv.node},

@@ -74,11 +74,22 @@ std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGr
   return uncounted;
 }
 
+// Every type the node's partitions offer is listed, at 0 when none is placeable. slurmctld keeps
+// the last count of a type a registration leaves out, and a slurmd started while a class or share
+// type is at 0 knows that type only from this file (the plugin knows the builtin catalog's
+// profiles itself): without it, a count slurmctld took earlier would stay forever and the
+// planner's shrink would never be confirmed.
 Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generation,
                                  const std::map<std::string, int>& counts) {
   contract::Advertisement adv{ctx.node, generation, {}};
   for (const auto& [profile, n] : counts)
     if (n > 0) adv.counts.emplace(profile, static_cast<std::uint64_t>(n));
+  if (ctx.policy != nullptr)
+    for (const auto* part : node_partitions(*ctx.policy, ctx.node)) {
+      for (const auto& type : part->profiles) adv.counts.try_emplace(type, 0);
+      for (const auto& [model, types] : part->profiles_by_model)
+        for (const auto& type : types) adv.counts.try_emplace(type, 0);
+    }
   return within(write_file_atomically(ctx.node_dir(), "advertisement.json", contract::render_advertisement(adv)),
                 fmt::format("node {}: advertisement", ctx.node));
 }
@@ -89,8 +100,9 @@ Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx
   if (!text) return std::unexpected(text.error());
   auto adv = contract::parse_advertisement(*text, ctx.node);
   if (!adv) return std::unexpected(adv.error().within(path));
-  std::map<std::string, int> counts;
-  for (const auto& [profile, n] : adv->counts) counts[profile] = static_cast<int>(n);
+  std::map<std::string, int> counts;  // placeable types only: the zeros are for slurmd
+  for (const auto& [profile, n] : adv->counts)
+    if (n > 0) counts[profile] = static_cast<int>(n);
   return counts;
 }
 

@@ -87,7 +87,7 @@ class SlurmSplitPublisher final : public SplitPublisher {
     std::optional<contract::SlurmdReport> report;
     while (true) {
       report = slurmd_report(ctx_);
-      if (report && counts_of(*report) == want) return report;
+      if (report && positive(counts_of(*report)) == want) return report;
       if (std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
