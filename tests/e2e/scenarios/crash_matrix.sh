@@ -11,11 +11,21 @@
 # The cases cycle through the recoveries; the matrix (point x recovery -> outcome) is printed at
 # the end. By default a CI subset of the cases runs (ci_cases below); VP_CRASH_ALL=1 runs all of
 # them, VP_CRASH_ONLY="regex" the matching ones.
+# VP_CRASH_SHARES=1 (ctest e2e.crash_matrix_shares) runs the shared-instance cases instead
+# (docs/shared-instances.md): the policy offers "quarter" (3g.40gb in 4) in infer, each node runs
+# the fake MPS, and a case's job is one share; every one of those cases runs.
 set -u
+VP_CRASH_SHARES=${VP_CRASH_SHARES:-0}
+if [ "$VP_CRASH_SHARES" = 1 ]; then
+  VP_INFER_PROFILES='["1g.10gb", "1g.20gb", "2g.20gb", "quarter"]'
+  VP_SHARE_TYPES='{"quarter": {"instance": "3g.40gb", "shares": 4}}'
+  VP_UNITS_PER_GPU=9  # as in shared_instances.sh: docs/slurm.md's total with share types
+fi
 # The checks call python3 hundreds of times; a version manager's shim in front of it costs seconds
 # per call on a loaded machine. The system interpreter is enough (json, sys).
 [ -x /usr/bin/python3 ] && PATH=/usr/bin:$PATH
 . "$(dirname "$0")/../lib.sh"
+[ "$VP_CRASH_SHARES" = 1 ] && VC_PROFILES="$VC_PROFILES quarter"
 VP_CRASH_POINTS=1
 # A slurmd started by a recovery can outlive vp_stop (its pid file is not always rewritten after
 # a kill -9): stop every slurmd of this run's config too, by pid.
@@ -39,7 +49,7 @@ rec=$VGPU_STATE_DIR/$SLURMD_NODENAME/jobs/$SLURM_JOB_ID.json
 uuids=$(python3 -c 'import json,sys
 try: print(",".join(sorted(i.get("device_uuid", i.get("mig_uuid")) for i in json.load(open(sys.argv[1]))["instances"])))
 except Exception: print("<none>")' "$rec")
-echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} RECORD=$uuids NODE=$SLURMD_NODENAME"
+echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} RECORD=$uuids NODE=$SLURMD_NODENAME PIPE=${CUDA_MPS_PIPE_DIRECTORY-<unset>}"
 sleep "${1:-2}"
 JOB
 chmod 755 "$VC_RUN/etc/crash-job.sh"
@@ -78,6 +88,20 @@ only_witness_left() {
     sleep 0.5
   done
   echo "left on the hardware: $node: MIG $hw; GPU instances $gis"
+  return 1
+}
+
+# A share's instance has an MPS daemon only while a share of it is held: none once the case's job
+# is gone (the epilog quits it, or the planner's sweep does after a crash).
+no_mps_daemon_left() {
+  local root end=$((SECONDS + 150))
+  root=$( . "$VC_RUN/etc/vgpu-env/$node.sh"; echo "${VGPU_MPS_ROOT:-}")
+  [ -n "$root" ] || return 0
+  while [ $SECONDS -lt $end ]; do
+    [ -z "$(ls "$root" 2>/dev/null)" ] && return 0
+    sleep 0.5
+  done
+  echo "MPS daemon(s) left: $(ls "$root" | paste -sd, -)"
   return 1
 }
 
@@ -137,6 +161,7 @@ run_case() { # $1 point label, $2 arming text (lines separated by ';'), $3 workl
     job) j=$(vp_sbatch -p infer -x n2,n3 --gres=vgpu:1g.10gb:1 "$job" 2) ;;
     train) j=$(vp_sbatch -p train -x n2,n3 --gres=vgpu:7g.80gb:1 "$job" 2) ;;
     infer7) j=$(vp_sbatch -p infer -x n2,n3 --gres=vgpu:1g.10gb:7 "$job" 2) ;;
+    share) j=$(vp_sbatch -p infer -x n2,n3 --gres=vgpu:quarter:1 "$job" 2) ;;
   esac
   for t in $(seq 450); do [ -e "$VC_RUN/crash/$node" ] || break; sleep 0.2; done
   if [ -e "$VC_RUN/crash/$node" ]; then
@@ -165,6 +190,10 @@ run_case() { # $1 point label, $2 arming text (lines separated by ';'), $3 workl
       rec=$(echo "$line" | sed 's/.*RECORD=\([^ ]*\).*/\1/')
       if [[ $cvd == MIG-* ]] && [ "$cvd" = "$rec" ] && [[ ,$cvd, != *,$witness_uuid,* ]]; then outcome="ran with its own instance(s)"
       else problem+="${problem:+; }job ran with CVD '$cvd', record '$rec'"; fi
+      if [ "$work" = share ]; then
+        if [[ $line == *" PIPE=/"* ]]; then outcome="ran with its share through MPS"
+        else problem+="${problem:+; }share job ran without an MPS pipe directory ($line)"; fi
+      fi
       [ "$expect" = ran ] || problem+="${problem:+; }expected the job cancelled, it ran" ;;
     CANCELLED|FAILED)
       local comment
@@ -177,6 +206,7 @@ run_case() { # $1 point label, $2 arming text (lines separated by ';'), $3 workl
   local why
   why=$(witness_intact) || problem+="${problem:+; }$why"
   why=$(only_witness_left) || problem+="${problem:+; }$why"
+  why=$(no_mps_daemon_left) || problem+="${problem:+; }$why"
   # Same bound for the node's own consistency (a job record the backstop drops); say when it took long.
   local settle=$SECONDS
   while ! vp_verify_node "$node" >/dev/null 2>&1 && [ $((SECONDS - settle)) -lt 150 ]; do sleep 1; done
@@ -187,6 +217,21 @@ run_case() { # $1 point label, $2 arming text (lines separated by ';'), $3 workl
   vc_log "$label / $recovery: crashed ${who:-none}; ${problem:-ok}; $outcome"
 }
 
+if [ "$VP_CRASH_SHARES" = 1 ]; then
+  VP_CRASH_ALL=1
+  run_case prolog.after_share_claim         "prolog.after_share_claim"           share
+  run_case prolog.after_share_create        "prolog.after_share_create"          share
+  run_case prolog.after_share_record_instance "prolog.after_share_record_instance" share
+  run_case prolog.after_mps_open            "prolog.after_mps_open"              share
+  run_case nvml.after_ci_create@share       "nvml.after_ci_create@vgpu-prolog"   share
+  # Both prolog attempts die with the daemon up: the third releases the share and the last
+  # share's release quits the daemon before the instance is scrubbed; the job is cancelled.
+  run_case "prolog.after_mps_open x2"       "prolog.after_mps_open;prolog.after_mps_open" share cancelled
+  run_case epilog.after_retire@share        "epilog.after_retire"                share
+  run_case release.after_destroy@share      "release.after_destroy@vgpu-epilog"  share
+  run_case "epilog.after_retire x3@share" \
+    "epilog.after_retire;epilog.after_retire;epilog.after_retire" share
+else
 run_case prolog.after_claim                 "prolog.after_claim"                 job
 run_case prolog.after_create                "prolog.after_create"                job
 run_case prolog.after_record_instance       "prolog.after_record_instance"       job
@@ -223,6 +268,7 @@ run_case planner.after_shrink_published     "planner.after_shrink_published"    
 run_case planner.after_shrink_confirmed     "planner.after_shrink_confirmed"     train
 run_case planner.after_grow_commit          "planner.after_grow_commit"          infer7
 run_case planner.after_plan_commit          "planner.after_plan_commit"          job
+fi
 
 scancel "$witness"
 vp_wait_done "$witness" 60 || vc_fail "witness did not leave"
