@@ -21,7 +21,8 @@ struct Advertisement {
 };
 
 // The one writer (the planner; a type it lists at 0 is one slurmd must report at 0, see
-// docs/slurm.md) and the one strict reader (the plugin, the planner itself). `expected_node` guards against a file copied from another node's directory.
+// docs/slurm.md) and the one strict reader (the plugin, the planner itself). `expected_node`
+// guards against a file copied from another node's directory.
 std::string render_advertisement(const Advertisement& advertisement);
 Result<Advertisement> parse_advertisement(std::string_view text, std::string_view expected_node);
 
