@@ -112,10 +112,7 @@ class NodeSharedInstances : public ::testing::Test {
 };
 
 TEST_F(NodeSharedInstances, FiveSharesAskForTwoInstancesAndSlurmCountsFourUnitsEach) {
-  round();
-  slurm->squeue = pending_shares(5);
-  slurm->configured = advertised();
-  round();
+  plan_for(5);
   EXPECT_EQ(quarter_slots(), 2) << "five shares of four: two instances, not five";
   EXPECT_EQ(advertised()["quarter"], 8);
 }
@@ -140,10 +137,7 @@ TEST_F(NodeSharedInstances, TheAdvertisementNamesAShareTypeAtZeroWhenNoneIsPlace
 }
 
 TEST_F(NodeSharedInstances, FreeSharesOfAHeldInstanceServeDemandBeforeANewOne) {
-  round();
-  slurm->squeue = pending_shares(5);
-  slurm->configured = advertised();
-  round();
+  plan_for(5);
   ASSERT_EQ(quarter_slots(), 2);
   take_share(100, "ann");
   // Seven more: three fit beside job 100, four fill the other slot; no third instance.
@@ -159,10 +153,7 @@ TEST_F(NodeSharedInstances, FreeSharesOfAHeldInstanceServeDemandBeforeANewOne) {
 }
 
 TEST_F(NodeSharedInstances, ASlotAGroupStandsOnKeepsItsPlaceWhenDemandMovesElsewhere) {
-  round();
-  slurm->squeue = pending_shares(1);
-  slurm->configured = advertised();
-  round();
+  plan_for(1);
   ASSERT_EQ(quarter_slots(), 1);
   take_share(100, "ann");
   // Two whole GPUs wanted: everything unheld goes, the held share slot stays (its group's ledger
@@ -180,10 +171,7 @@ TEST_F(NodeSharedInstances, ASlotAGroupStandsOnKeepsItsPlaceWhenDemandMovesElsew
 }
 
 TEST_F(NodeSharedInstances, AGroupOnItsInstanceCountsItsSharesAsItsSlotDid) {
-  round();
-  slurm->squeue = pending_shares(1);
-  slurm->configured = advertised();
-  round();
+  plan_for(1);
   take_share(100, "ann");
   auto made = store->update([&](Ledger& l) -> Result<void> {
     const PlanSlot slot = *std::ranges::find_if(l.plan.slots, [](const PlanSlot& s) { return s.profile == "quarter"; });
