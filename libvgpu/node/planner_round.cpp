@@ -10,6 +10,7 @@
 
 #include "node_lock.h"
 #include "node_model.h"
+#include "node_weight.h"
 #include "slot_preparation.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/ledger/share_groups.h"
@@ -513,6 +514,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   if (auto node = ctx.slurm->node_gres(ctx.node); node) {
     refresh_slurm_uncounted(ctx, state, *node, where, result);
     resync_slurm_split(ctx, state, *node, result);
+    node::steer_node_weight(ctx, *node, result.notes);
     slurm_view = std::move(*node);
     result.slurm_view = slurm_view;
   }

@@ -194,6 +194,11 @@ Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gre
       saw_gres |= key == "Gres";
     } else if (key == "State") {
       node.state = std::string(value);
+    } else if (key == "Weight") {
+      std::uint32_t w = 0;
+      if (!to_number(value, w))
+        return fail(ErrorCode::invalid_argument, fmt::format("scontrol show node: Weight '{}' is not a number", value));
+      node.weight = w;
     }
   }
   if (!saw_gres) return fail(ErrorCode::invalid_argument, "scontrol show node: no Gres= field");

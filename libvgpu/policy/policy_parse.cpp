@@ -31,16 +31,46 @@ std::string PolicyDiagnostic::to_string() const {
 
 namespace policy_detail {
 
+namespace {
+
+// Slurm keeps a node's weight as a uint32 and shifts it left by 8 for scheduling; a weight in
+// 1..2^31-1 is valid on every release.
+std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, const Json& value,
+                                                            const FieldPath& path) {
+  if (!expect_object(d, value, path)) return std::nullopt;
+  reject_unknown_fields(d, value, path, {"in_use", "idle", "comment"});
+  std::optional<int> in_use, idle;
+  for (auto [field, target] : {std::pair{"in_use", &in_use}, std::pair{"idle", &idle}}) {
+    if (const Json* v = member(value, field))
+      *target = read_int(d, *v, path.key(field), 1, 2147483647);
+    else
+      missing(d, path.key(field));
+  }
+  if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
+  if (!in_use || !idle) return std::nullopt;
+  if (*in_use >= *idle) {
+    d.at_value(path.key("in_use"),
+               fmt::format("must be below idle ({}): Slurm fills the lightest nodes first, and "
+                           "nodes in use are the ones to fill",
+                           *idle));
+    return std::nullopt;
+  }
+  return PlannerKnobs::NodeWeights{*in_use, *idle};
+}
+
+}  // namespace
+
 PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& path) {
   PlannerKnobs knobs;
   if (!expect_object(d, value, path)) return knobs;
-  reject_unknown_fields(d, value, path, {"period_s", "starvation_s", "prepare_slots", "comment"});
+  reject_unknown_fields(d, value, path, {"period_s", "starvation_s", "prepare_slots", "node_weights", "comment"});
   std::optional<int> period, starvation;
   if (const Json* v = member(value, "period_s")) period = read_int(d, *v, path.key("period_s"), 1, 3600);
   if (const Json* v = member(value, "starvation_s"))
     starvation = read_int(d, *v, path.key("starvation_s"), 1, 86400);
   if (const Json* v = member(value, "prepare_slots"))
     if (auto b = read_bool(d, *v, path.key("prepare_slots"))) knobs.prepare_slots = *b;
+  if (const Json* v = member(value, "node_weights")) knobs.node_weights = parse_node_weights(d, *v, path.key("node_weights"));
   if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
   if (period) knobs.period_s = *period;
   if (starvation) knobs.starvation_s = *starvation;

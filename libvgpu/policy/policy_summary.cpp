@@ -37,6 +37,8 @@ std::string summary(const PolicyFile& policy) {
   out += fmt::format("planner: re-plan every {} s, starvation after {} s{}\n", policy.planner.period_s,
                      policy.planner.starvation_s,
                      policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
+  if (const auto& w = policy.planner.node_weights)
+    out += fmt::format("planner: node weight {} while any vgpu is allocated, {} when idle\n", w->in_use, w->idle);
   for (const auto& [name, image] : policy.images) {
     out += fmt::format("image {}: kernel {}, initrd {}", name, image.kernel, image.initrd);
     if (image.disk) out += fmt::format(", disk {}", *image.disk);
@@ -74,6 +76,8 @@ std::string summary_json(const PolicyFile& policy) {
                 {"starvation_s", policy.planner.starvation_s}}},
               {"images", json::object()},
               {"partitions", json::object()}};
+  if (const auto& w = policy.planner.node_weights)
+    doc["planner"]["node_weights"] = {{"in_use", w->in_use}, {"idle", w->idle}};
   for (const auto& [name, image] : policy.images) {
     json j = {{"kernel", image.kernel}, {"initrd", image.initrd}};
     if (image.cmdline) j["cmdline"] = *image.cmdline;

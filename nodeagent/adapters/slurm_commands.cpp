@@ -96,6 +96,12 @@ class CommandSlurmClient final : public SlurmClient {
     return {};
   }
 
+  Result<void> set_node_weight(const std::string& node, std::uint32_t weight) override {
+    auto out = run_ok({tool("scontrol"), "update", "NodeName=" + node, "Weight=" + std::to_string(weight)});
+    if (!out) return std::unexpected(out.error());
+    return {};
+  }
+
   Result<std::set<JobId>> jobs_on_node(const std::string& node) override {
     auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
     if (!out) return std::unexpected(out.error());

@@ -18,6 +18,7 @@
 # Settings: VC_NODES (default "n1 n2 n3"), VP_GPUS=2 H100-80GB per node, VP_PERIOD=1 s,
 # VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance),
 # VP_PREPARE_SLOTS=false (the policy's planner.prepare_slots: instances made ahead of demand).
+# VP_NODE_WEIGHTS: the policy's planner.node_weights as JSON (absent: the planner leaves weights alone).
 # VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
 # the policy's JSON (the overhead benchmark sets 7 x 1g.10gb, for H100-80GB only).
 
@@ -94,6 +95,11 @@ JSON
   if [ -n "${VP_SHARE_TYPES:-}" ]; then
     python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["share_types"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
       "$VC_RUN/etc/vgpu-policy.json" "$VP_SHARE_TYPES" || vc_fail "could not add the share types to the policy"
+  fi
+  # VP_NODE_WEIGHTS: the planner's node_weights, as its JSON object ({"in_use": A, "idle": B}).
+  if [ -n "${VP_NODE_WEIGHTS:-}" ]; then
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["planner"]["node_weights"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
+      "$VC_RUN/etc/vgpu-policy.json" "$VP_NODE_WEIGHTS" || vc_fail "could not add the node weights to the policy"
   fi
   "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
     vc_fail "generated policy does not check"

@@ -118,8 +118,17 @@ class FakeSlurm final : public SlurmClient {
       if (auto l = ledger->load(); l) {
         for (const auto& [profile, n] : held_by_jobs(*l)) counted[profile] = std::max(counted[profile], n);
       }
-    return NodeGres{configured, counted, "MIXED"};
+    return NodeGres{configured, counted, "MIXED", weight};
   }
+  Result<void> set_node_weight(const std::string& node, std::uint32_t w) override {
+    if (!weight_refusal.empty()) return fail(ErrorCode::unavailable, weight_refusal);
+    weight_updates.emplace_back(node, w);
+    weight = w;
+    return {};
+  }
+  std::optional<std::uint32_t> weight = 1;  // slurm.conf's default
+  std::vector<std::pair<std::string, std::uint32_t>> weight_updates;
+  std::string weight_refusal;  // set: scontrol update Weight= fails with this
   Result<std::string> reservation_nodes(const std::string& name) override {
     ++reservation_queries;
     auto it = reservations.find(name);

@@ -879,6 +879,52 @@ TEST_F(NodeFlows, PlannerDestroysIdleInstancesTheNewPlanHasNoPlaceFor) {
   EXPECT_TRUE(problems->empty()) << problems->front();
 }
 
+// With planner.node_weights the node is lighter in slurmctld while Slurm has any of its vgpu
+// allocated, so Slurm packs small jobs onto it, and heavier again once idle (node_weight.h).
+TEST_F(NodeFlows, NodeWeightFollowsWhetherSlurmHasVgpuAllocatedHere) {
+  auto has_note = [](const PlannerRoundResult& r, const std::string& text) {
+    return std::ranges::any_of(r.notes, [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_TRUE(slurm->weight_updates.empty());  // off by default: the weight is the admin's
+  policy.planner.node_weights = PlannerKnobs::NodeWeights{10, 20};
+  auto round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round) << round.error().message;
+  EXPECT_EQ(slurm->weight, 20u);
+  EXPECT_TRUE(has_note(*round, "node weight 1 -> 20 (no vgpu allocated here)"));
+
+  slurm->used["1g.10gb"] = 1;  // Slurm allocated job 42; its prolog has not run yet
+  round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round);
+  EXPECT_EQ(slurm->weight, 10u);
+  EXPECT_TRUE(has_note(*round, "node weight 20 -> 10 (vgpu allocated here)"));
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  const auto sent = slurm->weight_updates.size();
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(slurm->weight_updates.size(), sent);  // already right: nothing sent
+
+  // slurmctld restarted (or, from 23.11, reconfigured): slurm.conf's weight is back, and it no
+  // longer counts the running job's typed allocation. The ledger still says the node is in use.
+  slurm->weight = 1;
+  slurm->ledger = nullptr;
+  slurm->used.clear();
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(slurm->weight, 10u);
+
+  ASSERT_TRUE(run_epilog(ctx, 42, "completed"));
+  slurm->used.clear();
+  slurm->weight_refusal = "scontrol: error: Invalid node name specified";
+  round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round) << round.error().message;  // a refused update never fails the round
+  EXPECT_EQ(slurm->weight, 10u);
+  EXPECT_TRUE(has_note(*round, "node weight: cannot set 20 (no vgpu allocated here): scontrol: error: Invalid node name"));
+  slurm->weight_refusal.clear();
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(slurm->weight, 20u);
+}
+
 // With planner.prepare_slots every planned slot gets its instance in the planner's round, idle,
 // so the job's prolog creates nothing: it takes them in the write that records its claim.
 TEST_F(NodeFlows, WithPreparedSlotsTheJobsPrologCreatesNothing) {

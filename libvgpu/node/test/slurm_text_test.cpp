@@ -100,8 +100,20 @@ TEST(SlurmText, ScontrolNodeGresAndUsed) {
   EXPECT_EQ(n->configured.at("free"), 52);
   EXPECT_EQ(n->used.at("1g.10gb"), 1);
   EXPECT_EQ(n->state, "MIXED");
+  EXPECT_FALSE(n->weight.has_value());
   EXPECT_FALSE(parse_scontrol_node("NodeName=n1 State=IDLE", "vgpu"));
   EXPECT_FALSE(parse_scontrol_node("NodeName=n1 Gres=vgpu:a:b", "vgpu"));
+}
+
+// The weight the planner steers (policy planner.node_weights); a mangled one is not guessed at.
+TEST(SlurmText, ScontrolNodeWeight) {
+  auto n = parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14 State=IDLE Weight=20 Owner=N/A", "vgpu");
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(n->weight, 20u);
+  auto bad = parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14 Weight=-1", "vgpu");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("Weight '-1' is not a number"), std::string::npos);
+  EXPECT_FALSE(parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14 Weight=99999999999", "vgpu"));
 }
 
 // Array task 53_2 runs as job 56; `scancel 56` is "Invalid job id" (soak, seed 20261122).

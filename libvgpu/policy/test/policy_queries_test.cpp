@@ -53,7 +53,20 @@ TEST(PolicyQueries, AbsentProfilesAllowEveryProfile) {
   EXPECT_EQ(policy->planner.period_s, 5);
   EXPECT_EQ(policy->planner.starvation_s, 120);
   EXPECT_FALSE(policy->planner.prepare_slots);
+  EXPECT_FALSE(policy->planner.node_weights.has_value());
   EXPECT_EQ(policy->partitions[0].scrub, ScrubMode::required);
+}
+
+TEST(PolicyQueries, NodeWeightsAreReadAsGiven) {
+  auto policy = parse_policy(
+      R"({"version": 1, "planner": {"node_weights": {"in_use": 10, "idle": 20, "comment": "pack"}},
+          "partitions": {"any": {}}})",
+      "t.json");
+  ASSERT_TRUE(policy) << policy.error().message;
+  ASSERT_TRUE(policy->planner.node_weights.has_value());
+  EXPECT_EQ(policy->planner.node_weights->in_use, 10);
+  EXPECT_EQ(policy->planner.node_weights->idle, 20);
+  EXPECT_NE(summary(*policy).find("node weight 10 while any vgpu is allocated, 20 when idle"), std::string::npos);
 }
 
 TEST(PolicyQueries, NodesAndGpus) {

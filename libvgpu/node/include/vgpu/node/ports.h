@@ -4,6 +4,7 @@
 // (libvgpu/node/test/node_doubles.h).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -44,6 +45,10 @@ class SlurmClient {
   // `scontrol update NodeName=<node> Gres=<value>` (see gres_split_value).
   virtual Result<void> set_node_gres(const std::string& /*node*/, const std::string& /*value*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot update a node's GRES");
+  }
+  // `scontrol update NodeName=<node> Weight=<weight>` (policy planner.node_weights).
+  virtual Result<void> set_node_weight(const std::string& /*node*/, std::uint32_t /*weight*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot update a node's weight");
   }
   // The nodes (a Slurm hostlist) of one reservation the demand publisher booked for a wide job
   // (`scontrol -o show reservation <name>`).

@@ -57,6 +57,7 @@ struct NodeGres {
   std::map<std::string, int> configured;  // from Gres=
   std::map<std::string, int> used;        // from GresUsed=
   std::string state;                      // "IDLE", "MIXED+DRAIN", ...
+  std::optional<std::uint32_t> weight;    // from Weight=, when shown
 };
 // One line of `scontrol show node -o -d <node>`.
 Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name);

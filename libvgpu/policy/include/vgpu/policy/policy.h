@@ -29,6 +29,15 @@ struct PlannerKnobs {
   // it: a create (seconds on a real H100) leaves the job's way to its first command. Off by
   // default: instances then stand on GPUs no job uses (docs/policy.md says what that costs).
   bool prepare_slots = false;
+  // Node weights the planner gives its node in slurmctld (`scontrol update Weight=`): `in_use`
+  // while Slurm has any vgpu of the node allocated, `idle` otherwise (in_use < idle). Slurm fills
+  // the lightest nodes first, so small jobs pack onto nodes already in use and idle nodes stay
+  // whole for wide jobs. Absent: the planner never touches a node's weight.
+  struct NodeWeights {
+    int in_use = 0;
+    int idle = 0;
+  };
+  std::optional<NodeWeights> node_weights;
 };
 
 // A bootable VM image for viz sessions.

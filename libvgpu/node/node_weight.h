@@ -1,0 +1,31 @@
+// The node's weight in slurmctld, steered by the planner (policy planner.node_weights). Slurm
+// gives a job the lightest nodes that can run it, so a node that already has vgpu allocated being
+// lighter than an idle one packs small jobs onto nodes in use and keeps idle nodes whole for jobs
+// that need whole GPUs or whole nodes. The trace twin measures what that is worth
+// (docs/benchmarks.md). Private to libvgpu/node.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vgpu/node/context.h"
+#include "vgpu/node/slurm_text.h"
+#include "vgpu/policy/policy.h"
+
+namespace vgpu::node {
+
+// The weight the node should have: `in_use` while Slurm has any vgpu of the node allocated
+// (GresUsed: allocations whose prolog has not run yet included) or the ledger has any held by a
+// job (a restarted or reconfigured slurmctld from 23.11 forgets running jobs' typed allocations),
+// `idle` otherwise.
+std::uint32_t wanted_node_weight(const PlannerKnobs::NodeWeights& weights, const NodeGres& node,
+                                 bool jobs_hold_vgpu_here);
+
+// Sets the weight when slurmctld shows another one: the planner's last change is then unseen,
+// or slurmctld restarted or reconfigured and took slurm.conf's back. No-op without the policy
+// knob or without a Weight in slurmctld's view. Notes what it changed or why it could not.
+void steer_node_weight(NodeContext& ctx, const NodeGres& node, std::vector<std::string>& notes);
+
+}  // namespace vgpu::node
