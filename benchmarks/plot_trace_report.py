@@ -16,7 +16,7 @@ sweep_gpus = [int(g) for g in sys.argv[3].split()] if len(sys.argv) > 3 else []
 CLASSES = ["sub_gpu", "single_gpu", "multi_gpu"]
 TRACES = ["default", "gpushare40", "multigpu20"]
 COLORS = {"whole": "#888888", "static": "#d08c30", "firstfit": "#4a78b5", "planner": "#3a9a50",
-          "shared": "#8a4fb0"}
+          "shared": "#8a4fb0", "planner+weights": "#1f5e2e", "shared+weights": "#4f2670"}
 
 
 def load(name):

@@ -27,7 +27,8 @@ SimOptions sample_options() {
   SimOptions o;
   o.trace_path = "sample";
   o.policies = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
-                PolicyKind::planner, PolicyKind::shared};
+                PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
+                PolicyKind::shared_weighted};
   o.seeds = 2;
   o.gpus = 64;
   return o;
@@ -82,7 +83,8 @@ TEST(Simulation, FluidBoundIsAtLeastEveryMigOnlyPolicy) {
   for (const auto& p : r.results)
     for (std::size_t i = 0; i < p.per_seed.size(); ++i) {
       // Shares are not rounded to a profile, so the MIG bound does not hold them: capacity does.
-      double bound = p.policy == PolicyKind::shared ? 64'000 : r.bound_milli_per_seed[i];
+      const bool shares = p.policy == PolicyKind::shared || p.policy == PolicyKind::shared_weighted;
+      double bound = shares ? 64'000 : r.bound_milli_per_seed[i];
       EXPECT_GE(bound + 1e-6, static_cast<double>(p.per_seed[i].served_milli))
           << policy_name(p.policy) << " seed " << i;
     }
@@ -134,7 +136,7 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
 
 TEST(Simulation, ReportCarriesTheRequiredFields) {
   auto j = to_json(sample_result());
-  ASSERT_EQ(j["results"].size(), 5u);
+  ASSERT_EQ(j["results"].size(), 7u);
   EXPECT_EQ(j.begin().key(), "trace");
   EXPECT_TRUE(j.contains("ceilings_fgd_unallocated_pct"));
   for (const auto& e : j["results"]) {
@@ -161,7 +163,8 @@ TEST(Simulation, OfflineBoundIsAtLeastEveryMigOnlyPolicyAndTheOnlineCeiling) {
   Ceilings c = summarize_ceilings(r);
   EXPECT_LE(c.offline_mig_pct, c.online_mig_pct + 1e-9);
   for (const auto& p : r.results) {
-    if (p.policy == PolicyKind::shared) continue;  // shares are not rounded: the bound is MIG's
+    // Shares are not rounded: the bound is MIG's.
+    if (p.policy == PolicyKind::shared || p.policy == PolicyKind::shared_weighted) continue;
     EXPECT_LE(c.offline_mig_pct, summarize_arrivals(r, p).fgd_unallocated_pct + 1e-9)
         << policy_name(p.policy);
   }

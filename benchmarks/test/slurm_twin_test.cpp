@@ -51,6 +51,41 @@ TEST(SlurmNodeChoice, WithoutHostLimitsItIsTheFirstUsableNode) {
   EXPECT_EQ(pick, 2);
 }
 
+// Slurm splits runs at a weight change and takes the lightest run before the tightest one.
+TEST(SlurmNodeChoice, TheLightestNodesWinBeforeTheTightestOnCpus) {
+  std::vector<long long> cpu = {2, 8, 6}, weight = {2, 1, 1};
+  auto usable = [](int) { return true; };
+  auto free_cpu = [&](int n) { return cpu[static_cast<std::size_t>(n)]; };
+  EXPECT_EQ(slurm_node_choice(3, 1, usable, free_cpu), 0) << "one weight: the fewest CPUs";
+  EXPECT_EQ(slurm_node_choice(3, 1, usable, free_cpu,
+                              [&](int n) { return weight[static_cast<std::size_t>(n)]; }),
+            2)
+      << "node 0 is heavier; of the lighter run {1, 2}, node 2 has fewer CPUs";
+}
+
+// policy planner.node_weights in the twin: with node 0's GPU in use and node 1's idle, Slurm's CPU
+// best-fit alone puts the next small GPU task on node 1 (fewer free CPUs) and breaks its idle
+// GPU; with the planners' weights it goes to node 0, and node 1's GPU stays whole.
+TEST(NodeWeights, ASmallGpuTaskGoesToTheNodeInUseNotToAnIdleOneWithFewerCpus) {
+  auto run = [](bool weights) {
+    ClusterShape shape({{1, 4000, 65536}, {1, 8000, 65536}});
+    MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7, weights);
+    auto first = packer.allocate(share(100, 1000));  // node 0: 3000 CPUs left
+    MappedTask cpu;
+    cpu.kind = TaskKind::cpu_only;
+    cpu.cpu_milli = 6000;
+    auto host = packer.allocate(cpu);  // only node 1 has them: 2000 left, its GPU idle
+    EXPECT_TRUE(first && host && first->node == 0 && host->node == 1);
+    auto next = packer.allocate(share(100, 1000));
+    EXPECT_TRUE(next);
+    return next ? next->node : -1;
+  };
+  EXPECT_EQ(run(false), 1);
+  EXPECT_EQ(run(true), 0);
+  EXPECT_EQ(MigPacker(h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7, true).name(),
+            "shared+weights");
+}
+
 TEST(RealNodeShapes, HostCpuAndMemoryRefuseATaskEvenWithFreeGpus) {
   ClusterShape shape({{2, 4000, 8192}, {1, 16000, 65536}});
   MigPacker packer(h100(), shape, MigPacker::Mode::planner);

@@ -12,11 +12,13 @@ int main(int argc, char** argv) {
   using namespace vgpu::bench;
   CLI::App app{"Replay GPU-cluster traces against MIG placement policies"};
   SimOptions opt;
-  std::string policies = "whole,static,firstfit,planner,shared";
+  std::string policies = "whole,static,firstfit,planner,shared,planner+weights,shared+weights";
   std::string node_choice = "slurm";
   bool json = false;
   app.add_option("--trace", opt.trace_path, "openb pod-list CSV")->required();
-  app.add_option("--policy", policies, "comma-separated: whole,static,firstfit,planner,shared");
+  app.add_option("--policy", policies,
+                 "comma-separated: whole,static,firstfit,planner,shared,planner+weights,"
+                 "shared+weights");
   app.add_option("--nodes", opt.nodes_path,
                  "openb node list: real node shapes with CPU and memory (instead of --gpus)");
   app.add_option("--node-choice", node_choice,

@@ -8,10 +8,11 @@
 namespace vgpu::bench {
 
 MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice,
-                     int share_min_slices)
+                     int share_min_slices, bool node_weights)
     : Packer(model, std::move(shape)),
       mode_(mode),
       node_choice_(node_choice),
+      node_weights_(node_weights),
       share_min_slices_(share_min_slices),
       states_(model),
       full_index_(states_.profile_index(full_gpu_profile(model))),
@@ -30,10 +31,10 @@ MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeC
 
 std::string_view MigPacker::name() const {
   switch (mode_) {
-    case Mode::planner: return "planner";
+    case Mode::planner: return node_weights_ ? "planner+weights" : "planner";
     case Mode::firstfit: return "firstfit";
     case Mode::whole: return "whole";
-    case Mode::shared: return "shared";
+    case Mode::shared: return node_weights_ ? "shared+weights" : "shared";
   }
   return "?";
 }
@@ -82,8 +83,14 @@ int MigPacker::gpu_in_node(int node, int profile_index) {
 }
 
 int MigPacker::choose_node(const MappedTask& task, auto&& usable) {
+  // The weights planner.node_weights gives, in_use 1 and idle 2: only their order matters.
+  auto weight = [&](int n) -> long long {
+    if (!node_weights_) return 1;
+    const int gpus = shape_.end_gpu(n) - shape_.first_gpu(n);
+    return node_empty_gpus_[static_cast<std::size_t>(n)] == gpus ? 2 : 1;
+  };
   return slurm_node_choice(shape_.nodes(), task.cpu_milli, usable,
-                           [&](int n) { return free_cpu_milli(n); });
+                           [&](int n) { return free_cpu_milli(n); }, weight);
 }
 
 std::optional<Allocation> MigPacker::allocate(const MappedTask& task) {

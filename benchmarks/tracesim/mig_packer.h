@@ -12,6 +12,8 @@
 //              shared MIG instance run under MPS (vgpu/core/shared_instance.h): the tightest open
 //              instance with room, else a new instance sized for the share and placed by the
 //              planner's rule. An instance is destroyed when its last share ends.
+// With `node_weights` (policy planner.node_weights) every node's planner makes its node light in
+// Slurm while any of its GPUs is in use and heavy while all are idle, so Slurm's choice packs.
 #pragma once
 
 #include <vector>
@@ -28,7 +30,8 @@ class MigPacker final : public Packer {
   // `share_min_slices`: the smallest shared instance the shared mode opens (default: whole GPUs,
   // measured best; docs/benchmarks.md).
   MigPacker(const GpuModel& model, ClusterShape shape, Mode mode,
-            NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7);
+            NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7,
+            bool node_weights = false);
 
   [[nodiscard]] std::string_view name() const override;
   std::optional<Allocation> allocate(const MappedTask& task) override;
@@ -61,6 +64,7 @@ class MigPacker final : public Packer {
 
   Mode mode_;
   NodeChoice node_choice_;
+  bool node_weights_;
   int share_min_slices_;
   LayoutStates states_;
   int full_index_;

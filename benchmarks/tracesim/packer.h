@@ -128,7 +128,8 @@ class Packer {
 // the policy itself over every GPU of the cluster (an idealised scheduler, for comparison).
 enum class NodeChoice { slurm, best };
 
-enum class PolicyKind { whole, static_mig, firstfit, planner, shared };
+// planner_weighted / shared_weighted: the same with the planners steering node weights.
+enum class PolicyKind { whole, static_mig, firstfit, planner, shared, planner_weighted, shared_weighted };
 
 std::string_view policy_name(PolicyKind kind);
 Result<PolicyKind> parse_policy(std::string_view name);

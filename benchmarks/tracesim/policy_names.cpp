@@ -11,16 +11,21 @@ std::string_view policy_name(PolicyKind kind) {
     case PolicyKind::firstfit: return "firstfit";
     case PolicyKind::planner: return "planner";
     case PolicyKind::shared: return "shared";
+    case PolicyKind::planner_weighted: return "planner+weights";
+    case PolicyKind::shared_weighted: return "shared+weights";
   }
   return "?";
 }
 
 Result<PolicyKind> parse_policy(std::string_view name) {
   for (auto k : {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
-                 PolicyKind::planner, PolicyKind::shared})
+                 PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
+                 PolicyKind::shared_weighted})
     if (policy_name(k) == name) return k;
   return fail(ErrorCode::invalid_argument,
-              fmt::format("policy '{}': unknown (whole, static, firstfit, planner, shared)", name));
+              fmt::format("policy '{}': unknown (whole, static, firstfit, planner, shared, "
+                          "planner+weights, shared+weights)",
+                          name));
 }
 
 }  // namespace vgpu::bench

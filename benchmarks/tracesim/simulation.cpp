@@ -28,15 +28,17 @@ std::size_t index_of(const GpuModel& model, const Profile* p) {
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
                                     const StaticPlan& plan, NodeChoice node_choice,
                                     int share_min_slices) {
-  auto mig = [&](MigPacker::Mode mode) {
+  auto mig = [&](MigPacker::Mode mode, bool node_weights = false) {
     return std::make_unique<MigPacker>(model, std::move(shape), mode, node_choice,
-                                       share_min_slices);
+                                       share_min_slices, node_weights);
   };
   switch (kind) {
     case PolicyKind::whole: return mig(MigPacker::Mode::whole);
     case PolicyKind::firstfit: return mig(MigPacker::Mode::firstfit);
     case PolicyKind::planner: return mig(MigPacker::Mode::planner);
     case PolicyKind::shared: return mig(MigPacker::Mode::shared);
+    case PolicyKind::planner_weighted: return mig(MigPacker::Mode::planner, true);
+    case PolicyKind::shared_weighted: return mig(MigPacker::Mode::shared, true);
     case PolicyKind::static_mig:
       return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
   }
