@@ -58,6 +58,20 @@ VP_FAKE_LIB=$VP_BIN/fakenvml/libnvidia-ml.so.1
 
 _vp_nodelist() { echo "$VC_NODES" | tr ' ' ','; }
 
+# Sets one member of the generated policy: $1 a dotted path ("planner.node_weights"), $2 its JSON.
+_vp_policy_set() {
+  python3 - "$VC_RUN/etc/vgpu-policy.json" "$1" "$2" <<'PY' || vc_fail "could not set $1 in the policy"
+import json, sys
+path, keys, value = sys.argv[1], sys.argv[2].split("."), json.loads(sys.argv[3])
+policy = json.load(open(path))
+at = policy
+for key in keys[:-1]:
+    at = at.setdefault(key, {})
+at[keys[-1]] = value
+json.dump(policy, open(path, "w"), indent=2)
+PY
+}
+
 _vp_policy_write() {
   local idle_layout=${VP_IDLE_LAYOUT:-'["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb"]'}
   local infer_profiles=${VP_INFER_PROFILES:-'["1g.10gb", "1g.20gb", "2g.20gb"]'}
@@ -86,21 +100,12 @@ _vp_policy_write() {
 JSON
   [ "$VP_VIZ" = 1 ] && _vp_policy_add_viz
   # VP_CLASSES: the policy's classes (requests by need), as its JSON object.
-  if [ -n "${VP_CLASSES:-}" ]; then
-    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["classes"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
-      "$VC_RUN/etc/vgpu-policy.json" "$VP_CLASSES" || vc_fail "could not add the classes to the policy"
-  fi
+  [ -n "${VP_CLASSES:-}" ] && _vp_policy_set classes "$VP_CLASSES"
   # VP_SHARE_TYPES: the policy's share types, as its JSON object; the nodes then run the fake MPS
   # control program (fakemps/), each node under its own root.
-  if [ -n "${VP_SHARE_TYPES:-}" ]; then
-    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["share_types"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
-      "$VC_RUN/etc/vgpu-policy.json" "$VP_SHARE_TYPES" || vc_fail "could not add the share types to the policy"
-  fi
+  [ -n "${VP_SHARE_TYPES:-}" ] && _vp_policy_set share_types "$VP_SHARE_TYPES"
   # VP_NODE_WEIGHTS: the planner's node_weights, as its JSON object ({"in_use": A, "idle": B}).
-  if [ -n "${VP_NODE_WEIGHTS:-}" ]; then
-    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["planner"]["node_weights"]=json.loads(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=2)' \
-      "$VC_RUN/etc/vgpu-policy.json" "$VP_NODE_WEIGHTS" || vc_fail "could not add the node weights to the policy"
-  fi
+  [ -n "${VP_NODE_WEIGHTS:-}" ] && _vp_policy_set planner.node_weights "$VP_NODE_WEIGHTS"
   "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
     vc_fail "generated policy does not check"
 }
