@@ -86,6 +86,16 @@ const ShareGroup* share_group_at(const Ledger& ledger, int gpu, Placement placem
   return it == ledger.share_groups.end() ? nullptr : &*it;
 }
 
+std::vector<std::string> share_group_users(const ShareGroup& group) {
+  std::vector<const ShareHolder*> by_age;
+  for (const auto& h : group.holders) by_age.push_back(&h);
+  std::ranges::stable_sort(by_age, {}, [](const ShareHolder* h) { return h->since; });
+  std::vector<std::string> users;
+  for (const ShareHolder* h : by_age)
+    if (std::ranges::find(users, h->user) == users.end()) users.push_back(h->user);
+  return users;
+}
+
 std::vector<const ShareGroup*> share_groups_of_job(const Ledger& ledger, JobId job) {
   std::vector<const ShareGroup*> out;
   for (const auto& g : ledger.share_groups)

@@ -50,6 +50,34 @@ Result<void> close_mps_daemon(NodeContext& ctx, const std::string& device) {
   return ctx.mps->close(device);
 }
 
+// Shares of `user` that left instances other shares still hold: where the user has no share left,
+// the user loses the instance (share_across_users puts several users into one). Read and granted
+// under the access lock, as the share prolog grants. A failure is the epilog's problem to report,
+// not the job's: the user then keeps access until the instance's last share ends and it is revoked.
+std::vector<std::string> regrant_shared_instances(NodeContext& ctx, const std::vector<ReleasedShare>& shares,
+                                                  const std::string& user) {
+  std::vector<std::string> problems;
+  if (ctx.access == nullptr ||
+      std::ranges::none_of(shares, [](const ReleasedShare& r) { return !r.last && r.on_instance; }))
+    return problems;
+  NodeLock access(access_lock_path(ctx));
+  if (!access.held()) return {fmt::format("cannot take {} to take shared instances back", access_lock_path(ctx))};
+  auto ledger = ctx.ledger->load();
+  if (!ledger) return {ledger.error().message};
+  for (const auto& r : shares) {
+    if (r.last || !r.on_instance) continue;
+    const ShareGroup* group = share_group_at(*ledger, r.gpu, r.placement);
+    const LedgerInstance* inst = group ? share_group_instance(*ledger, *group) : nullptr;
+    if (inst == nullptr) continue;  // its last share ended meanwhile: revoked as it is released
+    const auto users = share_group_users(*group);
+    if (std::ranges::find(users, user) != users.end()) continue;  // the user still holds a share there
+    if (auto granted = ctx.access->grant_users(*inst, users); !granted)
+      problems.push_back(fmt::format("GPU {} {}@{} {}: giving it to its remaining users: {}", inst->gpu, inst->profile,
+                                     inst->placement.start, inst->mig_uuid, granted.error().message));
+  }
+  return problems;
+}
+
 }  // namespace
 
 // Scrubs every ownerless instance waiting in scrubbing, and destroys those in destroying. A scrubbed
@@ -196,22 +224,29 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   auto ledger = ensure_ledger(ctx);
   if (!ledger) return std::unexpected(ledger.error().within(where));
   int owned = 0;
+  std::vector<ReleasedShare> shares;
+  std::string departing_user;
   auto retired = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     owned = retire_job(l, job, ctx.now(), end_reason);
     // A share's last holder retires the instance as retire_job does; finish_released_instances
     // closes its MPS daemon before the scrub.
-    owned += static_cast<int>(std::ranges::count_if(release_shares(l, job, ctx.now(), end_reason),
-                                                    [](const ReleasedShare& r) { return r.last && r.on_instance; }));
+    for (const ShareGroup* g : share_groups_of_job(l, job))
+      for (const auto& h : g->holders)
+        if (h.job == job) departing_user = h.user;
+    shares = release_shares(l, job, ctx.now(), end_reason);
+    owned += static_cast<int>(std::ranges::count_if(shares, [](const ReleasedShare& r) { return r.last && r.on_instance; }));
     return {};
   });
   if (!retired) return std::unexpected(retired.error().within(where));
   crash_point("epilog.after_retire");
+  std::vector<std::string> access_problems = regrant_shared_instances(ctx, shares, departing_user);
   std::vector<std::string> viz_problems;
   stop_viz_session(ctx, job, viz_problems);
   auto result = finish_released_instances(ctx);
   crash_point("epilog.after_release");
   if (!result) return std::unexpected(result.error().within(where));
   for (auto& p : viz_problems) result->problems.push_back(std::move(p));
+  for (auto& p : access_problems) result->problems.push_back(std::move(p));
   std::string record = fmt::format("{}/jobs/{}.json", ctx.node_dir(), job);
   if (std::remove(record.c_str()) != 0 && errno != ENOENT)
     result->problems.push_back(fmt::format("remove {}: {}", record, std::strerror(errno)));

@@ -1,6 +1,7 @@
 #include "share_prolog.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -164,9 +165,18 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
     if (!access.held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, access_lock_path(ctx)));
     if (!req.uid)
       return end.reject("confinement", fmt::format("node {}: no SLURM_JOB_UID, so its instance cannot be given to its user", ctx.node));
-    if (auto granted = ctx.access->grant(*place->instance, *req.uid); !granted)
-      return end.reject("confinement", fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node,
-                                                   place->gpu, place->type, place->placement.start, *req.uid,
+    // The holders are read under the access lock: a claim or release written after this read
+    // grants again under the same lock once it is written, so the last grant sees the latest ones.
+    auto now = ctx.ledger->load();
+    if (!now) return std::unexpected(now.error().within(where));
+    const ShareGroup* group = share_group_at(*now, place->gpu, place->placement);
+    const auto users = group ? share_group_users(*group) : std::vector<std::string>{req.user};
+    const bool alone = users.size() == 1 && users.front() == req.user;
+    auto granted = alone ? ctx.access->grant(*place->instance, *req.uid) : ctx.access->grant_users(*place->instance, users);
+    if (!granted)
+      return end.reject("confinement", fmt::format("node {}: GPU {} {}@{}: giving the instance to {}: {}", ctx.node,
+                                                   place->gpu, place->type, place->placement.start,
+                                                   alone ? fmt::format("uid {}", *req.uid) : fmt::format("users {}", fmt::join(users, ", ")),
                                                    granted.error().message));
   }
   auto final_ledger = ctx.ledger->load();

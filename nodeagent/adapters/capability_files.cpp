@@ -4,7 +4,8 @@
 // checks that the descriptor it is handed is an open of exactly that device
 // (nv-caps.c:nv_cap_validate_and_dup_fd), and root passes anyway. So owner and mode of those two
 // files decide who can use the instance, on every Slurm release and with or without cgroups:
-// granted, they are <uid> 0400; otherwise root 0400.
+// granted, they are <uid> 0400; otherwise root 0400. An instance several users share (MPS across
+// users) is its first user's 0440, the others named in the files' access ACL with read access.
 //
 // nvidia-modprobe (setuid root, run by the CUDA user-space driver of any user) resets a capability
 // file to the mode the driver states for it unless that capability says "DeviceFileModify: 0".
@@ -26,6 +27,7 @@
 #include <sstream>
 
 #include "adapters.h"
+#include "read_acl.h"
 #include "vgpu/backend/backend_devices.h"
 #include "vgpu/ledger/share_groups.h"
 
@@ -65,6 +67,20 @@ class CapabilityFileAccess final : public InstanceAccess {
 
   Result<void> grant(const LedgerInstance& instance, unsigned uid) override { return set_owner(instance, uid); }
   Result<void> revoke(const LedgerInstance& instance) override { return set_owner(instance, 0); }
+
+  Result<void> grant_users(const LedgerInstance& instance, const std::vector<std::string>& users) override {
+    if (users.empty()) return revoke(instance);
+    auto uids = uids_of(users);
+    if (!uids) return std::unexpected(uids.error());
+    if (auto owned = set_owner(instance, uids->front()); !owned) return owned;
+    if (uids->size() == 1) return {};
+    auto files = files_of(instance);
+    if (!files) return std::unexpected(files.error());
+    const std::vector<unsigned> others(uids->begin() + 1, uids->end());
+    for (const auto& f : *files)
+      if (auto ok = set_read_acl(f.device, others); !ok) return ok;
+    return {};
+  }
 
   Result<int> secure_unheld(const Ledger& ledger) override {
     // A node with no MIG GPU has no capability to secure (and may have no driver to ask).
@@ -125,7 +141,8 @@ class CapabilityFileAccess final : public InstanceAccess {
     return {};
   }
 
-  // Mode first, then owner: in between the file is root's alone, never anyone's to read.
+  // Mode first, then owner: in between the file is root's alone, never anyone's to read. The mode
+  // also masks out the users a former ACL named; the ACL then goes.
   Result<void> set_file_owner(const std::string& path, int minor, unsigned uid) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) {
@@ -143,6 +160,7 @@ class CapabilityFileAccess final : public InstanceAccess {
     if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
       return fail(ErrorCode::corrupt, fmt::format("{}: not a character device", path));
     if (::chmod(path.c_str(), kOwnerReadOnly) != 0) return fail(ErrorCode::io, errno_text("chmod 0400", path));
+    if (auto ok = remove_acl(path); !ok) return ok;
     if (::chown(path.c_str(), static_cast<uid_t>(uid), 0) != 0)
       return fail(ErrorCode::io, errno_text(fmt::format("chown {}:0", uid), path));
     return {};

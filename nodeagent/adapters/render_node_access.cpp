@@ -28,6 +28,12 @@ class RenderNodeAccess final : public InstanceAccess {
 
   Result<void> grant(const LedgerInstance& instance, unsigned uid) override { return set_owner(instance, uid); }
   Result<void> revoke(const LedgerInstance& instance) override { return set_owner(instance, 0); }
+  // Shares of an instance are CUDA MPS's (docs/shared-instances.md): no share type is realized
+  // on an AMD model, so no prolog asks this.
+  Result<void> grant_users(const LedgerInstance& instance, const std::vector<std::string>&) override {
+    return fail(ErrorCode::unavailable, fmt::format("{}: shares of an instance are not offered on AMD partitions",
+                                                    instance.mig_uuid));
+  }
 
   Result<int> secure_unheld(const Ledger& ledger) override {
     int changed = 0;

@@ -2,8 +2,12 @@
 // instance) belong to the job's user while it runs and to root otherwise, found through the
 // driver's mig-minors and the GPU's device minor. Run against a driver tree in a temporary
 // directory; chown needs root, so the tests skip elsewhere.
+#include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -82,6 +86,21 @@ class CapabilityFiles : public ::testing::Test {
     return {st.st_uid, st.st_mode & 07777};
   }
 
+  // Whether a process of `uid` can open `p` for reading (a child that drops root to it).
+  static bool opens_as(const fs::path& p, unsigned uid) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(uid, uid, uid) != 0)
+        ::_exit(2);
+      const int fd = ::open(p.c_str(), O_RDONLY);
+      ::_exit(fd >= 0 ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 2) << "could not become uid " << uid;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+
   fs::path root;
   TwoGpus gpus;
   std::unique_ptr<InstanceAccess> access;
@@ -98,6 +117,47 @@ TEST_F(CapabilityFiles, GrantMakesBothFilesTheUsersAloneAndRevokeGivesThemToRoot
   ASSERT_TRUE(access->revoke(instance));
   EXPECT_EQ(owner_and_mode(cap(300)), std::make_pair(0u, 0400u));
   EXPECT_EQ(owner_and_mode(cap(301)), std::make_pair(0u, 0400u));
+}
+
+// A shared instance of several users (share_across_users): each user's MPS server opens it, so the
+// first user owns the files and the others read them through the access ACL; nobody else can, and
+// a later grant to one user or a revoke leaves no ACL behind. Checked by opening the file as each
+// user, as the driver's gate is the open itself.
+TEST_F(CapabilityFiles, InstanceOfSeveralUsersOpensForEachOfThemAndNobodyElse) {
+  world_readable(300);
+  world_readable(301);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  auto shared = access->grant_users(instance, {"daemon", "nobody"});
+  if (!shared && shared.error().message.find("takes no ACLs") != std::string::npos)
+    GTEST_SKIP() << shared.error().message;
+  ASSERT_TRUE(shared) << shared.error().message;
+  const unsigned daemon_uid = 1, nobody_uid = 65534, bin_uid = 2;
+  for (int minor : {300, 301}) {
+    EXPECT_EQ(owner_and_mode(cap(minor)), std::make_pair(daemon_uid, 0440u)) << "the mask shows as group bits";
+    EXPECT_TRUE(opens_as(cap(minor), daemon_uid));
+    EXPECT_TRUE(opens_as(cap(minor), nobody_uid));
+    EXPECT_FALSE(opens_as(cap(minor), bin_uid)) << "a user who holds no share";
+  }
+  ASSERT_TRUE(access->grant_users(instance, {"nobody"}));
+  EXPECT_EQ(owner_and_mode(cap(300)), std::make_pair(nobody_uid, 0400u));
+  EXPECT_FALSE(opens_as(cap(300), daemon_uid)) << "the user who left";
+  EXPECT_EQ(::getxattr(cap(300).c_str(), "system.posix_acl_access", nullptr, 0), -1) << "no ACL left";
+  ASSERT_TRUE(access->grant_users(instance, {"daemon", "nobody"}));
+  ASSERT_TRUE(access->revoke(instance));
+  EXPECT_EQ(owner_and_mode(cap(301)), std::make_pair(0u, 0400u));
+  EXPECT_FALSE(opens_as(cap(301), nobody_uid));
+  EXPECT_EQ(::getxattr(cap(301).c_str(), "system.posix_acl_access", nullptr, 0), -1) << "no ACL left";
+}
+
+TEST_F(CapabilityFiles, UserUnknownOnTheNodeIsNamedAndNothingChanges) {
+  world_readable(300);
+  world_readable(301);
+  auto r = access->grant_users(instance, {"nobody", "no-such-user-vgpu"});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("user 'no-such-user-vgpu': not known on this node"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(owner_and_mode(cap(300)), std::make_pair(0u, 0444u));
 }
 
 // nvidia-modprobe, which any user's CUDA program runs setuid root, would otherwise put the files

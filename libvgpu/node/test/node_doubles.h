@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/context.h"
 #include "vgpu/node/node_state.h"
 
@@ -232,17 +233,27 @@ class RecordingAccess final : public InstanceAccess {
   Result<void> grant(const LedgerInstance& inst, unsigned uid) override {
     if (fail_grant) return fail(ErrorCode::io, "chown 1001:0 /dev/nvidia-caps/nvidia-cap12: Read-only file system");
     owner[inst.mig_uuid] = uid;
+    users.erase(inst.mig_uuid);
+    return {};
+  }
+  Result<void> grant_users(const LedgerInstance& inst, const std::vector<std::string>& names) override {
+    if (fail_grant) return fail(ErrorCode::io, "setting the access ACL of /dev/nvidia-caps/nvidia-cap12: Operation not supported");
+    users[inst.mig_uuid] = names;
+    owner[inst.mig_uuid] = names.empty() ? 0 : kNamedOwner;
     return {};
   }
   Result<void> revoke(const LedgerInstance& inst) override {
     if (fail_revoke) return fail(ErrorCode::io, "chmod 0400 /dev/nvidia-caps/nvidia-cap12: Read-only file system");
     owner[inst.mig_uuid] = 0;
+    users.erase(inst.mig_uuid);
     return {};
   }
   Result<int> secure_unheld(const Ledger& ledger) override {
     int changed = 0;
     for (auto& [uuid, uid] : owner) {
-      const bool held = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) { return i.mig_uuid == uuid && i.job; });
+      const bool held = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) {
+        return i.mig_uuid == uuid && instance_is_held(ledger, i);
+      });
       if (!held && uid != 0) {
         uid = 0;
         ++changed;
@@ -251,7 +262,9 @@ class RecordingAccess final : public InstanceAccess {
     ++secure_calls;
     return changed;
   }
+  static constexpr unsigned kNamedOwner = 0xfffffffe;  // owner[] of an instance granted by names
   std::map<std::string, unsigned> owner;
+  std::map<std::string, std::vector<std::string>> users;  // who grant_users() last named, per instance
   bool fail_grant = false, fail_revoke = false;
   int secure_calls = 0;
 };

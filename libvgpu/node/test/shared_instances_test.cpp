@@ -82,8 +82,9 @@ class NodeSharedInstances : public ::testing::Test {
     slurm->configured = advertised();
     round();
   }
-  PrologResult prolog(JobId job, std::string user, std::string alloc = "quarter:1") {
-    auto r = run_prolog(ctx, {job, std::move(user), "gpu", std::move(alloc), std::nullopt});
+  PrologResult prolog(JobId job, std::string user, std::string alloc = "quarter:1",
+                      std::optional<unsigned> uid = std::nullopt) {
+    auto r = run_prolog(ctx, {job, std::move(user), "gpu", std::move(alloc), uid});
     EXPECT_TRUE(r) << r.error().message;
     return r ? *r : PrologResult{};
   }
@@ -251,6 +252,36 @@ TEST_F(NodeSharedInstances, AnotherUsersShareGetsAnotherInstanceOrGoesBackToTheQ
   ASSERT_FALSE(again.rejected || again.requeued) << again.reason;
   EXPECT_EQ(backend->creates, 2);
   EXPECT_EQ(mps.daemons.size(), 2u);
+}
+
+// With share_across_users one instance holds several users' shares, and each user's MPS server
+// opens it for that user's clients: every holder's user may open it, and one whose last share
+// there ends may not any more. Without it the instance is its one user's, as a whole one is.
+TEST_F(NodeSharedInstances, AcrossUsersEveryHoldersUserMayOpenTheInstanceAndOneWhoLeftMayNot) {
+  auto widened = parse_policy(std::string(kPolicy).replace(std::string(kPolicy).find("\"scrub\""), 0,
+                                                           "\"share_across_users\": true, "),
+                              "test-policy.json");
+  ASSERT_TRUE(widened) << widened.error().message;
+  policy = std::move(*widened);
+  testing::RecordingAccess access;
+  ctx.access = &access;
+  plan_for(2);
+  ASSERT_FALSE(prolog(100, "ann", "quarter:1", 1001).rejected);
+  const std::string uuid = store->load()->instances.at(0).mig_uuid;
+  EXPECT_EQ(access.owner[uuid], 1001u) << "one user so far: that user's, by uid";
+  auto bob = prolog(200, "bob", "quarter:1", 1002);
+  ASSERT_FALSE(bob.rejected || bob.requeued) << bob.reason;
+  ASSERT_EQ(backend->creates, 1) << "bob's share joined ann's instance";
+  EXPECT_EQ(access.users[uuid], (std::vector<std::string>{"ann", "bob"})) << "ann's first, as she came first";
+  ASSERT_FALSE(prolog(101, "ann", "quarter:1", 1001).rejected);
+  EXPECT_EQ(access.users[uuid], (std::vector<std::string>{"ann", "bob"}));
+
+  ASSERT_TRUE(run_epilog(ctx, 100, "completed"));
+  EXPECT_EQ(access.users[uuid], (std::vector<std::string>{"ann", "bob"})) << "ann still holds a share there";
+  ASSERT_TRUE(run_epilog(ctx, 200, "completed"));
+  EXPECT_EQ(access.users[uuid], (std::vector<std::string>{"ann"})) << "bob's last share there ended";
+  ASSERT_TRUE(run_epilog(ctx, 101, "completed"));
+  EXPECT_EQ(access.owner[uuid], 0u) << "the last share's end takes the instance back";
 }
 
 TEST_F(NodeSharedInstances, AShareIsAskedAloneAndOnePerNode) {

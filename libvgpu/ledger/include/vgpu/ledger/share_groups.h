@@ -39,6 +39,10 @@ Result<void> adopt_idle_for_share_group(Ledger& ledger, int gpu, Placement place
 // The group standing at (gpu, placement), or nullptr.
 const ShareGroup* share_group_at(const Ledger& ledger, int gpu, Placement placement);
 
+// The users holding shares of `group`, each once, the longest holder first (the first is who the
+// instance's files belong to; docs/security.md).
+std::vector<std::string> share_group_users(const ShareGroup& group);
+
 // The groups in which `job` holds a share.
 std::vector<const ShareGroup*> share_groups_of_job(const Ledger& ledger, JobId job);
 

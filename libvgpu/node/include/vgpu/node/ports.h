@@ -78,6 +78,11 @@ class InstanceAccess {
   virtual ~InstanceAccess() = default;
   // From now on only `uid` (and root) can open the instance's capability files.
   virtual Result<void> grant(const LedgerInstance& instance, unsigned uid) = 0;
+  // A shared instance whose shares several users hold (a partition with share_across_users): from
+  // now on exactly `users` (and root) can open it, since each user's MPS server opens it for that
+  // user's clients. The first is the owner, as grant() makes one; the others get read access
+  // through the files' access ACL. Names, as the ledger's share holders carry them.
+  virtual Result<void> grant_users(const LedgerInstance& instance, const std::vector<std::string>& users) = 0;
   // From now on only root can.
   virtual Result<void> revoke(const LedgerInstance& instance) = 0;
   // Every capability of the ledger's GPUs that no job's instance holds becomes root's alone: how
