@@ -104,6 +104,8 @@ JSON
   # VP_SHARE_TYPES: the policy's share types, as its JSON object; the nodes then run the fake MPS
   # control program (fakemps/), each node under its own root.
   [ -n "${VP_SHARE_TYPES:-}" ] && _vp_policy_set share_types "$VP_SHARE_TYPES"
+  # VP_SHARE_ACROSS_USERS: a partition whose shared instances take several users' shares.
+  [ -n "${VP_SHARE_ACROSS_USERS:-}" ] && _vp_policy_set "partitions.$VP_SHARE_ACROSS_USERS.share_across_users" true
   # VP_NODE_WEIGHTS: the planner's node_weights, as its JSON object ({"in_use": A, "idle": B}).
   [ -n "${VP_NODE_WEIGHTS:-}" ] && _vp_policy_set planner.node_weights "$VP_NODE_WEIGHTS"
   "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
