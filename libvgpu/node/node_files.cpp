@@ -44,13 +44,48 @@ std::map<std::string, int> advertised_counts(const Ledger& ledger) {
 }
 
 std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger,
-                                              const std::map<std::string, int>& uncounted) {
+                                              const std::map<std::string, int>& uncounted,
+                                              std::optional<int> node_total) {
   auto counts = advertised_counts(ledger);
   for (const auto& [profile, n] : uncounted)
     if (auto it = counts.find(profile); it != counts.end()) it->second = std::max(0, it->second - n);
-  if (ctx.policy == nullptr || ctx.viz == nullptr) return counts;
-  for (const auto* part : node_partitions(*ctx.policy, ctx.node))
-    for (const auto& pool : part->viz_pools) counts[pool.name] = pool.max_sessions;
+  if (ctx.policy != nullptr && ctx.viz != nullptr)
+    for (const auto* part : node_partitions(*ctx.policy, ctx.node))
+      for (const auto& pool : part->viz_pools) counts[pool.name] = pool.max_sessions;
+  if (!node_total) return counts;
+  std::set<std::string> share_types;
+  for (const auto& [type, n] : counts)
+    if (shares_of(ledger, type) > 0) share_types.insert(type);
+  return cap_to_node_total(std::move(counts), held_by_jobs(ledger), share_types, *node_total);
+}
+
+std::optional<int> node_total_of(const NodeGres& slurm) {
+  if (!slurm.configured.contains("free")) return std::nullopt;
+  int total = 0;
+  for (const auto& [type, n] : slurm.configured) total += n;
+  return total;
+}
+
+std::map<std::string, int> cap_to_node_total(std::map<std::string, int> counts, const std::map<std::string, int>& held,
+                                             const std::set<std::string>& share_types, int total) {
+  int over = -total;
+  for (const auto& [type, n] : counts) over += n;
+  auto spare = [&](const std::string& type) {
+    auto h = held.find(type);
+    return std::max(0, counts[type] - (h == held.end() ? 0 : h->second));
+  };
+  // Share types first, then the rest.
+  for (bool shares : {true, false}) {
+    while (over > 0) {
+      std::string widest;
+      for (const auto& [type, n] : counts)
+        if (share_types.contains(type) == shares && spare(type) > 0 && (widest.empty() || spare(type) > spare(widest)))
+          widest = type;
+      if (widest.empty()) break;
+      --counts[widest];  // one unit at a time, so the types with the most to spare give first
+      --over;
+    }
+  }
   return counts;
 }
 

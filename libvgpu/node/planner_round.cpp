@@ -14,6 +14,7 @@
 #include "slot_preparation.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/ledger/share_groups.h"
+#include "vgpu/node/split_publisher.h"
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
@@ -248,10 +249,21 @@ bool same_counts(std::map<std::string, int> a, std::map<std::string, int> b) {
 }
 
 Result<void> publish(NodeContext& ctx, const PlannerState& state, const Ledger& l, PlannerRoundResult& result) {
-  auto counts = node_advertisement(ctx, l, state.slurm_uncounted);
+  auto counts = node_advertisement(ctx, l, state.slurm_uncounted, state.slurm_total);
   auto current = read_advertised_counts(ctx);
   result.advertised = counts;
   if (current && same_counts(*current, counts)) return {};
+  if (state.slurm_total) {
+    const auto planned = node_advertisement(ctx, l, state.slurm_uncounted);
+    if (!same_counts(planned, counts)) {
+      std::string cut;
+      for (const auto& [type, n] : planned)
+        if (n != counts[type]) cut += fmt::format("{}{} {} -> {}", cut.empty() ? "" : ", ", type, n, counts[type]);
+      ctx.log(fmt::format("vgpu: planner: node {}: the plan counts more vgpu units than the node's total of {} "
+                          "(slurm.conf's Gres=vgpu:free:<total>, docs/slurm.md); advertising {}; raise the total",
+                          ctx.node, *state.slurm_total, cut));
+    }
+  }
   if (auto ok = write_advertisement(ctx, l.plan.generation, counts); !ok) return ok;
   crash_point("planner.before_notify_slurmd");
   result.advertisement_changed = true;
@@ -274,7 +286,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const PlannerState& state, const 
     still_dropped.erase(it);
     return true;
   });
-  auto want = node_advertisement(ctx, shrunk, state.slurm_uncounted);
+  auto want = node_advertisement(ctx, shrunk, state.slurm_uncounted, state.slurm_total);
   auto configured = node->configured;
   configured.erase("never");
   configured.erase("free");
@@ -316,7 +328,7 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state, 
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
   auto published = read_advertised_counts(ctx);
-  const auto now_counts = node_advertisement(ctx, *l, state.slurm_uncounted);
+  const auto now_counts = node_advertisement(ctx, *l, state.slurm_uncounted, state.slurm_total);
   const bool slurm_above = slurm_view && has_more(slurm_view->configured, now_counts);
   if (!state.shrink_unconfirmed && !slurm_above && !(published && has_more(*published, now_counts))) return true;
   const bool file_current = published && same_counts(*published, now_counts);
@@ -512,6 +524,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   // Without an answer from Slurm, what was last learnt from it stays.
   std::optional<NodeGres> slurm_view;
   if (auto node = ctx.slurm->node_gres(ctx.node); node) {
+    state.slurm_total = node_total_of(ctx, *node);
     refresh_slurm_uncounted(ctx, state, *node, where, result);
     resync_slurm_split(ctx, state, *node, result);
     node::steer_node_weight(ctx, *node, result.notes);

@@ -22,15 +22,6 @@ std::string_view describe(SplitHandover h) {
   return h == SplitHandover::sighup ? "SIGHUP to slurmd" : "scontrol update once slurmd reports them";
 }
 
-// What slurmd reports right now, by the plugin's own record (contract/slurmd_report.h).
-std::optional<contract::SlurmdReport> slurmd_report(const NodeContext& ctx) {
-  auto text = contract::read_small_file(contract::slurmd_report_path(ctx.state_dir, ctx.node));
-  if (!text) return std::nullopt;
-  auto report = contract::parse_slurmd_report(*text, ctx.node);
-  if (!report) return std::nullopt;
-  return *report;
-}
-
 std::map<std::string, int> counts_of(const contract::SlurmdReport& report) {
   std::map<std::string, int> counts;
   for (const auto& [type, n] : report.counts) counts[type] = static_cast<int>(n);
@@ -135,6 +126,19 @@ class SlurmSplitPublisher final : public SplitPublisher {
 };
 
 }  // namespace
+
+std::optional<contract::SlurmdReport> slurmd_report(const NodeContext& ctx) {
+  auto text = contract::read_small_file(contract::slurmd_report_path(ctx.state_dir, ctx.node));
+  if (!text) return std::nullopt;
+  auto report = contract::parse_slurmd_report(*text, ctx.node);
+  if (!report) return std::nullopt;
+  return *report;
+}
+
+std::optional<int> node_total_of(const NodeContext& ctx, const NodeGres& slurm) {
+  if (auto report = slurmd_report(ctx)) return static_cast<int>(report->total);
+  return node_total_of(slurm);
+}
 
 std::unique_ptr<SplitPublisher> make_split_publisher(NodeContext& ctx, std::function<bool()> signal_slurmd,
                                                      SplitPublisherTiming timing) {

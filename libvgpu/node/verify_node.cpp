@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "vgpu/ledger/share_groups.h"
+#include "vgpu/node/split_publisher.h"
 #include "vgpu/node/node_state.h"
 
 namespace vgpu {
@@ -25,9 +26,13 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
   auto advertised = read_advertised_counts(ctx);
   // What the planner leaves out while slurmctld does not count jobs' instances (PlannerState).
   std::map<std::string, int> uncounted;
+  std::optional<int> total;
   if (ctx.slurm != nullptr)
-    if (auto node = ctx.slurm->node_gres(ctx.node); node) uncounted = uncounted_by_slurm(*ledger, *node);
-  auto expected = node_advertisement(ctx, *ledger, uncounted);
+    if (auto node = ctx.slurm->node_gres(ctx.node); node) {
+      uncounted = uncounted_by_slurm(*ledger, *node);
+      total = node_total_of(ctx, *node);
+    }
+  auto expected = node_advertisement(ctx, *ledger, uncounted, total);
   std::erase_if(expected, [](const auto& kv) { return kv.second == 0; });
   if (!advertised) {
     problems.push_back("advertisement: " + advertised.error().message);

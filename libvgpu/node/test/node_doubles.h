@@ -113,6 +113,12 @@ class FakeSlurm final : public SlurmClient {
       configured.clear();
       if (!j.is_discarded())
         for (const auto& [k, v] : j["counts"].items()) configured[k] = v.get<int>();
+      if (total) {  // as the plugin pads a split it takes, and the planner's total comes from
+        int sum = 0;
+        for (const auto& [k, v] : configured) sum += v;
+        if (sum <= *total) configured["free"] = *total - sum;
+        else configured = {{"free", *total}};  // the plugin refuses a split over the total
+      }
     }
     auto counted = used;
     if (ledger != nullptr)
@@ -171,6 +177,9 @@ class FakeSlurm final : public SlurmClient {
   // false: slurmctld keeps `configured` whatever the file says (a split it never took, or an
   // older one a restarted slurmctld took from slurmd's last report).
   bool follows_file = true;
+  // The node's constant vgpu total (slurm.conf's Gres=vgpu:free:<total>): set, the split slurmctld
+  // shows is padded with `free` to it, as the real one is.
+  std::optional<int> total;
   std::optional<SlurmVersion> controller = SlurmVersion{22, 5, 8};
   int version_queries = 0;
   std::vector<std::pair<std::string, std::string>> gres_updates;

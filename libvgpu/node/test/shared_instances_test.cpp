@@ -284,6 +284,38 @@ TEST_F(NodeSharedInstances, AcrossUsersEveryHoldersUserMayOpenTheInstanceAndOneW
   EXPECT_EQ(access.owner[uuid], 0u) << "the last share's end takes the instance back";
 }
 
+// A share type multiplies an instance into many units, so a plan can outgrow a node total sized
+// for whole instances; the plugin would then refuse the whole advertisement and report everything
+// free. The advertisement is cut to the total instead, share units first, and the log says so.
+TEST_F(NodeSharedInstances, APlanOfMoreUnitsThanTheNodesTotalIsAdvertisedCutToIt) {
+  std::vector<std::string> logs;
+  ctx.log = [&](const std::string& m) { logs.push_back(m); };
+  slurm->total = 9;
+  slurm->configured = {{"free", 9}};
+  round();
+  slurm->squeue = pending_shares(12);
+  round();
+  round();
+  EXPECT_EQ(quarter_slots(), 3) << "twelve shares of four: three instances planned";
+  auto adv = advertised();
+  int sum = 0;
+  for (const auto& [type, n] : adv) sum += n;
+  EXPECT_EQ(sum, 9) << "the node's total, not the plan's 12 share units";
+  EXPECT_EQ(adv["quarter"], 9);
+  auto said = std::ranges::find_if(logs, [](const std::string& m) {
+    return m.find("more vgpu units than the node's total of 9") != std::string::npos &&
+           m.find("quarter 12 -> 9") != std::string::npos;
+  });
+  EXPECT_NE(said, logs.end()) << "the admin is told why and what to raise";
+  // A held unit is never cut: the jobs holding shares keep them whatever the total.
+  ASSERT_FALSE(prolog(100, "ann").rejected);
+  EXPECT_EQ(cap_to_node_total({{"quarter", 12}, {"1g.10gb", 3}}, {{"quarter", 2}}, {"quarter"}, 3),
+            (std::map<std::string, int>{{"quarter", 2}, {"1g.10gb", 1}}));
+  // The total is known only from a split padded with `free` (every split the plugin reports is).
+  EXPECT_EQ(node_total_of(NodeGres{{{"1g.10gb", 3}, {"free", 6}, {"never", 0}}, {}, "IDLE", {}}), 9);
+  EXPECT_EQ(node_total_of(NodeGres{{{"1g.10gb", 3}}, {}, "IDLE", {}}), std::nullopt);
+}
+
 TEST_F(NodeSharedInstances, AShareIsAskedAloneAndOnePerNode) {
   plan_for(2);
   auto two = prolog(100, "ann", "quarter:2");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,9 +40,20 @@ Result<Ledger> ensure_ledger(const NodeContext& ctx);
 // What Slurm should see for this node: instances owned by jobs plus every plan slot, by profile.
 std::map<std::string, int> advertised_counts(const Ledger& ledger);
 // The same plus the node's viz pools, each at its max_sessions (Slurm counts the sessions),
-// less what slurmctld holds as free but jobs here own (`uncounted`, PlannerState).
+// less what slurmctld holds as free but jobs here own (`uncounted`, PlannerState), and cut to the
+// node's constant vgpu total when one is known (cap_to_node_total).
 std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledger& ledger,
-                                              const std::map<std::string, int>& uncounted = {});
+                                              const std::map<std::string, int>& uncounted = {},
+                                              std::optional<int> node_total = std::nullopt);
+// The node's constant vgpu total (slurm.conf's `Gres=vgpu:free:<T>`) as slurmctld shows it: the sum
+// of every type of a split padded with the `free` type. Unknown without that type.
+std::optional<int> node_total_of(const NodeGres& slurm);
+// Counts that sum to more than `total` (the plugin would refuse the whole advertisement and report
+// everything free): units no job holds are left out until they fit, share types' first (a share
+// type multiplies an instance into many units, which is how a plan outgrows a total sized for
+// whole instances), then the largest counts'. Units jobs hold (`held`) always stay.
+std::map<std::string, int> cap_to_node_total(std::map<std::string, int> counts, const std::map<std::string, int>& held,
+                                             const std::set<std::string>& share_types, int total);
 // Per profile: the instances and claimed slots jobs hold here (what Slurm should count as used).
 std::map<std::string, int> held_by_jobs(const Ledger& ledger);
 // Per profile: how many instances and claims of jobs here exceed what Slurm reports as used.

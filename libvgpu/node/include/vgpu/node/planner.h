@@ -40,6 +40,9 @@ struct PlannerState {
   // in a row saw counts (a job that just ended in Slurm is released a moment later).
   std::map<std::string, int> slurm_uncounted;
   std::map<std::string, int> slurm_uncounted_last_seen;
+  // The node's constant vgpu total as slurmctld last showed it (node_total_of): the advertisement
+  // never sums to more, or the plugin would refuse it whole.
+  std::optional<int> slurm_total;
   // Rounds in a row that found slurmctld's split differing from the advertisement.
   int split_mismatch_rounds = 0;
   // Whether this node is in each reservation the demand publisher booked for a pending wide job

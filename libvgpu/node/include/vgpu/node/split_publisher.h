@@ -3,8 +3,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
+#include "vgpu/contract/slurmd_report.h"
 #include "vgpu/node/context.h"
+#include "vgpu/node/node_state.h"
 
 namespace vgpu {
 
@@ -22,6 +25,14 @@ namespace vgpu {
 // any failed handover, so an upgrade of slurmctld across 23.11 is followed.
 enum class SplitHandover { sighup, scontrol_update };
 SplitHandover split_handover_for(const SlurmVersion& controller);
+
+// What slurmd reports right now, by the plugin's own record (contract/slurmd_report.h); none before
+// 23.11 or before the plugin first used an advertisement.
+std::optional<contract::SlurmdReport> slurmd_report(const NodeContext& ctx);
+
+// The node's constant vgpu total: slurmd's report's when there is one (slurmctld's sum can run
+// above it for a while, docs/slurm.md), else slurmctld's split's (node_total_of(NodeGres)).
+std::optional<int> node_total_of(const NodeContext& ctx, const NodeGres& slurm);
 struct SplitPublisherTiming {
   int recheck_s = 600;
   int slurmd_report_ms = 5000;  // how long to wait for slurmd to report a new split
