@@ -194,6 +194,12 @@ void slurm_view(Writer& w, const NodeMetricsInput& in) {
   w.family("vgpu_slurm_allocated", "gauge", "Slurm's allocated count of each vgpu type on the node (GresUsed)");
   for (const auto& type : types)
     if (type != "free") w.sample("vgpu_slurm_allocated", {{"node", in.node}, {"type", type}}, count(in.slurm->used, type));
+  // What the planner steers (policy planner.node_weights): beside the split, it shows which nodes
+  // Slurm tries first.
+  if (in.slurm->weight) {
+    w.family("vgpu_slurm_node_weight", "gauge", "Slurm's scheduling weight of the node (scontrol show node: Weight)");
+    w.sample("vgpu_slurm_node_weight", {{"node", in.node}}, static_cast<double>(*in.slurm->weight));
+  }
 }
 
 template <class Bounds, class Counts>

@@ -117,6 +117,9 @@ TEST(NodeMetrics, SlurmsViewBesideTheAdvertisement) {
   EXPECT_TRUE(has_line(text, R"(vgpu_slurm_allocated{node="n1",type="3g.40gb"} 1)")) << text;
   EXPECT_EQ(text.find("7g.80gb"), std::string::npos) << text;
   EXPECT_EQ(text.find("never"), std::string::npos) << text;
+  EXPECT_EQ(text.find("vgpu_slurm_node_weight"), std::string::npos) << "no Weight= shown, no series";
+  in.slurm->weight = 10;
+  EXPECT_TRUE(has_line(render_node_metrics(in), R"(vgpu_slurm_node_weight{node="n1"} 10)")) << render_node_metrics(in);
 }
 
 TEST(NodeMetrics, RoundHistogramIsCumulativeWithInfAndCountersAccumulateSliceSeconds) {
