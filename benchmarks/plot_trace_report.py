@@ -29,6 +29,8 @@ replay = load(f"replay-{replay_gpus}")
 sweep = {g: load(f"sweep-{g}") for g in sweep_gpus}
 reserved = {g: load(f"sweep-reserved-{g}") for g in sweep_gpus
             if os.path.exists(os.path.join(out, f"sweep-reserved-{g}.json"))}
+latency = {g: load(f"sweep-latency-{g}") for g in sweep_gpus
+           if os.path.exists(os.path.join(out, f"sweep-latency-{g}.json"))}
 policies = [r["policy"] for r in runs["default"]["results"]]
 
 
@@ -234,6 +236,34 @@ if reserved:
                 f"{cell(lambda j: j['by_class']['single_gpu']['p95_wait_s'])} | "
                 f"{med(b, lambda j: j['reservations']):.0f} |")
     lines.append("")
+if latency:
+    lat = next(iter(latency.values()))["start_latency_s"]
+    lines += [f"## The planners' start latency (the same sweep, {lat} s per start)", "",
+              f"In production a node offers a new profile after its planner's round has seen the "
+              f"demand and Slurm has taken the new split, and the prolog creates the instance. Here "
+              f"every start of a policy that reshapes nodes comes {lat} s after its placement (the "
+              "task holds its instance meanwhile), also the starts production serves from a slot "
+              "already advertised: an upper bound on that cost, where the sweep above is the lower "
+              "one. Static MIG and whole GPUs pay nothing. Median p95 wait over seeds, without -> "
+              "with the latency.", "",
+              "| GPUs | " + " | ".join(policies) + " |", "|---|" + "---|" * len(policies)]
+    at_or_below = {p: [0, 0] for p in policies}
+    for g in sweep_gpus:
+        if g not in latency:
+            continue
+        before = {r["policy"]: r for r in sweep[g]["results"]}
+        after = {r["policy"]: r for r in latency[g]["results"]}
+        p95 = lambda r: statistics.median(j["p95_wait_s"] for j in r["jittered_replays"])
+        cells = []
+        for pol in policies:
+            a, b = p95(before[pol]), p95(after[pol])
+            cells.append(f"{a:.0f} -> {b:.0f}")
+            at_or_below[pol][0] += a <= p95(before["static"])
+            at_or_below[pol][1] += b <= p95(after["static"])
+        lines.append(f"| {g} | " + " | ".join(cells) + " |")
+    lines += ["", "Sizes where the median p95 is at or below static MIG's, without -> with the latency: " +
+              ", ".join(f"{p} {at_or_below[p][0]} -> {at_or_below[p][1]}" for p in policies
+                        if p != "static") + ".", ""]
 lines += ["![utilisation](utilisation.png)", "", "![wait CDF](wait_cdf.png)", "",
           "## Core speed (Release build, `vgpu_bench_core`)", "", "```", read("bench_core.txt"),
           "```", "", "## Exact commands", "", "```", read("commands.txt"), "```", ""]

@@ -5,7 +5,8 @@
 #   SEEDS=2 benchmarks/run-trace-report.sh    # quicker
 # Environment: BUILD_DIR (default build-bench/release), TRACESIM / BENCH_CORE (use these binaries
 # instead of building), SEEDS (10), REPLAY_GPUS (cluster size for the queueing replay, 48),
-# SWEEP_GPUS (cluster sizes of the replay sweep, 40..58), REPLAY_SEEDS (jittered replays per size, 5).
+# SWEEP_GPUS (cluster sizes of the replay sweep, 40..58), REPLAY_SEEDS (jittered replays per size, 5),
+# START_LATENCY_S (the planners' start latency of the latency sweep, 8).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 traces=$repo/data/openb
@@ -50,6 +51,15 @@ done
 for g in $sweep_gpus; do
   run "$out/sweep-reserved-$g.json" --trace "$traces/openb_pod_list_default.csv" --seeds 1 --gpus "$g" \
     --replay-seeds "$replay_seeds" --util-buckets 1 --reserve-after-s 600
+done
+# The same sweep with each start of a policy that reshapes nodes coming START_LATENCY_S (8) after
+# its placement: a planner period (5 s), Slurm taking the split, the instance's creation (1.5 s on
+# an H100). Charged to every such start, also those production serves from a slot already
+# advertised: an upper bound, beside the sweep above as the lower one.
+start_latency_s=${START_LATENCY_S:-8}
+for g in $sweep_gpus; do
+  run "$out/sweep-latency-$g.json" --trace "$traces/openb_pod_list_default.csv" --seeds 1 --gpus "$g" \
+    --replay-seeds "$replay_seeds" --util-buckets 1 --start-latency-s "$start_latency_s"
 done
 
 if [[ -n "${BENCH_CORE:-}" && -x "${BENCH_CORE}" ]]; then

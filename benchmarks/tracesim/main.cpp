@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   app.add_option("--reserve-after-s", opt.reserve_after_s,
                  "replay: a multi-GPU task waiting longer than this reserves a node (-1: never)")
       ->check(CLI::Range(-1LL, 100'000'000LL));
+  app.add_option("--start-latency-s", opt.start_latency_s,
+                 "replay: each start of a policy that reshapes nodes (firstfit, the planners) comes this "
+                 "much after its placement (a planner round, Slurm's split, the instance's creation)")
+      ->check(CLI::Range(0LL, 100'000LL));
   app.add_option("--published", opt.published_path, "FGD's published table (fgd_published.csv)");
   app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")
       ->check(CLI::Range(1, 1000));

@@ -132,6 +132,9 @@ enum class NodeChoice { slurm, best };
 enum class PolicyKind { whole, static_mig, firstfit, planner, shared, planner_weighted, shared_weighted };
 
 std::string_view policy_name(PolicyKind kind);
+// Whether the policy changes a node's layout for its tasks (instances made on demand), so a start
+// waits for the node's planner and Slurm (ReplayOptions::start_latency_s); static and whole do not.
+bool reshapes_nodes(PolicyKind kind);
 Result<PolicyKind> parse_policy(std::string_view name);
 
 }  // namespace vgpu::bench

@@ -17,6 +17,8 @@ std::string_view policy_name(PolicyKind kind) {
   return "?";
 }
 
+bool reshapes_nodes(PolicyKind kind) { return kind != PolicyKind::whole && kind != PolicyKind::static_mig; }
+
 Result<PolicyKind> parse_policy(std::string_view name) {
   for (auto k : {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
                  PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,

@@ -70,7 +70,7 @@ TaskClass task_class(const MappedTask& t) {
 
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,
                          const ReplayOptions& options) {
-  const auto [util_buckets, jitter_seed, jitter_s, reserve_after_s] = options;
+  const auto [util_buckets, jitter_seed, jitter_s, reserve_after_s, start_latency_s] = options;
   ReplayOutcome o;
   o.capacity_slices = packer.capacity_slices();
   std::vector<Job> jobs;
@@ -98,14 +98,17 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
   std::vector<long long> running_finish(jobs.size(), 0);
   ReplayReservations reservations(packer.shape());
-  auto started_at = [&](std::size_t j, long long now) {
-    running_finish[j] = now + jobs[j].duration;
-    running.push({running_finish[j], j});
-    reservations.started(*held[j], running_finish[j]);
-  };
-  std::vector<std::size_t> waiting;
   std::vector<double> waits;
   std::array<std::vector<double>, kTaskClasses> class_waits_s;
+  // Placed at `now`: it runs from now + the start latency, holding its instances from now.
+  auto started_at = [&](std::size_t j, long long now, TaskClass c) {
+    running_finish[j] = now + start_latency_s + jobs[j].duration;
+    running.push({running_finish[j], j});
+    reservations.started(*held[j], running_finish[j]);
+    waits.push_back(static_cast<double>(now + start_latency_s - jobs[j].arrival));
+    class_waits_s[static_cast<std::size_t>(c)].push_back(waits.back());
+  };
+  std::vector<std::size_t> waiting;
   std::vector<std::pair<long long, long long>> steps;  // (time, allocated slices from then on)
   long long first = jobs.front().arrival, last_finish = first;
   std::size_t next = 0;
@@ -137,9 +140,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
         reservations.hold_for(packer, now + jobs[j].duration, j);
         if (auto a = packer.allocate(tasks[static_cast<std::size_t>(jobs[j].task)])) {
           held[j] = std::move(*a);
-          started_at(j, now);
-          waits.push_back(static_cast<double>(now - jobs[j].arrival));
-          class_waits_s[static_cast<std::size_t>(TaskClass::multi_gpu)].push_back(waits.back());
+          started_at(j, now, TaskClass::multi_gpu);
           std::erase(waiting, j);
           reservations.forget(j);
         }
@@ -164,9 +165,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
       }
       if (auto a = packer.allocate(t)) {
         held[j] = std::move(*a);
-        started_at(j, now);
-        waits.push_back(static_cast<double>(now - jobs[j].arrival));
-        class_waits_s[static_cast<std::size_t>(task_class(t))].push_back(waits.back());
+        started_at(j, now, task_class(t));
       } else {
         failed.insert(shape);
         still.push_back(j);

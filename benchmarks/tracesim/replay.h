@@ -58,6 +58,12 @@ struct ReplayOptions {
   // vgpu/core/wide_reservation.h): the chosen node holds back the GPUs it needs, those with the
   // least work on them, until it starts. < 0: no reservations (plain FCFS with backfill).
   long long reserve_after_s = -1;
+  // What a start costs a policy whose nodes change their layout for it (the planners): the task
+  // holds its instances from its placement on and starts this much later -- a planner round, the
+  // split reaching Slurm, the instance's creation. Every start pays it, also one production would
+  // serve from an instance or slot already there: an upper bound. Static layouts and whole GPUs
+  // pay nothing (their instances exist before the job).
+  long long start_latency_s = 0;
 };
 
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,

@@ -35,6 +35,8 @@ struct SimOptions {
   long long jitter_s = 600;     // each arrival moves by up to this many seconds either way
   // A multi-GPU task waiting longer than this reserves a node (ReplayOptions); < 0: never.
   long long reserve_after_s = -1;
+  // The replay's start latency of the policies that reshape nodes (ReplayOptions); 0: none.
+  long long start_latency_s = 0;
   std::string model = "H100-80GB";
   int max_tasks = 0;  // > 0: only the first N rows of the trace (small samples for tests)
   int util_buckets = 200;

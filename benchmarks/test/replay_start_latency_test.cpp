@@ -1,0 +1,57 @@
+// The replay's start latency (ReplayOptions::start_latency_s): what a start costs a policy whose
+// nodes change their layout for it. A task placed at t holds its instance from t and runs from
+// t + latency, so its wait grows by the latency and the task behind it waits for it longer too.
+#include <gtest/gtest.h>
+
+#include "mig_packer.h"
+#include "replay.h"
+#include "simulation.h"
+#include "task_mapping.h"
+
+namespace vgpu::bench {
+namespace {
+
+const GpuModel& h100() { return **Catalog::builtin().require_model("H100-80GB"); }
+
+TraceTask whole_gpu_task(long long arrival, long long run) {
+  TraceTask t;
+  t.name = "t" + std::to_string(arrival);
+  t.num_gpu = 1;
+  t.gpu_milli = 1000;
+  t.creation_s = arrival;
+  t.scheduled_s = arrival;
+  t.deletion_s = arrival + run;
+  return t;
+}
+
+// One GPU; two whole-GPU tasks of 100 s arrive together: the second waits for the first.
+ReplayOutcome replay_two(long long latency_s) {
+  Trace trace;
+  trace.tasks = {whole_gpu_task(0, 100), whole_gpu_task(0, 100)};
+  auto tasks = map_tasks(trace, h100(), 1);
+  auto packer = make_packer(PolicyKind::planner, h100(), ClusterShape(1, 1), StaticPlan{});
+  ReplayOptions o;
+  o.start_latency_s = latency_s;
+  return run_replay(*packer, trace, tasks, o);
+}
+
+TEST(ReplayStartLatency, EachStartComesThatMuchAfterItsPlacementAndHoldsItsInstanceMeanwhile) {
+  const ReplayOutcome none = replay_two(0);
+  ASSERT_EQ(none.started, 2);
+  EXPECT_DOUBLE_EQ(none.max_wait_s, 100) << "the second starts when the first ends";
+  const ReplayOutcome late = replay_two(10);
+  ASSERT_EQ(late.started, 2);
+  EXPECT_DOUBLE_EQ(late.max_wait_s, 120) << "first runs 10..110, the second is placed at 110, runs from 120";
+  EXPECT_DOUBLE_EQ(late.wait_quantiles_s.front(), 10) << "even the first pays the latency";
+}
+
+TEST(ReplayStartLatency, OnlyPoliciesThatReshapeNodesPayIt) {
+  EXPECT_TRUE(reshapes_nodes(PolicyKind::planner));
+  EXPECT_TRUE(reshapes_nodes(PolicyKind::shared_weighted));
+  EXPECT_TRUE(reshapes_nodes(PolicyKind::firstfit));
+  EXPECT_FALSE(reshapes_nodes(PolicyKind::static_mig)) << "its instances exist before the job";
+  EXPECT_FALSE(reshapes_nodes(PolicyKind::whole));
+}
+
+}  // namespace
+}  // namespace vgpu::bench
