@@ -241,11 +241,14 @@ if latency:
     lines += [f"## The planners' start latency (the same sweep, {lat} s per start)", "",
               f"In production a node offers a new profile after its planner's round has seen the "
               f"demand and Slurm has taken the new split, and the prolog creates the instance. Here "
-              f"every start of a policy that reshapes nodes comes {lat} s after its placement (the "
-              "task holds its instance meanwhile), also the starts production serves from a slot "
-              "already advertised: an upper bound on that cost, where the sweep above is the lower "
-              "one. Static MIG and whole GPUs pay nothing. Median p95 wait over seeds, without -> "
-              "with the latency.", "",
+              f"a start of a policy that reshapes nodes comes {lat} s after its placement (the task "
+              "holds its instance meanwhile) unless a slot an ended task left on the plan, or an "
+              "open shared instance, serves it" +
+              ("" if next(iter(latency.values())).get("latency_only_for_new_slots") else
+               " (not applied in this run: every start pays)") +
+              ". Idle layouts and prepared slots are not modelled, so this is an upper bound on that "
+              "cost, where the sweep above is the lower one. Static MIG and whole GPUs pay nothing. "
+              "Median p95 wait over seeds, without -> with the latency.", "",
               "| GPUs | " + " | ".join(policies) + " |", "|---|" + "---|" * len(policies)]
     at_or_below = {p: [0, 0] for p in policies}
     for g in sweep_gpus:

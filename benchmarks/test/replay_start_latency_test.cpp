@@ -25,13 +25,14 @@ TraceTask whole_gpu_task(long long arrival, long long run) {
 }
 
 // One GPU; two whole-GPU tasks of 100 s arrive together: the second waits for the first.
-ReplayOutcome replay_two(long long latency_s) {
+ReplayOutcome replay_two(long long latency_s, bool only_new_slots = false) {
   Trace trace;
   trace.tasks = {whole_gpu_task(0, 100), whole_gpu_task(0, 100)};
   auto tasks = map_tasks(trace, h100(), 1);
   auto packer = make_packer(PolicyKind::planner, h100(), ClusterShape(1, 1), StaticPlan{});
   ReplayOptions o;
   o.start_latency_s = latency_s;
+  o.latency_only_for_new_slots = only_new_slots;
   return run_replay(*packer, trace, tasks, o);
 }
 
@@ -43,6 +44,14 @@ TEST(ReplayStartLatency, EachStartComesThatMuchAfterItsPlacementAndHoldsItsInsta
   ASSERT_EQ(late.started, 2);
   EXPECT_DOUBLE_EQ(late.max_wait_s, 120) << "first runs 10..110, the second is placed at 110, runs from 120";
   EXPECT_DOUBLE_EQ(late.wait_quantiles_s.front(), 10) << "even the first pays the latency";
+}
+
+// With a sticky plan the second task takes the slot the first one's instance left: no round.
+TEST(ReplayStartLatency, AStartServedFromASlotAnEndedTaskLeftPaysNothing) {
+  const ReplayOutcome sticky = replay_two(10, true);
+  ASSERT_EQ(sticky.started, 2);
+  EXPECT_DOUBLE_EQ(sticky.wait_quantiles_s.front(), 10) << "the first made a new instance";
+  EXPECT_DOUBLE_EQ(sticky.max_wait_s, 110) << "the second is placed at 110 in the slot the first left";
 }
 
 TEST(ReplayStartLatency, OnlyPoliciesThatReshapeNodesPayIt) {

@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
                  "replay: each start of a policy that reshapes nodes (firstfit, the planners) comes this "
                  "much after its placement (a planner round, Slurm's split, the instance's creation)")
       ->check(CLI::Range(0LL, 100'000LL));
+  app.add_flag("--latency-only-for-new-slots", opt.latency_only_for_new_slots,
+               "replay: only starts that no slot left by an ended task (a sticky plan) could serve pay "
+               "--start-latency-s; without it every start pays (an upper bound)");
   app.add_option("--published", opt.published_path, "FGD's published table (fgd_published.csv)");
   app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")
       ->check(CLI::Range(1, 1000));

@@ -3,7 +3,9 @@
 #include "replay_reservations.h"
 
 #include <algorithm>
+#include <ranges>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <queue>
 #include <random>
@@ -52,6 +54,47 @@ ClassWaits class_waits(std::vector<double> waits, int never_started) {
   return c;
 }
 
+// The places a node's sticky plan still offers after their instances' tasks ended
+// (ReplayOptions::latency_only_for_new_slots). A shared instance is such a place once its last
+// share ended; a share joining an open one is served at once.
+class StickySlots {
+ public:
+  void released(const Allocation& a) {
+    for (const auto& p : a.parts) {
+      if (p.share_milli != 0) {
+        auto it = open_shared_.find(key(p));
+        if (it != open_shared_.end() && --it->second > 0) continue;  // other shares still on it
+        if (it != open_shared_.end()) open_shared_.erase(it);
+      }
+      slots_.push_back(p);
+    }
+  }
+  // Whether every instance of `a` found an offered slot of its profile (or, for a share, an open
+  // instance); those taken leave, and any other offered slot its instances overlap goes (the plan
+  // changed there).
+  bool take(const Allocation& a) {
+    bool warm = !a.parts.empty();
+    for (const auto& p : a.parts) {
+      if (p.share_milli != 0 && open_shared_[key(p)]++ > 0) continue;
+      auto same = [&](const AllocationPart& s) { return s.gpu == p.gpu && s.profile == p.profile && s.where == p.where; };
+      auto it = std::ranges::find_if(slots_, same);
+      if (it == slots_.end())
+        it = std::ranges::find_if(slots_, [&](const AllocationPart& s) { return s.profile == p.profile; });
+      if (it == slots_.end()) warm = false;
+      else slots_.erase(it);
+      std::erase_if(slots_, [&](const AllocationPart& s) {
+        return s.gpu == p.gpu && s.where.start < p.where.end() && p.where.start < s.where.end();
+      });
+    }
+    return warm;
+  }
+
+ private:
+  static std::tuple<int, int, int> key(const AllocationPart& p) { return {p.gpu, p.where.start, p.where.size}; }
+  std::vector<AllocationPart> slots_;
+  std::map<std::tuple<int, int, int>, int> open_shared_;  // (gpu, placement): its shares now
+};
+
 }  // namespace
 
 const char* task_class_name(TaskClass c) {
@@ -70,7 +113,7 @@ TaskClass task_class(const MappedTask& t) {
 
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,
                          const ReplayOptions& options) {
-  const auto [util_buckets, jitter_seed, jitter_s, reserve_after_s, start_latency_s] = options;
+  const auto [util_buckets, jitter_seed, jitter_s, reserve_after_s, start_latency_s, only_new_slots] = options;
   ReplayOutcome o;
   o.capacity_slices = packer.capacity_slices();
   std::vector<Job> jobs;
@@ -100,12 +143,15 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   ReplayReservations reservations(packer.shape());
   std::vector<double> waits;
   std::array<std::vector<double>, kTaskClasses> class_waits_s;
-  // Placed at `now`: it runs from now + the start latency, holding its instances from now.
+  StickySlots sticky;
+  // Placed at `now`: it runs from now + its start latency, holding its instances from now.
   auto started_at = [&](std::size_t j, long long now, TaskClass c) {
-    running_finish[j] = now + start_latency_s + jobs[j].duration;
+    const bool warm = only_new_slots && sticky.take(*held[j]);
+    const long long latency = warm ? 0 : start_latency_s;
+    running_finish[j] = now + latency + jobs[j].duration;
     running.push({running_finish[j], j});
     reservations.started(*held[j], running_finish[j]);
-    waits.push_back(static_cast<double>(now + start_latency_s - jobs[j].arrival));
+    waits.push_back(static_cast<double>(now + latency - jobs[j].arrival));
     class_waits_s[static_cast<std::size_t>(c)].push_back(waits.back());
   };
   std::vector<std::size_t> waiting;
@@ -120,6 +166,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
       std::size_t j = running.top().job;
       running.pop();
       reservations.ended(*held[j], running_finish[j]);
+      if (only_new_slots) sticky.released(*held[j]);
       packer.release(*held[j]);
       held[j].reset();
       last_finish = std::max(last_finish, now);

@@ -60,10 +60,16 @@ struct ReplayOptions {
   long long reserve_after_s = -1;
   // What a start costs a policy whose nodes change their layout for it (the planners): the task
   // holds its instances from its placement on and starts this much later -- a planner round, the
-  // split reaching Slurm, the instance's creation. Every start pays it, also one production would
-  // serve from an instance or slot already there: an upper bound. Static layouts and whole GPUs
-  // pay nothing (their instances exist before the job).
+  // split reaching Slurm, the instance's creation. Static layouts and whole GPUs pay nothing
+  // (their instances exist before the job).
   long long start_latency_s = 0;
+  // Which starts pay it. false: every one (an upper bound). true: only those production could not
+  // serve from a slot its sticky plan still offers: a released instance's place stays offered
+  // until a later placement on its GPU overlaps it, and a start whose every instance finds such a
+  // slot of its profile (on its GPU, else anywhere: Slurm would have sent it there) takes it and
+  // pays nothing. Idle layouts and prepared slots are not modelled, so this still charges more
+  // than production.
+  bool latency_only_for_new_slots = false;
 };
 
 ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<MappedTask>& tasks,

@@ -118,6 +118,7 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
   out["seeds"] = sim.options.seeds;
   out["reserve_after_s"] = sim.options.reserve_after_s;  // < 0: replays without reservations
   out["start_latency_s"] = sim.options.start_latency_s;  // paid by the policies that reshape nodes
+  out["latency_only_for_new_slots"] = sim.options.latency_only_for_new_slots;
   out["mapping"] = {{"gpu_tasks", sim.mapping.gpu_tasks},
                     {"cpu_only", sim.mapping.cpu_only},
                     {"too_wide_skipped", sim.mapping.too_wide},

@@ -176,6 +176,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       replay_options.util_buckets = options.util_buckets;
       replay_options.reserve_after_s = options.reserve_after_s;
       replay_options.start_latency_s = reshapes_nodes(kind) ? options.start_latency_s : 0;
+      replay_options.latency_only_for_new_slots = options.latency_only_for_new_slots;
       pr.replay = run_replay(*packer, trace, tasks, replay_options);
       pr.replay_seconds = seconds_since(t1);
       for (int s = 1; s <= options.replay_seeds; ++s) {

@@ -37,6 +37,7 @@ struct SimOptions {
   long long reserve_after_s = -1;
   // The replay's start latency of the policies that reshape nodes (ReplayOptions); 0: none.
   long long start_latency_s = 0;
+  bool latency_only_for_new_slots = false;  // ReplayOptions
   std::string model = "H100-80GB";
   int max_tasks = 0;  // > 0: only the first N rows of the trace (small samples for tests)
   int util_buckets = 200;
