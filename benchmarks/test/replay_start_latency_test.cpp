@@ -50,8 +50,26 @@ TEST(ReplayStartLatency, EachStartComesThatMuchAfterItsPlacementAndHoldsItsInsta
 TEST(ReplayStartLatency, AStartServedFromASlotAnEndedTaskLeftPaysNothing) {
   const ReplayOutcome sticky = replay_two(10, true);
   ASSERT_EQ(sticky.started, 2);
-  EXPECT_DOUBLE_EQ(sticky.wait_quantiles_s.front(), 10) << "the first made a new instance";
-  EXPECT_DOUBLE_EQ(sticky.max_wait_s, 110) << "the second is placed at 110 in the slot the first left";
+  EXPECT_DOUBLE_EQ(sticky.wait_quantiles_s.front(), 0) << "the empty GPU offered a whole-GPU instance";
+  EXPECT_DOUBLE_EQ(sticky.max_wait_s, 100) << "the second is placed at 100 in the slot the first left";
+}
+
+// Two half-GPU tasks one after the other: the first needs its instance made (the GPU offered a
+// whole one); the second finds the first's slot.
+TEST(ReplayStartLatency, ASubGpuTaskOnAnEmptyGpuWaitsForItsInstance) {
+  Trace trace;
+  TraceTask a = whole_gpu_task(0, 100), b = whole_gpu_task(200, 100);
+  a.gpu_milli = b.gpu_milli = 400;
+  trace.tasks = {a, b};
+  auto tasks = map_tasks(trace, h100(), 1);
+  auto packer = make_packer(PolicyKind::planner, h100(), ClusterShape(1, 1), StaticPlan{});
+  ReplayOptions o;
+  o.start_latency_s = 10;
+  o.latency_only_for_new_slots = true;
+  const ReplayOutcome r = run_replay(*packer, trace, tasks, o);
+  ASSERT_EQ(r.started, 2);
+  EXPECT_DOUBLE_EQ(r.max_wait_s, 10);
+  EXPECT_DOUBLE_EQ(r.wait_quantiles_s.front(), 0);
 }
 
 TEST(ReplayStartLatency, OnlyPoliciesThatReshapeNodesPayIt) {

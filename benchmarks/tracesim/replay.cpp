@@ -56,7 +56,8 @@ ClassWaits class_waits(std::vector<double> waits, int never_started) {
 
 // The places a node's sticky plan still offers after their instances' tasks ended
 // (ReplayOptions::latency_only_for_new_slots). A shared instance is such a place once its last
-// share ended; a share joining an open one is served at once.
+// share ended; a share joining an open one is served at once; an empty GPU offers one whole-GPU
+// instance (the idle layout of a training partition).
 class StickySlots {
  public:
   void released(const Allocation& a) {
@@ -72,10 +73,17 @@ class StickySlots {
   // Whether every instance of `a` found an offered slot of its profile (or, for a share, an open
   // instance); those taken leave, and any other offered slot its instances overlap goes (the plan
   // changed there).
-  bool take(const Allocation& a) {
+  // `whole_and_alone(part)`: the part is a whole-GPU instance, alone on its GPU now, so the GPU
+  // was empty and offered it (an idle layout of one whole-GPU instance).
+  template <class WholeAndAlone>
+  bool take(const Allocation& a, WholeAndAlone whole_and_alone) {
     bool warm = !a.parts.empty();
     for (const auto& p : a.parts) {
       if (p.share_milli != 0 && open_shared_[key(p)]++ > 0) continue;
+      if (p.share_milli == 0 && whole_and_alone(p)) {
+        std::erase_if(slots_, [&](const AllocationPart& s) { return s.gpu == p.gpu; });
+        continue;
+      }
       auto same = [&](const AllocationPart& s) { return s.gpu == p.gpu && s.profile == p.profile && s.where == p.where; };
       auto it = std::ranges::find_if(slots_, same);
       if (it == slots_.end())
@@ -146,7 +154,9 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   StickySlots sticky;
   // Placed at `now`: it runs from now + its start latency, holding its instances from now.
   auto started_at = [&](std::size_t j, long long now, TaskClass c) {
-    const bool warm = only_new_slots && sticky.take(*held[j]);
+    const bool warm = only_new_slots && sticky.take(*held[j], [&](const AllocationPart& p) {
+      return p.profile->compute_slices == packer.model().compute_slices && packer.gpu_used_slices(p.gpu) == p.profile->compute_slices;
+    });
     const long long latency = warm ? 0 : start_latency_s;
     running_finish[j] = now + latency + jobs[j].duration;
     running.push({running_finish[j], j});

@@ -67,8 +67,8 @@ struct ReplayOptions {
   // serve from a slot its sticky plan still offers: a released instance's place stays offered
   // until a later placement on its GPU overlaps it, and a start whose every instance finds such a
   // slot of its profile (on its GPU, else anywhere: Slurm would have sent it there) takes it and
-  // pays nothing. Idle layouts and prepared slots are not modelled, so this still charges more
-  // than production.
+  // pays nothing, as does a whole-GPU instance on an empty GPU (an idle layout of one). Other
+  // idle layouts and prepared slots are not modelled, so this still charges more than production.
   bool latency_only_for_new_slots = false;
 };
 
