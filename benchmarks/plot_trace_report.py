@@ -242,11 +242,11 @@ if latency:
               f"In production a node offers a new profile after its planner's round has seen the "
               f"demand and Slurm has taken the new split, and the prolog creates the instance. Here "
               f"a start of a policy that reshapes nodes comes {lat} s after its placement (the task "
-              "holds its instance meanwhile) unless a slot an ended task left on the plan, or an "
-              "open shared instance, serves it" +
+              "holds its instance meanwhile) unless a slot an ended task left on the plan, an "
+              "open shared instance, or an empty GPU's whole-GPU instance serves it" +
               ("" if next(iter(latency.values())).get("latency_only_for_new_slots") else
                " (not applied in this run: every start pays)") +
-              ". Idle layouts and prepared slots are not modelled, so this is an upper bound on that "
+              ". Other idle layouts and prepared slots are not modelled, so this is an upper bound on that "
               "cost, where the sweep above is the lower one. Static MIG and whole GPUs pay nothing. "
               "Median p95 wait over seeds, without -> with the latency.", "",
               "| GPUs | " + " | ".join(policies) + " |", "|---|" + "---|" * len(policies)]

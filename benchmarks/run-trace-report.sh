@@ -54,9 +54,9 @@ for g in $sweep_gpus; do
 done
 # The same sweep with each start of a policy that reshapes nodes coming START_LATENCY_S (8) after
 # its placement (a planner period of 5 s, Slurm taking the split, the instance's creation: 1.5 s
-# on an H100), unless a slot an ended task left (the sticky plan) serves it. Idle layouts and
-# prepared slots are not modelled, so this charges more than production: an upper bound, beside
-# the sweep above as the lower one.
+# on an H100), unless a slot an ended task left (the sticky plan) or an empty GPU's whole-GPU
+# instance serves it. Other idle layouts and prepared slots are not modelled, so this charges more
+# than production: an upper bound, beside the sweep above as the lower one.
 start_latency_s=${START_LATENCY_S:-8}
 for g in $sweep_gpus; do
   run "$out/sweep-latency-$g.json" --trace "$traces/openb_pod_list_default.csv" --seeds 1 --gpus "$g" \
