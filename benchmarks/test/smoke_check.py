@@ -54,6 +54,18 @@ doc = json.loads(p.stdout)
 check(doc["nodes"] == 1213 and doc["host_constrained"], "node list: the real shapes")
 check(doc["fgd_published_unallocated_pct"]["fgd"] == 4.77, "node list: FGD's number beside ours")
 
+# The planners' start latency: static pays none, and no reshaping policy waits less for it.
+args = ["--trace", f"{traces}/openb_pod_list_default.csv", "--tasks", "400", "--gpus", "8", "--seeds", "1",
+        "--policy", "static,planner", "--json"]
+plain, late = run(*args), run(*args, "--start-latency-s", "30", "--latency-only-for-new-slots")
+check(plain.returncode == 0 and late.returncode == 0, f"latency: exit {late.returncode}: {late.stderr}")
+plain_by = {r["policy"]: r["replay"] for r in json.loads(plain.stdout)["results"]}
+late_doc = json.loads(late.stdout)
+late_by = {r["policy"]: r["replay"] for r in late_doc["results"]}
+check(late_doc["start_latency_s"] == 30 and late_doc["latency_only_for_new_slots"], "latency: in the JSON")
+check(late_by["static"]["mean_wait_s"] == plain_by["static"]["mean_wait_s"], "latency: static pays none")
+check(late_by["planner"]["wait_quantiles_s"][-1] >= 30, "latency: some planner start pays it")
+
 p = run("--trace", f"{traces}/openb_pod_list_default.csv", "--tasks", "50", "--gpus", "8")
 check(p.returncode == 0 and "planner" in p.stdout and "Replay" in p.stdout, "readable table")
 
