@@ -454,6 +454,20 @@ vp_second_user() {
     vc_fail "cannot create the second test user $VP_USER_B"
 }
 
+# Runs a command as user $1 (vp_second_user's or nobody) against this cluster.
+vp_as_user() { local u=$1; shift; runuser -u "$u" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
+
+# The first line of job $1's output that starts with $2, waited for (30 s).
+vp_line_of() {
+  local l=""
+  for _ in $(seq 150); do
+    l=$(grep -m1 "^$2" "$VC_RUN/out/$1.out" 2>/dev/null) && [ -n "$l" ] && break
+    sleep 0.2
+  done
+  [ -n "$l" ] || vc_fail "job $1 printed no '$2' line: $(cat "$VC_RUN/out/$1.out" 2>/dev/null)"
+  echo "$l"
+}
+
 # A job script that reports what it sees, then sleeps $1 seconds.
 vp_job_script() {
   cat > "$VC_RUN/etc/job.sh" <<'JOB'

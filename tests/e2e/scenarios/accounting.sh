@@ -28,7 +28,6 @@ sacctmgr -i add account infer-team,train-team Description=test Organization=test
   vc_fail "sacctmgr add account failed"
 sacctmgr -i add user root,$VP_USER_B account=infer-team,train-team >/dev/null || vc_fail "sacctmgr add user failed"
 t_start=$(date +%s)
-as_user_b() { runuser -u "$VP_USER_B" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
 sub() { # sbatch arguments: prints the job id
   local id
   id=$(sbatch --parsable -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
@@ -36,7 +35,7 @@ sub() { # sbatch arguments: prints the job id
 }
 
 a=$(sub -p infer -A infer-team --gres=vgpu:1g.10gb:2 --wrap 'sleep 8')
-b=$(as_user_b sbatch --parsable -o "$VC_RUN/out/%j.out" -p train -A train-team --gres=vgpu:3g.40gb:1 --wrap 'sleep 10')
+b=$(vp_as_user "$VP_USER_B" sbatch --parsable -o "$VC_RUN/out/%j.out" -p train -A train-team --gres=vgpu:3g.40gb:1 --wrap 'sleep 10')
 c=$(sub -p infer -A infer-team -N2 --gres=vgpu:2g.20gb:1 --wrap 'srun -l hostname; sleep 6')
 d=$(sub -p infer -A infer-team --array=1-3 --gres=vgpu:1g.10gb:1 --wrap 'sleep 5')
 e=$(sub -p train -A train-team --gres=vgpu:4g.40gb:1 --wrap 'sleep 300')

@@ -14,22 +14,12 @@ USER_A=nobody
 USER_B=$VP_USER_B
 vp_second_user
 PROBE=$VP_BIN/fakenvml/fake-cuda-probe
-as_user() { local u=$1; shift; runuser -u "$u" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
 submit() { # $1 user, then sbatch arguments: prints the job id
   local u=$1 id; shift
-  id=$(as_user "$u" sbatch --parsable -p infer -w n1 -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
+  id=$(vp_as_user "$u" sbatch --parsable -p infer -w n1 -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
   echo "${id:-refused}"
 }
 owner_mode() { stat -c '%U %a' "$1"; }
-line_of() { # $1 job, $2 prefix: that line of the job's output, waited for
-  local l=""
-  for _ in $(seq 150); do
-    l=$(grep -m1 "^$2" "$VC_RUN/out/$1.out" 2>/dev/null) && [ -n "$l" ] && break
-    sleep 0.2
-  done
-  [ -n "$l" ] || vc_fail "job $1 printed no '$2' line: $(cat "$VC_RUN/out/$1.out" 2>/dev/null)"
-  echo "$l"
-}
 
 vp_start
 
@@ -52,7 +42,7 @@ chmod 755 "$VC_RUN/etc/tenant.sh"
 
 echo "--- user A ($USER_A) holds an instance only A can open"
 a=$(submit "$USER_A" --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a")
-own=$(line_of "$a" OWN)
+own=$(vp_line_of "$a" OWN)
 echo "$own" | grep -q ': usable (' || vc_fail "A cannot use its own instance: $own"
 a_uuid=$(echo "$own" | sed -n 's/.*CVD=\([^ ]*\).*/\1/p')
 read -r a_gi_cap a_ci_cap < <(echo "$own" | sed -n 's/.*usable (gpu [0-9]* gi [0-9]* ci [0-9]*: \([^ ]*\) \([^)]*\)).*/\1 \2/p')
@@ -80,10 +70,10 @@ cat $a_ci_cap
 srun --jobid=$a --overlap true
 TRY
 b=$(submit "$USER_B" --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-b" "$VC_RUN/etc/hostile.txt")
-own_b=$(line_of "$b" OWN)
+own_b=$(vp_line_of "$b" OWN)
 echo "$own_b" | grep -q ': usable (' || vc_fail "B cannot use its own instance: $own_b"
 echo "$own_b" | grep -qF "$a_uuid" && vc_fail "B was given A's instance: $own_b"
-line_of "$b" "TRY rc=[0-9]* srun" >/dev/null
+vp_line_of "$b" "TRY rc=[0-9]* srun" >/dev/null
 grep '^TRY' "$VC_RUN/out/$b.out" >&2
 steal=$(grep -m1 "^TRY .*CUDA_VISIBLE_DEVICES=" "$VC_RUN/out/$b.out")
 echo "$steal" | grep -q "^TRY rc=1 .*$a_uuid: refused: open $a_gi_cap: Permission denied" ||
@@ -101,14 +91,14 @@ vp_wait_done "$b" 60 || vc_fail "job $b did not finish"
 echo "--- a second job of user A can use the first one's instance (confinement is per user)"
 echo "CUDA_VISIBLE_DEVICES=$a_uuid $PROBE" > "$VC_RUN/etc/same-user.txt"
 a2=$(submit "$USER_A" --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a2" "$VC_RUN/etc/same-user.txt")
-t=$(line_of "$a2" "TRY")
+t=$(vp_line_of "$a2" "TRY")
 echo "$t" | grep -q "^TRY rc=0 .*$a_uuid: usable" || vc_fail "A's second job could not use A's instance: $t"
 
 echo "--- A's job is unaffected; when jobs end their instances go back to root"
 touch "$VC_RUN/out/release-a" "$VC_RUN/out/release-a2"
 for j in "$a" "$b" "$a2"; do vp_wait_done "$j" 60 || vc_fail "job $j did not finish"; done
 vp_assert_completed "$a" "$b" "$a2"
-again=$(line_of "$a" AGAIN)
+again=$(vp_line_of "$a" AGAIN)
 echo "$again" | grep -q "$a_uuid: usable" || vc_fail "A lost its instance during B's attempts: $again"
 for f in "$a_gi_cap" "$a_ci_cap"; do
   [ "$(owner_mode "$f")" = "root 400" ] || vc_fail "after the job $f is '$(owner_mode "$f")', expected 'root 400'"

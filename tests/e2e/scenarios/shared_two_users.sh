@@ -24,22 +24,12 @@ USER_A=nobody
 USER_B=$VP_USER_B
 vp_second_user
 PROBE=$VP_BIN/fakenvml/fake-cuda-probe
-as_user() { local u=$1; shift; runuser -u "$u" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
 submit() { # $1 user, then sbatch arguments: prints the job id
   local u=$1 id; shift
-  id=$(as_user "$u" sbatch --parsable -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
+  id=$(vp_as_user "$u" sbatch --parsable -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
   [ -n "$id" ] && echo "$id"
 }
 node_of() { echo "$1" | sed -n 's/.* NODE=\([^ ]*\) .*/\1/p'; }
-line_of() { # $1 job, $2 prefix: that line of the job's output, waited for
-  local l=""
-  for _ in $(seq 150); do
-    l=$(grep -m1 "^$2" "$VC_RUN/out/$1.out" 2>/dev/null) && [ -n "$l" ] && break
-    sleep 0.2
-  done
-  [ -n "$l" ] || vc_fail "job $1 printed no '$2' line: $(cat "$VC_RUN/out/$1.out" 2>/dev/null)"
-  echo "$l"
-}
 uuid_of() { echo "$1" | sed -n 's/.*CVD=\([^ ]*\).*/\1/p'; }
 caps_of() { # the two capability files a probe line names
   echo "$1" | sed -n 's/.*usable (gpu [0-9]* gi [0-9]* ci [0-9]*: \([^ ]*\) \([^)]*\)).*/\1 \2/p'
@@ -66,12 +56,12 @@ echo "--- one user per shared instance (partition infer): B's share goes to the 
 # share pinned to a node (-w) at submission: the first share of each part goes where Slurm sends it.
 a=$(submit "$USER_A" -p infer --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" "$VC_RUN/out/release-a") ||
   vc_fail "A's share was refused at submission"
-own_a=$(line_of "$a" OWN)
+own_a=$(vp_line_of "$a" OWN)
 echo "$own_a" | grep -q ': usable (' || vc_fail "A cannot use its share: $own_a"
 node_a=$(node_of "$own_a")
 b=$(submit "$USER_B" -p infer --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" "$VC_RUN/out/release-b") ||
   vc_fail "B's share was refused at submission"
-own_b=$(line_of "$b" OWN)
+own_b=$(vp_line_of "$b" OWN)
 echo "$own_b" | grep -q ': usable (' || vc_fail "B cannot use its share: $own_b"
 [ "$(node_of "$own_b")" != "$node_a" ] || vc_fail "B's share runs on $node_a beside A's: $own_b"
 vp_wait_running "$a" 5 || vc_fail "A's job stopped while B's started"
@@ -82,7 +72,7 @@ vp_assert_completed "$a" "$b"
 echo "--- shares across users (partition train): B joins A's instance, both can open it, nobody else"
 a=$(submit "$USER_A" -p train --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" "$VC_RUN/out/release-a2") ||
   vc_fail "A's share was refused at submission"
-own_a=$(line_of "$a" OWN)
+own_a=$(vp_line_of "$a" OWN)
 echo "$own_a" | grep -q ': usable (' || vc_fail "A cannot use its share: $own_a"
 node_a=$(node_of "$own_a")
 # A planner that shrank the node's quarter units while Slurm allocated A's share (the two cross on
@@ -93,7 +83,7 @@ scontrol show node "$node_a" | grep -q 'Gres=.*vgpu:quarter:[1-9]' ||
   vc_fail "$node_a holds A's share but Slurm counts no quarter unit there: $(scontrol show node "$node_a" | grep -o 'Gres=[^ ]*')"
 b=$(submit "$USER_B" -p train -w "$node_a" --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" \
   "$VC_RUN/out/release-b2") || vc_fail "B's share on A's node was refused at submission"
-own_b=$(line_of "$b" OWN)
+own_b=$(vp_line_of "$b" OWN)
 echo "$own_b" | grep -q ': usable (' || vc_fail "B cannot use its share of A's instance: $own_b"
 [ "$(uuid_of "$own_a")" = "$(uuid_of "$own_b")" ] || vc_fail "B's share is not in A's instance: $own_a / $own_b"
 read -r gi_cap ci_cap < <(caps_of "$own_a")
@@ -108,14 +98,14 @@ done
 echo "--- B's job ends: B loses the instance, A keeps it"
 touch "$VC_RUN/out/release-b2"
 vp_wait_done "$b" 60 || vc_fail "B's job did not finish"
-line_of "$b" AGAIN | grep -q ': usable (' || vc_fail "B lost the instance while its job ran: $(line_of "$b" AGAIN)"
+vp_line_of "$b" AGAIN | grep -q ': usable (' || vc_fail "B lost the instance while its job ran: $(vp_line_of "$b" AGAIN)"
 for f in "$gi_cap" "$ci_cap"; do
   opens "$USER_B" "$f" && vc_fail "B can still open $f after its job ended ($(stat -c '%U %a' "$f"))"
   [ "$(stat -c '%U %a' "$f")" = "$USER_A 400" ] || vc_fail "after B left $f is '$(stat -c '%U %a' "$f")'"
 done
 touch "$VC_RUN/out/release-a2"
 vp_wait_done "$a" 60 || vc_fail "A's job did not finish"
-line_of "$a" AGAIN | grep -q ': usable (' || vc_fail "A lost its instance when B left: $(line_of "$a" AGAIN)"
+vp_line_of "$a" AGAIN | grep -q ': usable (' || vc_fail "A lost its instance when B left: $(vp_line_of "$a" AGAIN)"
 vp_assert_completed "$a" "$b"
 for f in "$gi_cap" "$ci_cap"; do
   [ "$(stat -c '%U %a' "$f")" = "root 400" ] || vc_fail "after the last share $f is '$(stat -c '%U %a' "$f")'"
