@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -81,7 +82,20 @@ std::vector<Demand> node_demand(const NodeContext& ctx, PlannerState& state, con
 // Demand for a share type counts shares, one per job; the planner places instances. So it asks for
 // the instances those shares need beyond the free shares of the groups already here (which serve
 // starving shares first), each instance taking as many shares as the type cuts it into.
-std::vector<Demand> demand_in_instances(const Ledger& l, const std::vector<Demand>& demand) {
+std::vector<Demand> demand_in_instances(const Ledger& l, const std::vector<Demand>& demand,
+                                        std::optional<int> node_total, std::vector<std::string>* notes) {
+  // New share instances get only the room the node's total leaves beside the units that stay
+  // advertised whatever the plan (what jobs hold of whole instances, every share group's units):
+  // units beyond it could never be offered, and their instance would take space other profiles
+  // can use. Viz pools are left to the advertisement's cut (cap_to_node_total).
+  int room = std::numeric_limits<int>::max();
+  if (node_total) {
+    int committed = 0;
+    for (const auto& [type, n] : held_by_jobs(l))
+      if (shares_of(l, type) == 0) committed += n;
+    for (const auto& g : l.share_groups) committed += shares_of(l, g.type);
+    room = std::max(0, *node_total - committed);
+  }
   std::map<std::string, std::pair<int, int>> asked;  // share type -> {starving, other} shares
   std::vector<Demand> out;
   for (const auto& d : demand) {
@@ -108,7 +122,16 @@ std::vector<Demand> demand_in_instances(const Ledger& l, const std::vector<Deman
     const int for_starving = std::min(starving, free);
     starving -= for_starving;
     other -= std::min(other, free - for_starving);
-    const int instances = (starving + other + n - 1) / n, for_hungry = (starving + n - 1) / n;
+    int instances = (starving + other + n - 1) / n, for_hungry = (starving + n - 1) / n;
+    if (instances > room / n) {
+      if (notes)
+        notes->push_back(fmt::format("{} instance(s) of {} not planned: {} more units would pass the node's vgpu total "
+                                     "of {} (slurm.conf's Gres=vgpu:free:<total>, docs/slurm.md)",
+                                     instances - room / n, d.profile, (instances - room / n) * n, *node_total));
+      instances = room / n;
+      for_hungry = std::min(for_hungry, instances);
+    }
+    room -= instances * n;
     if (for_hungry > 0) result.push_back({d.profile, for_hungry, true});
     if (instances > for_hungry) result.push_back({d.profile, instances - for_hungry, false});
   }
@@ -126,10 +149,10 @@ struct Desired {
 // `fixed` unclaimed slots that must stay (already advertised).
 Result<Desired> desired_slots(const Ledger& l, const std::vector<const PartitionPolicy*>& parts,
                               std::vector<Demand> demand, const std::vector<PlanSlot>& fixed,
-                              std::vector<std::string>* notes = nullptr) {
+                              std::optional<int> node_total, std::vector<std::string>* notes = nullptr) {
   Desired none;
   if (l.gpus.empty() || parts.empty()) return none;
-  demand = demand_in_instances(l, demand);
+  demand = demand_in_instances(l, demand, node_total, notes);
   // Claimed and fixed slots are placed by layouts_of: a backed slot is the same space as its
   // released instance, so placing it again beside the instance would be a false conflict.
   auto is_fixed = [&](const PlanSlot& s) { return std::ranges::find(fixed, key(s), key) != fixed.end(); };
@@ -559,10 +582,10 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     // Idle instances do not hold their space against the plan (planning_view).
     const Ledger view = planning_view(l);
     const auto backed = backed_unheld(view);
-    auto scratch = desired_slots(view, parts, demand, backed, &result.notes);
+    auto scratch = desired_slots(view, parts, demand, backed, state.slurm_total, &result.notes);
     if (!scratch) return std::unexpected(scratch.error());
     const auto current = unheld(view);
-    auto sticky = desired_slots(view, parts, demand, current);
+    auto sticky = desired_slots(view, parts, demand, current, state.slurm_total);
     if (!sticky) return std::unexpected(sticky.error());
     std::vector<PlanSlot> desired;
     // With nothing pending, the idle layout (what the plan from scratch gives) is where the node
@@ -666,7 +689,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     if (fits) {
       for (auto& w : wanted) l.plan.slots.push_back(w);
     } else {  // claims changed the picture while we waited: plan around what is there now
-      auto extra = desired_slots(l, parts, demand, kept);
+      auto extra = desired_slots(l, parts, demand, kept, state.slurm_total);
       if (!extra) return std::unexpected(extra.error());
       for (auto& x : extra->slots) l.plan.slots.push_back(x);
     }
