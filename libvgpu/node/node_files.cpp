@@ -59,11 +59,15 @@ std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledg
   return cap_to_node_total(std::move(counts), held_by_jobs(ledger), share_types, *node_total);
 }
 
-std::optional<int> node_total_of(const NodeGres& slurm) {
-  if (!slurm.configured.contains("free")) return std::nullopt;
+int split_sum(const NodeGres& slurm) {
   int total = 0;
   for (const auto& [type, n] : slurm.configured) total += n;
   return total;
+}
+
+std::optional<int> node_total_of(const NodeGres& slurm) {
+  if (!slurm.configured.contains("free")) return std::nullopt;
+  return split_sum(slurm);
 }
 
 std::map<std::string, int> cap_to_node_total(std::map<std::string, int> counts, const std::map<std::string, int>& held,

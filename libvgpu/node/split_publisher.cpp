@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -92,8 +91,7 @@ class SlurmSplitPublisher final : public SplitPublisher {
   // while (contract/slurmd_report.h says why), so it is only the fallback when slurmd has
   // written no report at all.
   int node_total(const std::optional<contract::SlurmdReport>& report, const NodeGres& node) {
-    const int shown = std::accumulate(node.configured.begin(), node.configured.end(), 0,
-                                      [](int sum, const auto& kv) { return sum + kv.second; });
+    const int shown = split_sum(node);
     if (!report) return shown;
     const int total = static_cast<int>(report->total);
     if (shown != total)

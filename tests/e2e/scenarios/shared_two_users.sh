@@ -29,6 +29,15 @@ submit() { # $1 user, then sbatch arguments: prints the job id
   id=$(vp_as_user "$u" sbatch --parsable -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
   [ -n "$id" ] && echo "$id"
 }
+# Submits a share job of user $1 released by the file $2 (sbatch arguments after them) and waits
+# until it uses its instance: sets JOB and OWN (the job's OWN line).
+start_share() {
+  local u=$1 release=$2
+  shift 2
+  JOB=$(submit "$u" "$@" "$VC_RUN/etc/share-tenant.sh" "$release") || vc_fail "$u's share was refused at submission: $*"
+  OWN=$(vp_line_of "$JOB" OWN)
+  echo "$OWN" | grep -q ': usable (' || vc_fail "$u cannot use its share: $OWN"
+}
 node_of() { echo "$1" | sed -n 's/.* NODE=\([^ ]*\) .*/\1/p'; }
 uuid_of() { echo "$1" | sed -n 's/.*CVD=\([^ ]*\).*/\1/p'; }
 caps_of() { # the two capability files a probe line names
@@ -54,15 +63,10 @@ chmod 755 "$VC_RUN/etc/share-tenant.sh"
 echo "--- one user per shared instance (partition infer): B's share goes to the other node"
 # A node's share type has no unit before a share is asked for there, so Slurm would refuse a
 # share pinned to a node (-w) at submission: the first share of each part goes where Slurm sends it.
-a=$(submit "$USER_A" -p infer --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" "$VC_RUN/out/release-a") ||
-  vc_fail "A's share was refused at submission"
-own_a=$(vp_line_of "$a" OWN)
-echo "$own_a" | grep -q ': usable (' || vc_fail "A cannot use its share: $own_a"
-node_a=$(node_of "$own_a")
-b=$(submit "$USER_B" -p infer --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" "$VC_RUN/out/release-b") ||
-  vc_fail "B's share was refused at submission"
-own_b=$(vp_line_of "$b" OWN)
-echo "$own_b" | grep -q ': usable (' || vc_fail "B cannot use its share: $own_b"
+start_share "$USER_A" "$VC_RUN/out/release-a" -p infer --gres=vgpu:quarter:1
+a=$JOB own_a=$OWN node_a=$(node_of "$OWN")
+start_share "$USER_B" "$VC_RUN/out/release-b" -p infer --gres=vgpu:quarter:1
+b=$JOB own_b=$OWN
 [ "$(node_of "$own_b")" != "$node_a" ] || vc_fail "B's share runs on $node_a beside A's: $own_b"
 vp_wait_running "$a" 5 || vc_fail "A's job stopped while B's started"
 touch "$VC_RUN/out/release-a" "$VC_RUN/out/release-b"
@@ -88,21 +92,16 @@ then
   exit 0
 fi
 echo "--- shares across users (partition train): B joins A's instance, both can open it, nobody else"
-a=$(submit "$USER_A" -p train --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" "$VC_RUN/out/release-a2") ||
-  vc_fail "A's share was refused at submission"
-own_a=$(vp_line_of "$a" OWN)
-echo "$own_a" | grep -q ': usable (' || vc_fail "A cannot use its share: $own_a"
-node_a=$(node_of "$own_a")
+start_share "$USER_A" "$VC_RUN/out/release-a2" -p train --gres=vgpu:quarter:1
+a=$JOB own_a=$OWN node_a=$(node_of "$OWN")
 # A planner that shrank the node's quarter units while Slurm allocated A's share (the two cross on
 # 26.05, where slurmctld takes a split below what it has allocated) counts them again next round,
 # once the prolog's claim is in its ledger: B's share pinned there waits for that.
 for _ in $(seq 100); do scontrol show node "$node_a" | grep -q 'Gres=.*vgpu:quarter:[1-9]' && break; sleep 0.2; done
 scontrol show node "$node_a" | grep -q 'Gres=.*vgpu:quarter:[1-9]' ||
   vc_fail "$node_a holds A's share but Slurm counts no quarter unit there: $(scontrol show node "$node_a" | grep -o 'Gres=[^ ]*')"
-b=$(submit "$USER_B" -p train -w "$node_a" --gres=vgpu:quarter:1 "$VC_RUN/etc/share-tenant.sh" \
-  "$VC_RUN/out/release-b2") || vc_fail "B's share on A's node was refused at submission"
-own_b=$(vp_line_of "$b" OWN)
-echo "$own_b" | grep -q ': usable (' || vc_fail "B cannot use its share of A's instance: $own_b"
+start_share "$USER_B" "$VC_RUN/out/release-b2" -p train -w "$node_a" --gres=vgpu:quarter:1
+b=$JOB own_b=$OWN
 [ "$(uuid_of "$own_a")" = "$(uuid_of "$own_b")" ] || vc_fail "B's share is not in A's instance: $own_a / $own_b"
 read -r gi_cap ci_cap < <(caps_of "$own_a")
 [ -n "$gi_cap" ] && [ -n "$ci_cap" ] || vc_fail "cannot read the instance's capability files from: $own_a"

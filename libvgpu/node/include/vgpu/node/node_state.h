@@ -48,6 +48,8 @@ std::map<std::string, int> node_advertisement(const NodeContext& ctx, const Ledg
 // The node's constant vgpu total (slurm.conf's `Gres=vgpu:free:<T>`) as slurmctld shows it: the sum
 // of every type of a split padded with the `free` type. Unknown without that type.
 std::optional<int> node_total_of(const NodeGres& slurm);
+// The sum of every type's count in slurmctld's split (free and never included).
+int split_sum(const NodeGres& slurm);
 // Counts that sum to more than `total` (the plugin would refuse the whole advertisement and report
 // everything free): units no job holds are left out until they fit, share types' first (a share
 // type multiplies an instance into many units, which is how a plan outgrows a total sized for
