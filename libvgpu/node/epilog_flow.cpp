@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <ranges>
 #include <utility>
 #include <vector>
@@ -50,32 +51,42 @@ Result<void> close_mps_daemon(NodeContext& ctx, const std::string& device) {
   return ctx.mps->close(device);
 }
 
-// Shares of `user` that left instances other shares still hold: where the user has no share left,
-// the user loses the instance (share_across_users puts several users into one). Read and granted
-// under the access lock, as the share prolog grants. A failure is the epilog's problem to report,
-// not the job's: the user then keeps access until the instance's last share ends and it is revoked.
-std::vector<std::string> regrant_shared_instances(NodeContext& ctx, const std::vector<ReleasedShare>& shares,
-                                                  const std::string& user) {
-  std::vector<std::string> problems;
-  if (ctx.access == nullptr ||
-      std::ranges::none_of(shares, [](const ReleasedShare& r) { return !r.last && r.on_instance; }))
-    return problems;
-  NodeLock access(access_lock_path(ctx));
-  if (!access.held()) return {fmt::format("cannot take {} to take shared instances back", access_lock_path(ctx))};
+// The instances `job` shares with other jobs' shares (share_across_users puts several users into
+// one): the job's user loses each one where no other share of theirs is left. Called under the
+// access lock, before the job's shares are retired, with the lock held until they are: a death in
+// between leaves the share recorded and its user already out, and the planner's backstop
+// (ended_jobs.cpp) retires it; retiring first would leave the user in until the instance's last
+// share ends. Prologs grant under the same lock from the ledger they read there, so none puts the
+// user back in between. A failure is the epilog's problem to report, not the job's: the user then
+// keeps access until the instance's last share ends and it is revoked.
+std::vector<std::string> take_shared_instances_from(NodeContext& ctx, JobId job) {
   auto ledger = ctx.ledger->load();
   if (!ledger) return {ledger.error().message};
-  for (const auto& r : shares) {
-    if (r.last || !r.on_instance) continue;
-    const ShareGroup* group = share_group_at(*ledger, r.gpu, r.placement);
-    const LedgerInstance* inst = group ? share_group_instance(*ledger, *group) : nullptr;
-    if (inst == nullptr) continue;  // its last share ended meanwhile: revoked as it is released
-    const auto users = share_group_users(*group);
-    if (std::ranges::find(users, user) != users.end()) continue;  // the user still holds a share there
+  std::vector<std::string> problems;
+  for (const ShareGroup* group : share_groups_of_job(*ledger, job)) {
+    const LedgerInstance* inst = share_group_instance(*ledger, *group);
+    if (inst == nullptr) continue;
+    ShareGroup others = *group;
+    std::string user;
+    std::erase_if(others.holders, [&](const ShareHolder& h) {
+      if (h.job == job) user = h.user;
+      return h.job == job;
+    });
+    const auto users = share_group_users(others);
+    // The last share's end revokes the whole instance as it is released; a user with another
+    // share there keeps it.
+    if (users.empty() || std::ranges::find(users, user) != users.end()) continue;
     if (auto granted = ctx.access->grant_users(*inst, users); !granted)
       problems.push_back(fmt::format("GPU {} {}@{} {}: giving it to its remaining users: {}", inst->gpu, inst->profile,
                                      inst->placement.start, inst->mig_uuid, granted.error().message));
   }
   return problems;
+}
+
+bool shares_an_instance_with_others(const Ledger& ledger, JobId job) {
+  return std::ranges::any_of(share_groups_of_job(ledger, job), [&](const ShareGroup* g) {
+    return g->holders.size() > 1 && share_group_instance(ledger, *g) != nullptr;
+  });
 }
 
 }  // namespace
@@ -224,22 +235,24 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   auto ledger = ensure_ledger(ctx);
   if (!ledger) return std::unexpected(ledger.error().within(where));
   int owned = 0;
-  std::vector<ReleasedShare> shares;
-  std::string departing_user;
+  std::vector<std::string> access_problems;
+  std::optional<NodeLock> access;
+  if (ctx.access != nullptr && shares_an_instance_with_others(*ledger, job)) {
+    access.emplace(access_lock_path(ctx));
+    if (access->held()) access_problems = take_shared_instances_from(ctx, job);
+    else access_problems.push_back(fmt::format("cannot take {} to take shared instances back", access_lock_path(ctx)));
+  }
   auto retired = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     owned = retire_job(l, job, ctx.now(), end_reason);
     // A share's last holder retires the instance as retire_job does; finish_released_instances
     // closes its MPS daemon before the scrub.
-    for (const ShareGroup* g : share_groups_of_job(l, job))
-      for (const auto& h : g->holders)
-        if (h.job == job) departing_user = h.user;
-    shares = release_shares(l, job, ctx.now(), end_reason);
+    const auto shares = release_shares(l, job, ctx.now(), end_reason);
     owned += static_cast<int>(std::ranges::count_if(shares, [](const ReleasedShare& r) { return r.last && r.on_instance; }));
     return {};
   });
+  access.reset();
   if (!retired) return std::unexpected(retired.error().within(where));
   crash_point("epilog.after_retire");
-  std::vector<std::string> access_problems = regrant_shared_instances(ctx, shares, departing_user);
   std::vector<std::string> viz_problems;
   stop_viz_session(ctx, job, viz_problems);
   auto result = finish_released_instances(ctx);

@@ -249,6 +249,7 @@ class RecordingAccess final : public InstanceAccess {
     if (fail_grant) return fail(ErrorCode::io, "setting the access ACL of /dev/nvidia-caps/nvidia-cap12: Operation not supported");
     users[inst.mig_uuid] = names;
     owner[inst.mig_uuid] = names.empty() ? 0 : kNamedOwner;
+    if (on_grant_users) on_grant_users(inst);
     return {};
   }
   Result<void> revoke(const LedgerInstance& inst) override {
@@ -276,6 +277,7 @@ class RecordingAccess final : public InstanceAccess {
   std::map<std::string, std::vector<std::string>> users;  // who grant_users() last named, per instance
   bool fail_grant = false, fail_revoke = false;
   int secure_calls = 0;
+  std::function<void(const LedgerInstance& inst)> on_grant_users;  // sees the node as the grant leaves it
 };
 
 // Points `ctx` at node n1 of a test: its state under `state_dir`, the policy and the doubles every

@@ -284,6 +284,50 @@ TEST_F(NodeSharedInstances, AcrossUsersEveryHoldersUserMayOpenTheInstanceAndOneW
   EXPECT_EQ(access.owner[uuid], 0u) << "the last share's end takes the instance back";
 }
 
+// A user leaves a shared instance before the share is retired, not after: an epilog that dies in
+// between leaves the share recorded with its user already out, and the planner's backstop (which
+// runs the epilog again for a job Slurm no longer runs) retires it. The other order left the user
+// able to open the instance until its last share ended.
+TEST_F(NodeSharedInstances, AcrossUsersAnEpilogThatDiesAfterTakingTheInstanceBackLeavesItsUserOut) {
+  auto widened = parse_policy(std::string(kPolicy).replace(std::string(kPolicy).find("\"scrub\""), 0,
+                                                           "\"share_across_users\": true, "),
+                              "test-policy.json");
+  ASSERT_TRUE(widened) << widened.error().message;
+  policy = std::move(*widened);
+  testing::RecordingAccess access;
+  ctx.access = &access;
+  plan_for(2);
+  ASSERT_FALSE(prolog(100, "ann", "quarter:1", 1001).rejected);
+  ASSERT_FALSE(prolog(200, "bob", "quarter:1", 1002).rejected);
+  const std::string uuid = store->load()->instances.at(0).mig_uuid;
+  ASSERT_EQ(access.users[uuid], (std::vector<std::string>{"ann", "bob"}));
+
+  std::optional<Ledger> at_death;  // the ledger as bob's epilog leaves it if it dies right after the grant
+  access.on_grant_users = [&](const LedgerInstance&) {
+    auto now = store->load();
+    ASSERT_TRUE(now) << now.error().message;
+    if (!at_death) at_death = *now;
+  };
+  ASSERT_TRUE(run_epilog(ctx, 200, "completed"));
+  ASSERT_TRUE(at_death) << "bob's epilog took the instance back from him";
+  EXPECT_EQ(share_groups_of_job(*at_death, 200).size(), 1u) << "before his share was retired";
+  EXPECT_EQ(access.users[uuid], (std::vector<std::string>{"ann"}));
+
+  // The death: the retire never happened. Bob stays out while his share is still recorded.
+  ASSERT_TRUE(store->update([&](Ledger& l) -> Result<void> {
+    l = *at_death;
+    return {};
+  }));
+  access.on_grant_users = nullptr;
+  EXPECT_EQ(access.users[uuid], (std::vector<std::string>{"ann"}));
+  // The backstop's run of the same epilog retires it, and nobody is let back in.
+  ASSERT_TRUE(run_epilog(ctx, 200, "ended without epilog (released by the planner)"));
+  EXPECT_TRUE(share_groups_of_job(*store->load(), 200).empty());
+  EXPECT_EQ(access.users[uuid], (std::vector<std::string>{"ann"}));
+  EXPECT_EQ(share_groups_of_job(*store->load(), 100).size(), 1u) << "ann's share untouched";
+  EXPECT_TRUE(validate(*store->load(), Catalog::builtin()));
+}
+
 // A share type multiplies an instance into many units, so demand can outgrow a node total sized
 // for whole instances; the plugin would refuse an advertisement above it whole and report
 // everything free. The planner plans only the share instances whose units fit (and says which it
