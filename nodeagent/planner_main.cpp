@@ -1,5 +1,7 @@
 // vgpu-planner: the per-node planning daemon. Every period (policy planner.period_s), or shortly
 // after an epilog pokes it with SIGUSR1, it runs one planning round for its node. SIGTERM stops it.
+// A round's notes go to the log when they first appear or change, and a standing one every ten
+// minutes (note_log.h).
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -20,6 +22,7 @@
 #include "vgpu/contract/demand_file.h"
 #include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/metrics.h"
+#include "vgpu/node/note_log.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
 
@@ -155,6 +158,7 @@ int main(int argc, char** argv) {
     vgpu::PlannerMetrics metrics;
     std::optional<vgpu::NodeGres> slurm_view;
     std::string metrics_error;
+    vgpu::NoteLog notes(600);  // a standing note is logged once, then every ten minutes
     // Utilisation is sampled only for the metrics file: GPM reports between two samples, so each
     // round's values cover the time since the round before.
     std::unique_ptr<vgpu::ActivitySampler> sampler;
@@ -178,7 +182,8 @@ int main(int argc, char** argv) {
       if (!round) {
         (*rt)->log(round.error().message);
       } else {
-        for (const auto& n : round->notes) (*rt)->log(fmt::format("vgpu: planner: node {}: {}", ctx.node, n));
+        for (const auto& n : notes.to_log(round->notes, std::time(nullptr)))
+          (*rt)->log(fmt::format("vgpu: planner: node {}: {}", ctx.node, n));
         if (round->prepared > 0)
           (*rt)->log(fmt::format("vgpu: planner: node {}: prepared {} slot(s) ahead of demand", ctx.node, round->prepared));
         if (round->advertisement_changed) {
