@@ -50,9 +50,32 @@ if [ -n "$scrub_seconds" ]; then
   export VP_SCRUB_PROGRAM=$results/scrub-stand-in
 fi
 
+# Where a burst's CPU goes: the machine's busy CPU time (/proc/stat: user, nice, system, irq,
+# softirq, steal) and each daemon's own plus its waited-for children's (/proc/<pid>/stat utime,
+# stime, cutime, cstime: slurmd's include the prolog and epilog it runs, a planner's the squeue and
+# scontrol it runs), in clock ticks. What no daemon accounts for is slurmstepd (double-forked away
+# from slurmd), the harness's sbatch and squeue, and everything else on the machine.
+cpu_sample() { # $1 label $2 rep $3 before|after
+  local f pid name
+  {
+    echo "$1 $2 $3 machine $(awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)"
+    for f in "$VC_RUN"/run/slurmctld.pid "$VC_RUN"/run/slurmd.*.pid "$VGPU_STATE_DIR"/*/planner.pid; do
+      [ -s "$f" ] || continue
+      pid=$(cat "$f")
+      case $f in
+        */planner.pid) name=planner ;;
+        *) name=$(basename "$f" .pid); name=${name%%.*} ;;
+      esac
+      # Fields after the parenthesised command name: utime is the 12th of them (14th of the line).
+      sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk -v p="$1 $2 $3 $name" '{print p, $12 + $13 + $14 + $15}'
+    done
+  } >> "$results/cpu.txt"
+}
+
 burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records timings
   local label=$1 rep=$2 ids=() t0 t1 j id submitted
   mkdir -p "$results/first/$label"  # both clusters count job ids from 1
+  cpu_sample "$label" "$rep" before
   t0=$(date +%s.%N)
   for _ in $(seq "$JOBS"); do
     submitted=$EPOCHREALTIME
@@ -64,6 +87,7 @@ burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records 
     while squeue -h -j "$j" 2>/dev/null | grep -q .; do sleep 0.1; done
   done
   t1=$(date +%s.%N)
+  cpu_sample "$label" "$rep" after
   for j in "${ids[@]}"; do scontrol show job -o "$j"; done >> "$results/$label.jobs"
   echo "$label $rep $(echo "$t1 - $t0" | bc)" >> "$results/walls.txt"
   echo "$label burst $rep: $(grep -c 'JobState=COMPLETED' <(for j in "${ids[@]}"; do scontrol show job -o "$j"; done)) of $JOBS completed"
@@ -179,6 +203,29 @@ try:
         out[f"{kind}_cpu_ms_p95"] = round(pct(c, 0.95), 1)
 except FileNotFoundError:
     print("WARNING: no hook timings")
+# CPU per job, by daemon (clock ticks of 10 ms; summed over the daemons of a kind), median of bursts.
+try:
+    ticks = {}  # (label, rep, name) -> [before, after] summed over processes of that name
+    for l in open(f"{d}/cpu.txt"):
+        label, rep, when, name, t = l.split()
+        slot = ticks.setdefault((label, rep, name), [0, 0])
+        slot[0 if when == "before" else 1] += int(t)
+    per_job = {}  # (label, name) -> [ms per job, per burst]
+    for (label, rep, name), (b, a) in ticks.items():
+        per_job.setdefault((label, name), []).append(10.0 * (a - b) / n)
+    for label in ("vgpu", "plain"):
+        row = {name: statistics.median(v) for (l_, name), v in per_job.items() if l_ == label}
+        if "machine" not in row:
+            continue
+        rest = row["machine"] - sum(v for k, v in row.items() if k != "machine")
+        parts = ", ".join(f"{k} {row[k]:.1f}" for k in ("slurmctld", "slurmd", "planner") if k in row)
+        print(f"CPU per job {label:6s} (ms, median of bursts): machine {row['machine']:.1f} = {parts}, "
+              f"everything else {rest:.1f} (slurmstepd, the harness's sbatch and squeue)")
+        for k, v in row.items():
+            out[f"cpu_ms_per_job_{k}_{label}"] = round(v, 1)
+        out[f"cpu_ms_per_job_rest_{label}"] = round(rest, 1)
+except FileNotFoundError:
+    print("WARNING: no CPU samples")
 if json_out:
     with open(json_out, "w") as f:
         json.dump(out, f, indent=2)
