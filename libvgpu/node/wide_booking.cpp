@@ -85,12 +85,17 @@ WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeSt
                                    std::int64_t now, std::int64_t reserve_after_s) {
   WideBookingPlan plan;
   // Ours whose job neither waits nor runs go: a cancelled job's would hold its nodes for nothing.
-  // A running job's stays (Slurm refuses to delete it) and purges itself once the job ends.
+  // So does a running job's, once the job is taken out of it (Slurm refuses to delete a
+  // reservation a job uses): it got its job started, here or (FLEX) elsewhere, and its whole nodes
+  // would otherwise stay closed to others until the job ends. A suspended or completing job's
+  // stays and purges itself after the job.
   std::vector<const BookedReservation*> kept;
   for (const auto& b : booked) {
     bool waits = std::ranges::any_of(pending.jobs, [&](const PendingJob& j) { return j.id == b.job; });
-    bool runs = std::ranges::any_of(running, [&](const RunningJobEnd& r) { return r.job == b.job; });
-    if (waits || runs) {
+    auto run = std::ranges::find_if(running, [&](const RunningJobEnd& r) { return r.job == b.job; });
+    if (!waits && run != running.end() && run->state == "R") {
+      plan.release.push_back(b);
+    } else if (waits || run != running.end()) {
       kept.push_back(&b);
     } else {
       plan.remove.push_back(b.name);
@@ -170,6 +175,16 @@ std::vector<std::string> create_reservation_args(const WideBooking& b) {
 
 std::vector<std::string> bind_job_args(const WideBooking& b) {
   return {"update", "JobId=" + b.job, "ReservationName=" + b.name};
+}
+
+std::vector<std::string> unbind_job_args(const BookedReservation& b) {
+  return {"update", "JobId=" + b.job, "ReservationName="};
+}
+
+void BookingRetries::keep_booked(const std::vector<BookedReservation>& booked) {
+  std::erase_if(unreleasable_, [&](const std::string& name) {
+    return std::ranges::none_of(booked, [&](const BookedReservation& b) { return b.name == name; });
+  });
 }
 
 bool BookingRetries::may_try(const std::string& job, std::int64_t now) const {

@@ -55,11 +55,11 @@ Result<std::vector<RunningJobEnd>> parse_running_job_ends(std::string_view outpu
   for_each_line(output, [&](std::string_view line, std::size_t line_no) {
     if (!error.empty()) return;
     auto f = split_view(line, '|');
-    if (f.size() != 3 || f[0].empty() || f[1].empty()) {
-      error = fmt::format("squeue line {}: expected <job>|<nodes>|<end time>: '{}'", line_no, line);
+    if (f.size() != 4 || f[0].empty() || f[1].empty() || f[3].empty()) {
+      error = fmt::format("squeue line {}: expected <job>|<nodes>|<end time>|<state>: '{}'", line_no, line);
       return;
     }
-    RunningJobEnd r{std::string(f[0]), std::string(f[1]), std::nullopt};
+    RunningJobEnd r{std::string(f[0]), std::string(f[1]), std::nullopt, std::string(f[3])};
     if (f[2] != "Unknown" && f[2] != "NONE" && f[2] != "N/A") {
       auto t = parse_slurm_time(f[2]);
       if (!t) {

@@ -198,10 +198,28 @@ std::vector<std::string> book_wide_reservations(std::string_view pending_text, s
   }
   auto plan = plan_wide_bookings(pending, node_states, *ends, *booked, Catalog::builtin(), now, reserve_after_s);
   ours_may_exist = booked->size() > plan.remove.size() || !plan.create.empty();
+  retries.keep_booked(*booked);
   for (const auto& name : plan.remove) {
     auto ok = run_ok({tool("scontrol"), "delete", "ReservationName=" + name});
     log.push_back(ok ? fmt::format("wide jobs: {}: its job neither waits nor runs; deleted", name)
                      : fmt::format("wide jobs: {}: delete: {}", name, ok.error().message));
+  }
+  for (const auto& b : plan.release) {
+    if (!retries.may_release(b.name)) continue;
+    std::vector<std::string> unbind = {tool("scontrol")};
+    for (auto& a : unbind_job_args(b)) unbind.push_back(std::move(a));
+    auto ok = run_ok(unbind);
+    if (!ok) {
+      retries.release_refused(b.name);
+      log.push_back(fmt::format("wide jobs: {}: job {} runs, but taking it out of the reservation was refused ({}); "
+                                "the reservation goes after the job", b.name, b.job, ok.error().message));
+      continue;
+    }
+    auto deleted = run_ok({tool("scontrol"), "delete", "ReservationName=" + b.name});
+    log.push_back(deleted ? fmt::format("wide jobs: {}: job {} runs; taken out of it and deleted ({} serve others again)",
+                                        b.name, b.job, b.nodes)
+                          : fmt::format("wide jobs: {}: job {} runs and was taken out of it; delete: {}", b.name, b.job,
+                                        deleted.error().message));
   }
   for (const auto& b : plan.create) {
     if (!retries.may_try(b.job, now)) continue;  // refused before; its next try is not due

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace vgpu {
 namespace {
 
@@ -34,15 +36,18 @@ TEST(WideBooking, SlurmListingsParse) {
   EXPECT_EQ(n.nodes[0].partitions, (std::vector<std::string>{"gpu", "debug"}));
   EXPECT_EQ(parse_scontrol_nodes("garbage\n").errors.size(), 1u);
 
-  auto r = parse_running_job_ends("7|n[1-2]|2026-11-22T21:00:00\n8|n3|Unknown\n");
+  auto r = parse_running_job_ends("7|n[1-2]|2026-11-22T21:00:00|R\n8|n3|Unknown|S\n");
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[0].job, "7");
   EXPECT_EQ((*r)[0].end, kNow + 599);
   EXPECT_EQ((*r)[1].end, std::nullopt);
-  auto bad = parse_running_job_ends("7|n1\n");
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("squeue line 1: expected <job>|<nodes>|<end time>"), std::string::npos);
+  EXPECT_EQ((*r)[1].state, "S");
+  for (const char* short_line : {"7|n1\n", "7|n1|Unknown\n", "7|n1|Unknown|\n"}) {
+    auto bad = parse_running_job_ends(short_line);
+    ASSERT_FALSE(bad) << short_line;
+    EXPECT_NE(bad.error().message.find("squeue line 1: expected <job>|<nodes>|<end time>|<state>"), std::string::npos);
+  }
 
   auto b = parse_booked_reservations(
       "ReservationName=maint StartTime=2026-11-22T21:00:00 Nodes=n1 Flags=MAINT\n"
@@ -69,7 +74,7 @@ TEST(WideBooking, GpusPerNodeFromTheCatalog) {
 }
 
 TEST(WideBooking, AStarvingWideJobBooksTheNodeFreeFirstFromWhenItsJobsEnd) {
-  auto running = parse_running_job_ends("7|n1|2026-11-22T22:00:00\n8|n3|2026-11-22T21:00:00\n");
+  auto running = parse_running_job_ends("7|n1|2026-11-22T22:00:00|R\n8|n3|2026-11-22T21:00:00|R\n");
   ASSERT_TRUE(running);
   auto plan = plan_wide_bookings(pending(kWide), three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
   ASSERT_EQ(plan.create.size(), 1u);
@@ -94,7 +99,7 @@ TEST(WideBooking, AStarvingWideJobBooksTheNodeFreeFirstFromWhenItsJobsEnd) {
 
 TEST(WideBooking, AMultiNodeJobGetsAllItsNodesAndStartsWhenTheLastIsFree) {
   auto p = pending("50|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:1g.10gb:1|2|bob|UNLIMITED|(null)\n");
-  auto running = parse_running_job_ends("7|n1|2026-11-22T22:00:00\n8|n3|2026-11-22T21:00:00\n");
+  auto running = parse_running_job_ends("7|n1|2026-11-22T22:00:00|R\n8|n3|2026-11-22T21:00:00|R\n");
   auto plan = plan_wide_bookings(p, three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
   ASSERT_EQ(plan.create.size(), 1u);
   EXPECT_EQ(plan.create[0].nodes, (std::vector<std::string>{"n2", "n3"}));
@@ -123,7 +128,7 @@ TEST(WideBooking, OnlyStarvingWideVgpuJobsBook) {
 }
 
 TEST(WideBooking, NodesWithUnlimitedJobsOrOurReservationsAreNotCandidates) {
-  auto running = parse_running_job_ends("7|n1|Unknown\n9|n3|2026-11-22T21:00:00\n");
+  auto running = parse_running_job_ends("7|n1|Unknown|R\n9|n3|2026-11-22T21:00:00|R\n");
   auto booked = parse_booked_reservations("ReservationName=vgpu-wide-9 Nodes=n2\n");
   auto p = pending(std::string(kWide) + "9|gpu|5|2026-11-22T20:30:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n");
   auto plan = plan_wide_bookings(p, three_nodes(), *running, *booked, Catalog::builtin(), kNow, 120);
@@ -133,14 +138,43 @@ TEST(WideBooking, NodesWithUnlimitedJobsOrOurReservationsAreNotCandidates) {
   EXPECT_TRUE(plan.remove.empty());
 }
 
-TEST(WideBooking, OursAreRemovedOnlyWhenTheirJobNeitherWaitsNorRuns) {
+TEST(WideBooking, OursAreRemovedWhenTheirJobNeitherWaitsNorRuns) {
   auto booked = parse_booked_reservations(
       "ReservationName=vgpu-wide-42 Nodes=n2\nReservationName=vgpu-wide-43 Nodes=n1\n"
       "ReservationName=vgpu-wide-44 Nodes=n3\n");
-  auto running = parse_running_job_ends("43|n1|2026-11-22T21:00:00\n");
+  auto running = parse_running_job_ends("43|n1|2026-11-22T21:00:00|S\n");
   auto plan = plan_wide_bookings(pending(kWide), three_nodes(), *running, *booked, Catalog::builtin(), kNow, 120);
-  EXPECT_EQ(plan.remove, (std::vector<std::string>{"vgpu-wide-44"})) << "42 waits, 43 runs, 44 is gone";
+  EXPECT_EQ(plan.remove, (std::vector<std::string>{"vgpu-wide-44"})) << "42 waits, 43 is suspended, 44 is gone";
+  EXPECT_TRUE(plan.release.empty());
   EXPECT_TRUE(plan.create.empty()) << "42 keeps the reservation it has";
+}
+
+// A FLEX reservation's job may start anywhere it fits; once it runs, here or elsewhere, whole
+// nodes held for it would serve nobody until it ends. The running job is taken out of it (Slurm
+// will not delete a reservation a job uses; 22.05 and later let a running job's reservation be
+// cleared) and it is deleted; its nodes may then be booked for the next starving job.
+TEST(WideBooking, ARunningJobsReservationIsReleasedWhereverTheJobStarted) {
+  auto booked = parse_booked_reservations("ReservationName=vgpu-wide-43 Nodes=n3\n");
+  // 43 started on n1, not on n3; n2 is busy longer.
+  auto running = parse_running_job_ends("43|n1|2026-11-22T21:00:00|R\n44|n2|2026-11-22T23:00:00|R\n");
+  auto plan = plan_wide_bookings(pending(kWide), three_nodes(), *running, *booked, Catalog::builtin(), kNow, 120);
+  ASSERT_EQ(plan.release.size(), 1u);
+  EXPECT_EQ(plan.release[0].name, "vgpu-wide-43");
+  EXPECT_TRUE(plan.remove.empty()) << "deleted only once its job is out of it";
+  EXPECT_EQ(unbind_job_args(plan.release[0]), (std::vector<std::string>{"update", "JobId=43", "ReservationName="}));
+  ASSERT_EQ(plan.create.size(), 1u);
+  EXPECT_EQ(plan.create[0].job, "42");
+  EXPECT_NE(std::ranges::find(plan.create[0].nodes, "n3"), plan.create[0].nodes.end())
+      << "n3 no longer holds one of ours, so job 42 may have it";
+
+  BookingRetries retries;
+  EXPECT_TRUE(retries.may_release("vgpu-wide-43"));
+  retries.release_refused("vgpu-wide-43");
+  EXPECT_FALSE(retries.may_release("vgpu-wide-43")) << "a refused release is not asked again every period";
+  retries.keep_booked(*booked);
+  EXPECT_FALSE(retries.may_release("vgpu-wide-43"));
+  retries.keep_booked({});
+  EXPECT_TRUE(retries.may_release("vgpu-wide-43")) << "forgotten once it is gone";
 }
 
 TEST(WideBooking, EarlierJobsChooseFirstAndANodeHoldsForOneJob) {

@@ -3,8 +3,8 @@
 # stream of small jobs that keeps every node busy. Once it has waited past the limit, the demand
 # publisher books a Slurm reservation (vgpu-wide-<job>) on the node whose jobs end first, from
 # when they end; Slurm keeps jobs that would run across that time off the node (backfill), the
-# other nodes keep serving the stream, nothing is drained, and the wide job starts there. The
-# reservation is gone once the job has ended.
+# other nodes keep serving the stream, nothing is drained, and the wide job starts there. Once it
+# runs the publisher takes it out of the reservation and deletes it, while it runs on to completion.
 set -u
 VP_PUBLISH_DEMAND=1
 VP_RESERVE_WIDE_AFTER=${VP_RESERVE_WIDE_AFTER:-10}
@@ -21,7 +21,7 @@ feed() { vp_sbatch -p infer --time=1 --gres=vgpu:1g.10gb:1 "$job" 20; }
 stream=()
 for _ in $(seq 12); do stream+=("$(feed)"); done
 sleep 3
-wide=$(vp_sbatch -p train --time=1 --gres=vgpu:7g.80gb:2 "$job" 5)
+wide=$(vp_sbatch -p train --time=1 --gres=vgpu:7g.80gb:2 "$job" 20)
 submitted=$(date +%s)
 resv=vgpu-wide-$wide
 booked_at=""
@@ -74,14 +74,19 @@ done
 vc_log "small jobs started on other nodes while the reservation held $reserved_node: $elsewhere"
 [ "$elsewhere" -gt 0 ] || vc_fail "no small job started elsewhere: the reservation held more than its node"
 
-for j in "$wide" "${stream[@]}"; do vp_wait_done "$j" 180 || vc_fail "job $j did not finish"; done
-vp_assert_completed "$wide"
-for _ in $(seq 30); do
+# The reservation got its job started: it goes while the job runs (its whole node would otherwise
+# stay closed to others for the job's run), and the job runs on.
+for _ in $(seq 15); do
   scontrol -o show reservation "$resv" 2>/dev/null | grep -q "ReservationName=$resv" || break
   sleep 1
 done
 scontrol -o show reservation "$resv" 2>/dev/null | grep -q "ReservationName=$resv" &&
-  vc_fail "reservation $resv outlived its job"
+  vc_fail "reservation $resv still there 15 s after its job started: $(grep "wide jobs:" "$VC_RUN/log/publisher.log" | tail -2)"
+[ "$(vc_job_state "$wide")" = RUNNING ] || vc_fail "the wide job is $(vc_job_state "$wide") once its reservation went, expected RUNNING"
+grep -q "$resv: job $wide runs; taken out of it and deleted" "$VC_RUN/log/publisher.log" ||
+  vc_fail "the publisher did not say it released $resv: $(grep "wide jobs:" "$VC_RUN/log/publisher.log" | tail -2)"
+for j in "$wide" "${stream[@]}"; do vp_wait_done "$j" 180 || vc_fail "job $j did not finish"; done
+vp_assert_completed "$wide"
 vp_assert_no_instances
 vp_check || vc_fail "inconsistent at the end"
 vc_log "PASS wide_reservation"

@@ -8,8 +8,11 @@
 // before the reservation starts, nothing runs there across it, and nothing running is touched
 // (never a DRAIN). The reservation is FLEX, so the job may start earlier anywhere it fits; it has
 // no end (Slurm holds a pending job whose reservation ended, and with ResvOverRun=0 kills a
-// running one), and it goes once the job has ended: the publisher deletes it, and PURGE_COMP
-// does five minutes later if the publisher is gone. Each node's planner plans the job's instances
+// running one). It goes once the job runs, wherever that is: the publisher unbinds the running job
+// (Slurm refuses to delete a reservation a job uses) and deletes it, since whole nodes held for a
+// job that already started serve nobody; a job that stops waiting without running has its
+// reservation deleted, and PURGE_COMP removes one five minutes after its job if the publisher is
+// gone. Each node's planner plans the job's instances
 // first on the nodes of its reservation, and drains nothing for it elsewhere.
 //
 // Pure: parsers of Slurm's text and the decision; the commands run in nodeagent/.
@@ -18,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,14 +46,15 @@ struct SlurmNodeStates {
 SlurmNodeStates parse_scontrol_nodes(std::string_view output);
 
 // The squeue format of the running-job listing parse_running_job_ends() reads.
-inline constexpr std::string_view kSqueueRunningFormat = "%i|%N|%e";
+inline constexpr std::string_view kSqueueRunningFormat = "%i|%N|%e|%t";
 
-// One line of `squeue -h -t R,CG,S -o kSqueueRunningFormat`: a job, where it runs and when its
-// time limit ends.
+// One line of `squeue -h -t R,CG,S -o kSqueueRunningFormat`: a job, where it runs, when its
+// time limit ends and its state.
 struct RunningJobEnd {
   std::string job;
   std::string nodes;                 // a Slurm hostlist
   std::optional<std::int64_t> end;   // nullopt: no limit (Unknown/NONE)
+  std::string state = "R";           // squeue's compact state: R, CG or S
 };
 Result<std::vector<RunningJobEnd>> parse_running_job_ends(std::string_view output);
 
@@ -73,6 +78,7 @@ struct WideBooking {
 struct WideBookingPlan {
   std::vector<WideBooking> create;
   std::vector<std::string> remove;  // reservation names whose job neither waits nor runs
+  std::vector<BookedReservation> release;  // ours whose job runs: unbind the job, then delete
   std::vector<std::string> notes;   // why a starving wide job got no reservation
 };
 
@@ -110,13 +116,25 @@ class BookingRetries {
   // Forgets every job not in `pending`.
   void keep_only(const PendingJobs& pending);
 
+  // A running job's reservation Slurm would not let go (the unbind was refused) is not asked for
+  // again while it stays booked: it then goes as before, after its job.
+  [[nodiscard]] bool may_release(const std::string& reservation) const { return !unreleasable_.contains(reservation); }
+  void release_refused(const std::string& reservation) { unreleasable_.insert(reservation); }
+  // Forgets every reservation not in `booked`.
+  void keep_booked(const std::vector<BookedReservation>& booked);
+
  private:
   struct Entry {
     int refusals = 0;
     std::int64_t next_try = 0;
   };
   std::map<std::string, Entry> entries_;
+  std::set<std::string> unreleasable_;
 };
+
+// `scontrol update JobId=<job> ReservationName=`: takes a running job out of its reservation (so
+// that it can be deleted; the job runs on).
+std::vector<std::string> unbind_job_args(const BookedReservation& reservation);
 
 // The two commands that book one: `scontrol create reservation ...` and
 // `scontrol update JobId=... ReservationName=...` (argv without the scontrol path).
