@@ -75,6 +75,15 @@ class NodeSharedInstances : public ::testing::Test {
     });
     ASSERT_TRUE(ok) << ok.error().message;
   }
+  // The partition lets shares of several users into one instance, whose access `access` records.
+  void share_across_users(testing::RecordingAccess& access) {
+    auto widened = parse_policy(std::string(kPolicy).replace(std::string(kPolicy).find("\"scrub\""), 0,
+                                                             "\"share_across_users\": true, "),
+                                "test-policy.json");
+    ASSERT_TRUE(widened) << widened.error().message;
+    policy = std::move(*widened);
+    ctx.access = &access;
+  }
   // A node planned for `shares` pending shares.
   void plan_for(int shares) {
     round();
@@ -258,13 +267,9 @@ TEST_F(NodeSharedInstances, AnotherUsersShareGetsAnotherInstanceOrGoesBackToTheQ
 // opens it for that user's clients: every holder's user may open it, and one whose last share
 // there ends may not any more. Without it the instance is its one user's, as a whole one is.
 TEST_F(NodeSharedInstances, AcrossUsersEveryHoldersUserMayOpenTheInstanceAndOneWhoLeftMayNot) {
-  auto widened = parse_policy(std::string(kPolicy).replace(std::string(kPolicy).find("\"scrub\""), 0,
-                                                           "\"share_across_users\": true, "),
-                              "test-policy.json");
-  ASSERT_TRUE(widened) << widened.error().message;
-  policy = std::move(*widened);
   testing::RecordingAccess access;
-  ctx.access = &access;
+  share_across_users(access);
+  if (HasFatalFailure()) return;
   plan_for(2);
   ASSERT_FALSE(prolog(100, "ann", "quarter:1", 1001).rejected);
   const std::string uuid = store->load()->instances.at(0).mig_uuid;
@@ -289,13 +294,9 @@ TEST_F(NodeSharedInstances, AcrossUsersEveryHoldersUserMayOpenTheInstanceAndOneW
 // runs the epilog again for a job Slurm no longer runs) retires it. The other order left the user
 // able to open the instance until its last share ended.
 TEST_F(NodeSharedInstances, AcrossUsersAnEpilogThatDiesAfterTakingTheInstanceBackLeavesItsUserOut) {
-  auto widened = parse_policy(std::string(kPolicy).replace(std::string(kPolicy).find("\"scrub\""), 0,
-                                                           "\"share_across_users\": true, "),
-                              "test-policy.json");
-  ASSERT_TRUE(widened) << widened.error().message;
-  policy = std::move(*widened);
   testing::RecordingAccess access;
-  ctx.access = &access;
+  share_across_users(access);
+  if (HasFatalFailure()) return;
   plan_for(2);
   ASSERT_FALSE(prolog(100, "ann", "quarter:1", 1001).rejected);
   ASSERT_FALSE(prolog(200, "bob", "quarter:1", 1002).rejected);
