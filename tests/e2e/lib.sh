@@ -40,6 +40,8 @@ export VC_TOTAL
 . "$VP_LIB_DIR/monitoring.sh"
 
 : "${VP_BIN:?VP_BIN must point at a build directory}"
+# Absolute: slurmctld and slurmd run from other directories (a relative PluginDir is fatal there).
+VP_BIN=$(cd "$VP_BIN" 2>/dev/null && pwd) || vc_fail "VP_BIN='$VP_BIN' is not a directory"
 VC_PLUGIN_DIR=${VC_PLUGIN_DIR:-$VP_BIN/gres_plugin}
 export VC_PLUGIN_DIR
 # The product's programs: from the build tree, or (VP_INSTALLED=<prefix>, e.g. /usr) as the
