@@ -115,9 +115,13 @@ nvmlReturn_t StateStore::with(bool write, const std::function<nvmlReturn_t(State
     text.append(buf, static_cast<std::size_t>(n));
   }
   State state;
-  if (!text.empty()) {
+  if (!text.empty() && text == cached_text_) {
+    state = cached_state_;
+  } else if (!text.empty()) {
     try {
       state = from_json(json::parse(text));
+      cached_text_ = text;
+      cached_state_ = state;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fake-nvml: state %s: corrupt: %s\n", path_.c_str(), e.what());
       return NVML_ERROR_UNKNOWN;
@@ -127,8 +131,8 @@ nvmlReturn_t StateStore::with(bool write, const std::function<nvmlReturn_t(State
   if (!write || rc != NVML_SUCCESS) return rc;
   std::string out = state_to_text(state);
   // Rewritten in place under the exclusive lock: readers take the shared lock, so none sees a
-  // half-written file.
-  if (::ftruncate(f.fd, 0) != 0) return NVML_ERROR_UNKNOWN;
+  // half-written file. Overwritten, then cut to length: truncating to zero first made ext4 free
+  // and allocate the blocks again on every change.
   std::size_t done = 0;
   while (done < out.size()) {
     ssize_t n = ::pwrite(f.fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
@@ -136,6 +140,9 @@ nvmlReturn_t StateStore::with(bool write, const std::function<nvmlReturn_t(State
     if (n <= 0) return NVML_ERROR_UNKNOWN;
     done += static_cast<std::size_t>(n);
   }
+  if (::ftruncate(f.fd, static_cast<off_t>(out.size())) != 0) return NVML_ERROR_UNKNOWN;
+  cached_text_ = std::move(out);
+  cached_state_ = std::move(state);
   return rc;
 }
 

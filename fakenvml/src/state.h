@@ -47,6 +47,11 @@ class StateStore {
  private:
   std::string path_;
   State memory_;
+  // The last text this process read or wrote and its parse: most calls find the file unchanged,
+  // and parsing it on every call made the fake, not the product, a large part of each hook's CPU
+  // (a real driver answers from kernel memory).
+  std::string cached_text_;
+  State cached_state_;
 };
 
 std::string state_to_text(const State& state);
