@@ -11,8 +11,10 @@
 # REPS bursts of JOBS jobs on one cluster; the script prints jobs/minute (median and range), their
 # ratio, submit -> the job's first command (each job runs `date`; measured from the submitting
 # client's clock to the job's), and the prolog's and epilog's own wall and CPU time per job
-# (measured around the hook by the harness's wrapper: with PrologFlags=Alloc, Slurm's StartTime
-# comes before the prolog ends, so start times alone would hide it).
+# (measured around the hook by vgpu-bench-hook-runner, which slurmd runs as Prolog and Epilog: it
+# loads the node's environment and runs the product's hook without a shell, whose cost would be
+# charged to vgpu; with PrologFlags=Alloc, Slurm's StartTime comes before the prolog ends, so
+# start times alone would hide the prolog).
 #   VP_BIN=<build dir> benchmarks/slurm_overhead.sh [JOBS=200] [REPS=5] [--nvml-latency SPEC] [--json FILE]
 # --nvml-latency makes the fake NVML's MIG changes take time on the vgpu side (`h100`: the
 # latencies docs/backends.md assumes for a real H100); without it they take none.
@@ -42,6 +44,8 @@ export VP_IDLE_LAYOUT='["1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10gb","1g.10
 # and the policy checks the idle layout on every model the partition uses.
 export VP_INFER_PROFILES='{"H100-80GB": ["1g.10gb", "1g.20gb", "2g.20gb"]}'
 . "$here/../tests/e2e/lib.sh"
+export VP_HOOK_RUNNER=${VP_HOOK_RUNNER:-$VP_BIN/benchmarks/vgpu-bench-hook-runner}
+[ -x "$VP_HOOK_RUNNER" ] || vc_fail "no $VP_HOOK_RUNNER: build the vgpu-bench-hook-runner target"
 results=$(mktemp -d /tmp/vgpu-overhead.XXXXXX)
 if [ -n "$scrub_seconds" ]; then
   printf '#!/bin/sh\n# stand-in for vgpu-scrub (benchmarks/slurm_overhead.sh --scrub-seconds): scrubs nothing\nsleep %s\necho "stand-in: $CUDA_VISIBLE_DEVICES not scrubbed"\n' \

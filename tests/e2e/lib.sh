@@ -261,10 +261,18 @@ vp_publisher_start() {
 # slurmd's Prolog/Epilog: load the node's environment and run the product. The wrapper exits 0
 # whatever happens (the binaries already do; this also covers a sanitizer abort, which
 # vp_check reports through the ASan log instead of a drained node).
+# VP_HOOK_RUNNER (benchmarks/slurm_overhead.sh): the same without a shell, for a node environment
+# of plain exports only (benchmarks/hook_runner/hook_runner.c).
 _vp_hooks_write() {
   local kind program
   for kind in prolog epilog; do
     program=$([ "$kind" = prolog ] && echo "$VP_PROLOG" || echo "$VP_EPILOG")
+    if [ -n "${VP_HOOK_RUNNER:-}" ]; then
+      cp "$VP_HOOK_RUNNER" "$VC_RUN/etc/hooks/$kind" || vc_fail "cannot copy $VP_HOOK_RUNNER"
+      printf 'kind=%s\nprogram=%s\nenv_dir=%s\nlog_dir=%s\ntimes=%s\n' "$kind" "$program" \
+        "$VC_RUN/etc/vgpu-env" "$VC_RUN/log" "$VC_RUN/log/hook-times.txt" > "$VC_RUN/etc/hooks/$kind.conf"
+      continue
+    fi
     # Wall and CPU seconds (user, system) of the hook, by bash's own timer: no process of its own.
     cat > "$VC_RUN/etc/hooks/$kind.sh" <<HOOK
 #!/bin/bash
@@ -275,8 +283,11 @@ exit 0
 HOOK
     chmod 755 "$VC_RUN/etc/hooks/$kind.sh"
   done
-  VC_PROLOG=$VC_RUN/etc/hooks/prolog.sh
-  VC_EPILOG=$VC_RUN/etc/hooks/epilog.sh
+  if [ -n "${VP_HOOK_RUNNER:-}" ]; then
+    VC_PROLOG=$VC_RUN/etc/hooks/prolog VC_EPILOG=$VC_RUN/etc/hooks/epilog
+  else
+    VC_PROLOG=$VC_RUN/etc/hooks/prolog.sh VC_EPILOG=$VC_RUN/etc/hooks/epilog.sh
+  fi
 }
 
 vp_planner_start() { # $1 node
