@@ -363,6 +363,14 @@ Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_
   return {};
 }
 
+bool names_job(const Ledger& ledger, JobId job) {
+  return std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) { return i.job == job; }) ||
+         std::ranges::any_of(ledger.plan.slots, [&](const PlanSlot& s) { return s.claimed_by_job == job; }) ||
+         std::ranges::any_of(ledger.share_groups,
+                             [&](const ShareGroup& g) { return std::ranges::find(g.holders, job, &ShareHolder::job) != g.holders.end(); }) ||
+         std::ranges::any_of(ledger.vms, [&](const VizVm& vm) { return vm.job == job; });
+}
+
 int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_view end_reason) {
   int owned = 0;
   for (auto& inst : ledger.instances) {

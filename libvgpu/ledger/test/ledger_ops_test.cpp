@@ -114,6 +114,24 @@ TEST(LedgerOps, RemoveInstanceForgetsItAndFreesItsSlices) {
   EXPECT_TRUE(validate(l));
 }
 
+TEST(LedgerOps, NamesJobWhereverTheJobHoldsSomethingAndNowhereOnceRetired) {
+  Ledger l = sample_ledger();
+  EXPECT_TRUE(names_job(l, 42));   // owns an instance
+  EXPECT_FALSE(names_job(l, 77));  // a job this node never served
+  ASSERT_TRUE(claim_slots(l, 77, "1g.10gb", 1));
+  EXPECT_TRUE(names_job(l, 77));  // a claimed slot, no instance yet
+  l.share_groups.push_back({0, {4, 1}, "1g.10gb", {{78, "bob", 1'700'000'000}}});
+  EXPECT_TRUE(names_job(l, 78));  // a share
+  l.vms.push_back({79, "vgpu-viz-79", "MIG-x", VmState::running});
+  EXPECT_TRUE(names_job(l, 79));  // a viz VM
+  EXPECT_EQ(retire_job(l, 42, 1'700'009'000, "completed"), 1);
+  EXPECT_EQ(retire_job(l, 77, 1'700'009'000, "completed"), 0);
+  EXPECT_TRUE(names_job(l, 42));  // its viz VM (the sample's) is still recorded until it stops
+  std::erase_if(l.vms, [](const VizVm& vm) { return vm.job == 42; });
+  EXPECT_FALSE(names_job(l, 42));
+  EXPECT_FALSE(names_job(l, 77));
+}
+
 TEST(LedgerOps, RetireJobRecordsHistoryAndSendsInstancesToScrub) {
   Ledger l = sample_ledger();
   ASSERT_TRUE(claim_slots(l, 42, "1g.10gb", 1));

@@ -65,6 +65,13 @@ vp_assert_sees_own "$runner"
 vc_assert_no_bad_nodes
 for j in "${hold[@]:1}" "$runner"; do scancel "$j"; vp_wait_done "$j" 60 || vc_fail "job $j did not leave"; done
 
+echo "--- a job without vgpu on a vgpu node: its epilog ends before NVML, the policy and the ledger"
+plain=$(vp_sbatch -p infer -w n2 --wrap 'true')
+vp_wait_done "$plain" 60 || vc_fail "job $plain without vgpu did not finish"
+vp_assert_completed "$plain"
+grep -q "epilog: job $runner: " "$VGPU_STATE_DIR/n1/vgpu.log" || vc_fail "no epilog line for the vgpu job $runner"
+! grep "epilog: job $plain: " "$VGPU_STATE_DIR/n2/vgpu.log" || vc_fail "the epilog of job $plain, which held no vgpu, ran in full"
+
 vp_assert_no_instances
 vp_check || vc_fail "inconsistent at the end"
 vc_log "PASS lifecycle"

@@ -185,6 +185,10 @@ Result<void> remove_instance(Ledger& ledger, int gpu, int gpu_instance_id);
 // gets its history record (end reason "vanished"), so the history accounts for every instance.
 Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_id, std::int64_t now);
 
+// Whether the ledger names the job anywhere: an instance it owns, a slot claimed for it, a share
+// it holds, its viz VM. An epilog for a job it does not name has nothing to release on this node.
+bool names_job(const Ledger& ledger, JobId job);
+
 // Ends a job's tenancy: one history record per instance it owned, the instances lose their owner
 // and go to `scrubbing` (they still exist until the epilog destroys them), each leaves a backed
 // slot of its profile at its place (see slot_backings), and the job's claims are released.
