@@ -48,7 +48,7 @@ static int set_field(char* dst, size_t size, const char* value) {
   return 0;
 }
 
-// Every key once, nothing else: a typo in the benchmark's setup must not run a half-configured hook.
+// Known keys only, and all of them: a typo in the benchmark's setup must not run a half-configured hook.
 static int read_config(const char* path, struct config* c) {
   FILE* f = fopen(path, "r");
   if (!f) {
