@@ -5,11 +5,14 @@
 // The work runs in a child process: when a signal kills it (before or after the job's instances
 // were released), this supervisor runs it again, up to three times; the epilog is idempotent. A
 // SIGKILL of the supervisor itself drains the node (docs/reliability.md).
+// When the node's planner listens on its hook socket, it does the work instead, as for the prolog.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "hook_support.h"
+#include "vgpu/contract/node_files.h"
 
 constexpr std::string_view kHelp = R"(vgpu-epilog - slurmd's Epilog for slurm-vgpu (slurm.conf: Epilog=)
 
@@ -29,6 +32,12 @@ int main(int argc, char** argv) {
   const auto id = vgpu::agent::job_id_from_env("epilog");
   if (!id) return 0;
   const vgpu::JobId job = *id;
+  if (vgpu::agent::holds_nothing_here(job)) return 0;
+  // The node's planner does the work when it listens: it holds NVML and the policy already.
+  const char* policy = std::getenv("VGPU_POLICY");
+  if (vgpu::agent::handed_to_planner({vgpu::contract::HookKind::epilog, job, "", std::nullopt, "", "",
+                                      vgpu::contract::resolve_policy_path(policy), vgpu::agent::monotonic_ns(started)}))
+    return 0;
   constexpr int kAttempts = 3;
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     int rc = vgpu::agent::run_in_child([&] { return vgpu::agent::release_job("epilog", job, "ended", started); });

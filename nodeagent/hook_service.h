@@ -14,10 +14,12 @@
 
 namespace vgpu::agent {
 
-// How long a hook waits for the planner to start its work (the planner may be in a round) before
-// doing it itself. Once started, it waits for the end: the planner is then doing exactly what the
-// hook would.
-inline constexpr std::chrono::seconds kHookAckTimeout{30};
+// How long a hook waits for the planner to start its work before doing it itself: a round that
+// asks Slurm (squeue, scontrol) holds the planner for that long, and a prolog must not wait on a
+// busy slurmctld it has no business with; the planner serves hooks at a round's lock-free waits
+// (NodeContext::serve_waiting_hooks). Once started, the hook waits for the end: the planner is then
+// doing exactly what the hook would.
+inline constexpr std::chrono::milliseconds kHookAckTimeout{1000};
 
 struct Delegation {
   bool served = false;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "adapters.h"
+#include "hook_service.h"
 #include "node_runtime.h"
 #include "vgpu/base/text_split.h"
 #include "vgpu/node/epilog.h"
@@ -109,8 +110,6 @@ void tally_run(NodeRuntime& rt, std::string_view hook, std::chrono::steady_clock
     rt.log(fmt::format("vgpu: {}: node {}: metrics tally: {}", hook, ctx.node, ok.error().message));
 }
 
-namespace {
-
 // slurmd runs the epilog for every job, also those that hold no vgpu here (CPU work on a GPU
 // node). Such an epilog ends before the node's runtime starts: no NVML (about 23 ms, 18 of them
 // CPU, per process on a real H100: docs/benchmarks.md), no policy, no ledger write. Anything
@@ -125,7 +124,46 @@ bool holds_nothing_here(JobId job) {
   return ::stat(contract::job_record_path(bare->state_dir, bare->node, job).c_str(), &st) != 0 && errno == ENOENT;
 }
 
-}  // namespace
+bool handed_to_planner(const contract::HookRequest& request) {
+  if (!hook_service_enabled()) return false;
+  auto bare = NodeRuntime::bare_context();
+  if (!bare) return false;
+  auto d = delegate_to_planner(contract::hook_socket_path(bare->state_dir, bare->node), request);
+  if (d.served) {
+    std::fwrite(d.output.data(), 1, d.output.size(), stderr);
+    return true;
+  }
+  if (!d.why_not.empty())
+    std::fprintf(stderr, "vgpu: %s: job %u: %s; doing the work here\n",
+                 std::string(contract::hook_kind_name(request.kind)).c_str(), request.job, d.why_not.c_str());
+  return false;
+}
+
+std::int64_t monotonic_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+std::chrono::steady_clock::time_point from_monotonic_ns(std::int64_t ns) {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(ns)));
+}
+
+void prolog_with(NodeRuntime& rt, const PrologRequest& req, std::chrono::steady_clock::time_point started) {
+  auto result = run_prolog(rt.context(), req);
+  if (!result) {
+    rt.log(result.error().message);
+    (void)rt.context().slurm->reject_job(req.job, "vgpu: " + result.error().message);
+  }
+  tally_run(rt, "prolog", started, result ? result->cancel_class : "node", result && result->requeued);
+}
+
+void release_job_with(NodeRuntime& rt, std::string_view program, JobId job, std::string_view reason,
+                      std::optional<std::chrono::steady_clock::time_point> started, std::string_view cancel_class) {
+  auto result = run_epilog(rt.context(), job, std::string(reason));
+  if (!result) rt.log(result.error().message);
+  rt.poke_planner();
+  if (started) tally_run(rt, program, *started, cancel_class);
+}
 
 int release_job(std::string_view program, JobId job, std::string_view reason,
                 std::optional<std::chrono::steady_clock::time_point> started, std::string_view cancel_class) {
@@ -138,10 +176,7 @@ int release_job(std::string_view program, JobId job, std::string_view reason,
                    rt.error().message.c_str());
       return 0;
     }
-    auto result = run_epilog((*rt)->context(), job, std::string(reason));
-    if (!result) (*rt)->log(result.error().message);
-    (*rt)->poke_planner();
-    if (started) tally_run(**rt, program, *started, cancel_class);
+    release_job_with(**rt, program, job, reason, started, cancel_class);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vgpu: %s: job %u: unexpected: %s\n", std::string(program).c_str(), job, e.what());
   }

@@ -9,7 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "vgpu/contract/hook_request.h"
 #include "vgpu/ledger/ledger.h"
+#include "vgpu/node/prolog.h"
 
 namespace vgpu::agent {
 
@@ -40,6 +42,26 @@ int run_in_child(const std::function<int()>& work);
 int release_job(std::string_view program, JobId job, std::string_view reason,
                 std::optional<std::chrono::steady_clock::time_point> started = std::nullopt,
                 std::string_view cancel_class = {});
+// The same flow with a runtime that is already up: the hook's own, or the planner's when it serves
+// the hook (hook_service.h).
+void release_job_with(NodeRuntime& rt, std::string_view program, JobId job, std::string_view reason,
+                      std::optional<std::chrono::steady_clock::time_point> started = std::nullopt,
+                      std::string_view cancel_class = {});
+// The prolog's work with a runtime that is up: run_prolog, the job cancelled with a reason when it
+// fails, the run tallied.
+void prolog_with(NodeRuntime& rt, const PrologRequest& request, std::chrono::steady_clock::time_point started);
+
+// Whether the ledger names `job` nowhere and no job record of it is left: its epilog has nothing to
+// do (false when unsure: no ledger, one that does not load).
+bool holds_nothing_here(JobId job);
+
+// Hands the hook to the node's planner (hook_service.h); true when the planner did the work (its
+// output is copied to stderr). False: the caller does the work itself, as without a planner.
+bool handed_to_planner(const contract::HookRequest& request);
+// CLOCK_MONOTONIC nanoseconds for a hook request's `since`, and back.
+std::int64_t monotonic_ns(std::chrono::steady_clock::time_point t);
+std::chrono::steady_clock::time_point from_monotonic_ns(std::int64_t ns);
+
 // Adds a hook run to the node's tally (vgpu/node/hook_tally_store.h); a failure is logged only.
 void tally_run(NodeRuntime& rt, std::string_view hook, std::chrono::steady_clock::time_point started,
                std::string_view cancel_class = {}, bool requeued = false);

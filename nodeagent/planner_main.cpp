@@ -1,9 +1,13 @@
 // vgpu-planner: the per-node planning daemon. Every period (policy planner.period_s), or shortly
 // after an epilog pokes it with SIGUSR1, it runs one planning round for its node. SIGTERM stops it.
+// Between rounds it serves the node's prologs and epilogs that hand it their work over the node's
+// hook socket (hook_service.h), one at a time.
 // A round's notes go to the log when they first appear or change, and a standing one every ten
 // minutes (note_log.h).
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,12 +16,18 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <cstring>
+#include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <fstream>
 
 #include "node_runtime.h"
 #include "adapters.h"
+#include "hook_service.h"
+#include "hook_support.h"
+#include "vgpu/contract/node_files.h"
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/demand_file.h"
 #include "vgpu/node/hook_tally_store.h"
@@ -28,20 +38,88 @@
 
 namespace {
 
+// Between rounds the planner waits for a control signal and serves the node's hooks meanwhile
+// (hook_service.h): wait() returns the signal that came (SIGUSR1, SIGTERM, ...) or 0 at the timeout.
+class Waiter {
+ public:
+  using Serve = std::function<void()>;
+  Waiter(int signal_fd, const vgpu::agent::HookListener* hooks, Serve serve)
+      : signal_fd_(signal_fd), hooks_(hooks), serve_(std::move(serve)) {}
+  int wait(std::chrono::steady_clock::duration timeout) const {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return 0;
+      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {hooks_ ? hooks_->fd() : -1, POLLIN, 0}};
+      const int ready = ::poll(fds, 2, static_cast<int>(left));
+      if (ready < 0 && errno != EINTR) return 0;
+      if (ready <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        signalfd_siginfo info{};
+        if (::read(signal_fd_, &info, sizeof info) == sizeof info) return static_cast<int>(info.ssi_signo);
+      }
+      if (fds[1].revents & POLLIN) serve_();
+    }
+  }
+
+ private:
+  int signal_fd_;
+  const vgpu::agent::HookListener* hooks_;
+  Serve serve_;
+};
+
 // Every epilog pokes (SIGUSR1). When jobs end in a burst, one round a moment after the last poke
 // serves them all: further pokes within kPokeSettle restart the wait, up to kPokeSettleMax in all.
 // Returns the signal that ended the wait early (SIGTERM/SIGINT), or 0.
 constexpr auto kPokeSettle = std::chrono::milliseconds(200);
 constexpr auto kPokeSettleMax = std::chrono::milliseconds(1000);
-int settle_pokes(const sigset_t& signals) {
+int settle_pokes(const Waiter& waiter) {
   const auto give_up = std::chrono::steady_clock::now() + kPokeSettleMax;
   while (true) {
     const auto left = std::min<std::chrono::steady_clock::duration>(kPokeSettle, give_up - std::chrono::steady_clock::now());
     if (left <= std::chrono::steady_clock::duration::zero()) return 0;
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    timespec wait{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    const int sig = sigtimedwait(&signals, nullptr, &wait);
-    if (sig != SIGUSR1) return sig < 0 ? 0 : sig;
+    const int sig = waiter.wait(left);
+    if (sig != SIGUSR1) return sig;
+  }
+}
+
+// The policy file as the planner loaded it: a hook is served only while the file is unchanged (a
+// hook reads it afresh; the planner reads it once at start).
+struct PolicyIdentity {
+  std::string path;
+  struct stat st {};
+  bool loaded = false;
+  static PolicyIdentity of(const std::string& path) {
+    PolicyIdentity id;
+    id.path = path;
+    id.loaded = ::stat(path.c_str(), &id.st) == 0;
+    return id;
+  }
+  bool unchanged() const {
+    struct stat now {};
+    return loaded && ::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
+           now.st_size == st.st_size && now.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+           now.st_mtim.tv_nsec == st.st_mtim.tv_nsec;
+  }
+};
+
+std::string why_not_serve(const vgpu::contract::HookRequest& request, const PolicyIdentity& policy) {
+  if (request.policy != policy.path)
+    return "the hook's policy " + request.policy + " is not the planner's (" + policy.path + ")";
+  if (!policy.unchanged())
+    return "policy " + policy.path + " changed since the planner started (restart vgpu-planner to serve hooks again)";
+  return {};
+}
+
+void serve_hook(vgpu::agent::NodeRuntime& rt, const vgpu::contract::HookRequest& request) {
+  const auto now = std::chrono::steady_clock::now();
+  auto started = vgpu::agent::from_monotonic_ns(request.since_ns);
+  if (started > now) started = now;  // not a time the hook can have started at
+  if (request.kind == vgpu::contract::HookKind::prolog) {
+    vgpu::PrologRequest prolog{request.job, request.user, request.partition, request.alloc, request.uid};
+    vgpu::agent::prolog_with(rt, prolog, started);
+  } else {
+    vgpu::agent::release_job_with(rt, "epilog", request.job, "ended", started);
   }
 }
 
@@ -146,6 +224,34 @@ int main(int argc, char** argv) {
     }
     if (period == 0) period = ctx.policy->planner.period_s;
     vgpu::PlannerState planner;
+    // The hooks' socket before the pid file: a hook that sees the planner may hand it work at once.
+    const auto policy = PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")));
+    std::optional<vgpu::agent::HookListener> hooks;
+    if (!once) {
+      auto listener = vgpu::agent::HookListener::open(vgpu::contract::hook_socket_path(ctx.state_dir, ctx.node));
+      if (listener) hooks.emplace(std::move(*listener));
+      else (*rt)->log(fmt::format("vgpu: planner: node {}: hooks do their own work: {}", ctx.node, listener.error().message));
+    }
+    const int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
+    if (signal_fd < 0) {
+      std::fprintf(stderr, "vgpu-planner: signalfd: %s\n", std::strerror(errno));
+      return 1;
+    }
+    bool serving = false;  // a served hook's work never serves another inside it
+    auto serve_one_hook = [&] {
+      if (serving) return;
+      serving = true;
+      std::string note = hooks->serve_one([&](const auto& r) { return why_not_serve(r, policy); },
+                                          [&](const auto& r) { serve_hook(**rt, r); });
+      serving = false;
+      if (!note.empty()) (*rt)->log(note);
+    };
+    const Waiter waiter(signal_fd, hooks ? &*hooks : nullptr, serve_one_hook);
+    if (hooks)
+      ctx.serve_waiting_hooks = [&] {
+        pollfd p{hooks->fd(), POLLIN, 0};
+        for (int n = 0; n < 64 && ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN); ++n) serve_one_hook();
+      };
     if (!once) std::ofstream((*rt)->planner_pidfile()) << ::getpid() << "\n";
     (*rt)->log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
     // A planner killed between writing the advertisement and handing it to slurmctld left a file
@@ -193,9 +299,8 @@ int main(int argc, char** argv) {
         }
       }
       if (once) return round ? 0 : 1;
-      timespec wait{period, 0};
-      int sig = sigtimedwait(&signals, nullptr, &wait);
-      if (sig == SIGUSR1) sig = settle_pokes(signals);
+      int sig = waiter.wait(std::chrono::seconds(period));
+      if (sig == SIGUSR1) sig = settle_pokes(waiter);
       if (sig == SIGTERM || sig == SIGINT) break;
     }
     std::remove((*rt)->planner_pidfile().c_str());

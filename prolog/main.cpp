@@ -9,6 +9,10 @@
 // the job holds on this node is released exactly as the epilog would, and the job is cancelled
 // with a reason. A SIGKILL of this supervisor itself cannot be handled here: slurmd then drains
 // the node, and the epilog and the planner's reconcile clean up (docs/reliability.md).
+//
+// When the node's planner listens on its hook socket, it does the work instead (nodeagent/
+// hook_service.h): no NVML, policy or fork in this process. A planner that dies while serving is
+// seen as the end of the socket, and the work then runs here under the supervisor above.
 #include <fmt/format.h>
 #include <charconv>
 #include <chrono>
@@ -19,6 +23,7 @@
 #include "hook_support.h"
 #include "node_runtime.h"
 #include "adapters.h"
+#include "vgpu/contract/node_files.h"
 #include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/prolog.h"
 
@@ -53,13 +58,7 @@ int prolog(vgpu::JobId job, const std::string& alloc, std::chrono::steady_clock:
       return 0;
     }
     vgpu::PrologRequest req{job, env("SLURM_JOB_USER"), env("SLURM_JOB_PARTITION"), alloc, job_uid()};
-    auto result = vgpu::run_prolog((*rt)->context(), req);
-    if (!result) {
-      (*rt)->log(result.error().message);
-      (void)(*rt)->context().slurm->reject_job(job, "vgpu: " + result.error().message);
-    }
-    vgpu::agent::tally_run(**rt, "prolog", started, result ? result->cancel_class : "node",
-                           result && result->requeued);
+    vgpu::agent::prolog_with(**rt, req, started);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vgpu: prolog: job %u: unexpected: %s\n", job, e.what());
@@ -101,6 +100,11 @@ int main(int argc, char** argv) {
     alloc = vgpu::agent::alloc_from_slurm(job, partition);
     if (alloc.empty()) return 0;  // no vgpu on this node for this job
   }
+  // The node's planner does the work when it listens: it holds NVML and the policy already.
+  const vgpu::contract::HookRequest handover{
+      vgpu::contract::HookKind::prolog, job, env("SLURM_JOB_USER"), job_uid(), partition, alloc,
+      vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")), vgpu::agent::monotonic_ns(started)};
+  if (vgpu::agent::handed_to_planner(handover)) return 0;
   int first = vgpu::agent::run_in_child([&] { return prolog(job, alloc, started); });
   if (first >= 0) return 0;
   std::fprintf(stderr, "vgpu: prolog: job %u: node %s: the prolog died by signal %d (%s); running it again\n", job,

@@ -325,6 +325,7 @@ bool wait_until_slurm_caught_up(NodeContext& ctx, const PlannerState& state, con
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto c = slurm_caught_up(ctx, state, dropped); c && *c) return true;
+    if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();  // dropped slots stay claimable meanwhile
     std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
   }
   return false;

@@ -243,7 +243,12 @@ ENV
   [ -n "${VP_SHARE_TYPES:-}" ] && printf 'export VGPU_MPS_CONTROL=%s\nexport VGPU_MPS_ROOT=%s\n' \
     "$VP_SRC/fakemps/nvidia-cuda-mps-control" "$VC_RUN/mps/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # Crash-point matrix (tests/e2e/scenarios/crash_matrix.sh): each node its own arming file.
-  [ "${VP_CRASH_POINTS:-0}" = 1 ] && echo "export VGPU_CRASH_POINT_FILE=$VC_RUN/crash/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  # VP_HOOK_SERVICE=off: the hooks do their own work, as without a planner (benchmarks compare).
+  [ "${VP_HOOK_SERVICE:-on}" = off ] && echo "export VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  # Its points kill the hook processes, so the hooks do their own work there (a served hook's work
+  # runs in the planner: the matrix's served case turns this off for itself).
+  [ "${VP_CRASH_POINTS:-0}" = 1 ] &&
+    printf 'export VGPU_CRASH_POINT_FILE=%s\nexport VGPU_HOOK_SERVICE=off\n' "$VC_RUN/crash/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   return 0
 }
 
@@ -452,10 +457,10 @@ vp_ledger_uuids() {
 print(",".join(sorted(i["mig_uuid"] for n in d for g in n["gpus"] for i in g["instances"] if i["job"]==j)))' "$2"
 }
 
-vp_finish() { # trap handler: stop, keep the run dir only on failure
+vp_finish() { # trap handler: stop, keep the run dir only on failure or with VC_KEEP=1
   local rc=$1
   vp_stop >/dev/null 2>&1
-  if [ "$rc" = 0 ]; then rm -rf "$VC_RUN"; else echo "run dir kept: $VC_RUN" >&2; fi
+  if [ "$rc" = 0 ] && [ "${VC_KEEP:-0}" != 1 ]; then rm -rf "$VC_RUN"; else echo "run dir kept: $VC_RUN" >&2; fi
 }
 
 # A second unprivileged user for tests of what one user can do to another's jobs (the first is

@@ -135,11 +135,13 @@ recover() { # $1 recovery, $2 job (may be empty)
 
 # Without VP_CRASH_ALL=1 (or VP_CRASH_ONLY) only these cases run, to fit the CI budget: every
 # component (prolog, NVML, ledger store, epilog, release, planner) and every recovery, the chained
-# release-and-cancel case among them; the epilog-dies-three-times cases wait for the planner's
-# once-a-minute ended-job backstop, so they run with VP_CRASH_ALL=1 only. 10-30 s a case.
+# release-and-cancel case and the planner killed while serving a hook among them; the
+# epilog-dies-three-times cases wait for the planner's once-a-minute ended-job backstop, so they
+# run with VP_CRASH_ALL=1 only. 10-30 s a case.
 ci_cases="|prolog.after_create|nvml.after_gi_create@prolog|ledger.after_temp_write@prolog\
 |prolog.after_create x2 +planner.after_reconcile_destroy|release.after_destroy@epilog\
-|release.after_ledger_remove@epilog|planner.after_shrink_confirmed|"
+|release.after_ledger_remove@epilog|planner.after_shrink_confirmed\
+|prolog.after_create@served|epilog.after_retire@served|"
 
 # One case: arm, drive the workload, wait for the crash, recover, check.
 rows=()
@@ -268,6 +270,17 @@ run_case planner.after_shrink_published     "planner.after_shrink_published"    
 run_case planner.after_shrink_confirmed     "planner.after_shrink_confirmed"     train
 run_case planner.after_grow_commit          "planner.after_grow_commit"          infer7
 run_case planner.after_plan_commit          "planner.after_plan_commit"          job
+# Served hooks (nodeagent/hook_service.h): the planner does the hook's work, so these kill the
+# planner in the middle of a job's prolog or epilog; the hook sees the socket end and does the work
+# itself, and the planner is restarted. The other cases turn serving off (lib.sh) to kill hooks.
+served() { # $1 on | off, for node $node's hooks from their next run
+  sed -i '/^export VGPU_HOOK_SERVICE=off$/d' "$VC_RUN/etc/vgpu-env/$node.sh"
+  [ "$1" = on ] || echo "export VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/$node.sh"
+}
+served on
+run_case "prolog.after_create@served" "prolog.after_create@vgpu-planner" job
+run_case "epilog.after_retire@served" "epilog.after_retire@vgpu-planner" job
+served off
 fi
 
 scancel "$witness"

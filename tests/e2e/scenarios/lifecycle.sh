@@ -72,6 +72,12 @@ vp_assert_completed "$plain"
 grep -q "epilog: job $runner: " "$VGPU_STATE_DIR/n1/vgpu.log" || vc_fail "no epilog line for the vgpu job $runner"
 ! grep "epilog: job $plain: " "$VGPU_STATE_DIR/n2/vgpu.log" || vc_fail "the epilog of job $plain, which held no vgpu, ran in full"
 
+# Each node's planner served its hooks (hook_service.h): the runner's prolog and epilog ran in it.
+for hook in prolog epilog; do
+  grep -q "vgpu-planner\[[0-9]*\]: vgpu: $hook: job $runner[: ]" "$VGPU_STATE_DIR/n1/vgpu.log" ||
+    vc_fail "the $hook of job $runner was not served by n1's planner: $(grep "job $runner" "$VGPU_STATE_DIR/n1/vgpu.log" | head -3)"
+done
+
 vp_assert_no_instances
 vp_check || vc_fail "inconsistent at the end"
 vc_log "PASS lifecycle"

@@ -28,6 +28,10 @@ struct NodeContext {
   MpsControl* mps = nullptr;  // null: the policy defines no share types, so no instance is shared
   std::function<std::int64_t()> now;     // Unix seconds
   std::function<void(const std::string&)> log;
+  // The planner serves hooks waiting on its socket here (nodeagent/hook_service.h); a round calls
+  // it where it holds no lock and may wait (between slot preparations, while Slurm takes a split),
+  // so a served prolog waits as little as a prolog of its own would. Null outside the planner.
+  std::function<void()> serve_waiting_hooks;
   int confirm_timeout_ms = 8000;  // how long a shrink waits for slurmctld to take the new split
   int confirm_poll_ms = 250;
 
