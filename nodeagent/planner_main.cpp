@@ -59,12 +59,13 @@ class Waiter {
         if (::read(signal_fd_, &info, sizeof info) == sizeof info) return static_cast<int>(info.ssi_signo);
       }
       if (fds[1].revents & POLLIN) serve_();
+      else if (fds[1].revents & (POLLERR | POLLHUP | POLLNVAL)) hooks_ = nullptr;  // broken: hooks work alone
     }
   }
 
  private:
   int signal_fd_;
-  const vgpu::agent::HookListener* hooks_;
+  mutable const vgpu::agent::HookListener* hooks_;
   Serve serve_;
 };
 

@@ -191,8 +191,8 @@ PY
   vc_fail "sreport disagrees with sacct and the ledger history"
 # Last (after the usage checks, which it would change): a job slurm-vgpu cancels says why in
 # sacct (AccountingStoreFlags=job_comment): its node cannot create
-# the instance (no NVML library there from now on, as in e2e.node_failure).
-echo "[ -e $VC_RUN/out/break-n3 ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1" >> "$VC_RUN/etc/vgpu-env/n3.sh"
+# the instance (no NVML library there from now on, as in e2e.node_failure; the hooks work alone).
+echo "[ -e $VC_RUN/out/break-n3 ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/n3.sh"
 touch "$VC_RUN/out/break-n3"
 g=$(sub -p infer -A infer-team -w n3 --gres=vgpu:1g.10gb:1 --wrap 'sleep 30')
 vp_wait_done "$g" 60 || vc_fail "job $g on n3 was not cancelled"

@@ -98,7 +98,7 @@ busy_re=$(echo "$busy" | paste -sd'|')
 check "count by (node) (vgpu_hook_duration_seconds_count{hook=\"prolog\",node=~\"$busy_re\"} > 0)" \
   "$(for n in $busy; do echo "node=$n 1"; done)" "prologs counted on the busy nodes"
 bn=$(for n in $VC_NODES; do echo "$busy" | grep -qx "$n" || echo "$n"; done | head -1)
-echo "[ -e $VC_RUN/out/break-$bn ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1" >> "$VC_RUN/etc/vgpu-env/$bn.sh"
+echo "[ -e $VC_RUN/out/break-$bn ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/$bn.sh"
 touch "$VC_RUN/out/break-$bn"
 c=$(vp_sbatch -p infer -w "$bn" --gres=vgpu:1g.10gb:1 --wrap 'sleep 30')
 vp_wait_done "$c" 60 || vc_fail "job $c on $bn was not cancelled"

@@ -6,8 +6,9 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 trap 'vp_finish $?' EXIT
 vp_start
-# From now on product processes started on n2 (prolog, epilog) find no NVML library.
-echo "[ -e $VC_RUN/out/break-n2 ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1" >> "$VC_RUN/etc/vgpu-env/n2.sh"
+# From now on product processes started on n2 (prolog, epilog) find no NVML library, and do their
+# own work: the planner, started with NVML, would otherwise serve them (nodeagent/hook_service.h).
+echo "[ -e $VC_RUN/out/break-n2 ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/n2.sh"
 touch "$VC_RUN/out/break-n2"
 
 j=$(vp_sbatch -p infer -N2 -w n1,n2 --gres=vgpu:2g.20gb:1 --wrap 'srun sleep 30')

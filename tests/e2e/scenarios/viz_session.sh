@@ -155,7 +155,7 @@ vp_wait_running "$keep" 120 || vc_fail "job $keep did not start"
 for _ in $(seq 450); do [ "$(domains "$keep")" = 1 ] && [ "$(ledger_vms)" = "$keep" ] && break; sleep 0.2; done
 [ "$(domains "$keep")" = 1 ] || vc_fail "job $keep has no VM"
 cp "$VC_RUN/etc/vgpu-env/n1.sh" "$VC_RUN/etc/n1.env.saved"
-echo "export VGPU_VIZ=/nonexistent/vgpu-viz" >> "$VC_RUN/etc/vgpu-env/n1.sh"   # hooks only; the planner keeps its env
+echo "export VGPU_VIZ=/nonexistent/vgpu-viz VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/n1.sh"   # hooks only (working alone); the planner keeps its env
 scancel "$keep"
 vp_wait_done "$keep" 90 || vc_fail "job $keep did not end"
 cp "$VC_RUN/etc/n1.env.saved" "$VC_RUN/etc/vgpu-env/n1.sh"
