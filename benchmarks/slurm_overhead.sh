@@ -22,6 +22,9 @@
 # reports success after S seconds (0.7 is what vgpu-scrub takes on a full H100, CUDA context
 # included: docs/scrub.md). It scrubs nothing; it models the time. Without it the epilog takes the
 # "scrub unavailable, optional" path, which costs nothing and destroys every instance.
+# --hook-service off: the hooks do their own work instead of handing it to the node's planner
+# (nodeagent/hook_service.h). With it on (the default, as installed), a hook's own CPU leaves out
+# the work its planner did for it: that is in the planners' CPU per job and the machine's.
 # --prepare-slots turns on the policy's planner.prepare_slots: the planners make an instance for
 # every planned slot ahead of demand (each burst starts once they have), so prologs only claim.
 set -u
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
     --json) json_out=$2; shift 2 ;;
     --nvml-latency) export VP_NVML_LATENCY=$2; shift 2 ;;
     --scrub-seconds) scrub_seconds=$2; shift 2 ;;
+    --hook-service) export VP_HOOK_SERVICE=$2; shift 2 ;;
     --prepare-slots) prepare=1; export VP_PREPARE_SLOTS=true; shift ;;
     *) args+=("$1"); shift ;;
   esac
@@ -112,6 +116,10 @@ vp_check 2>/dev/null || echo "WARNING: vgpu run ended inconsistent"
 kept=$(cat "$VGPU_STATE_DIR"/*/vgpu.log 2>/dev/null | sed -n 's/.*instance(s) released, \([0-9]*\) kept idle.*/\1/p' |
   awk '{k += $1} END {print k + 0}')
 echo "instances kept idle by epilogs: $kept"
+# Hooks that asked their planner and then did the work themselves say why ("...; doing the work
+# here"): how often serving fell back, and the first reason.
+fallback=$(cat "$VC_RUN"/log/prolog.*.log "$VC_RUN"/log/epilog.*.log 2>/dev/null | grep 'doing the work here')
+echo "hooks the planner did not serve: $(printf '%s' "$fallback" | grep -c .)${fallback:+ (first: $(printf '%s\n' "$fallback" | head -1))}"
 if [ -n "$scrub_seconds" ] && [ "$kept" -eq 0 ]; then
   echo "WARNING: the scrub stand-in succeeded but no epilog kept an instance idle"
 fi
@@ -138,8 +146,8 @@ rm -rf "$VC_RUN"
 build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 sanitized=$(grep -m1 '^VGPU_SANITIZE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build ${build_type:-?} sanitizers ${sanitized:-?}"
-python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}${scrub_seconds:+ --scrub-seconds $scrub_seconds}${prepare:+ --prepare-slots}" <<'PY'
-import json, re, statistics, sys
+python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}${scrub_seconds:+ --scrub-seconds $scrub_seconds}${prepare:+ --prepare-slots}${VP_HOOK_SERVICE:+ --hook-service $VP_HOOK_SERVICE}" <<'PY'
+import json, os, re, statistics, sys
 from datetime import datetime
 d, n, reps, machine, json_out, command = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 jpm = {"vgpu": [], "plain": []}
@@ -191,6 +199,8 @@ for k in ("vgpu", "plain"):
         out[f"first_command_s_p50_{k}"] = round(statistics.median(first[k]), 3)
         out[f"first_command_s_p95_{k}"] = round(pct(first[k], 0.95), 3)
     out[f"first_command_missing_{k}"] = missing[k]
+served = os.environ.get("VP_HOOK_SERVICE", "on")
+out["hooks_served_by_planner"] = served != "off"
 try:
     hooks, cpu = {}, {}
     for l in open(f"{d}/hooks.txt"):
@@ -200,7 +210,8 @@ try:
     for kind, v in sorted(hooks.items()):
         c = cpu[kind]
         print(f"{kind:8s} per job: wall median {statistics.median(v):.0f} ms, p95 {pct(v, 0.95):.0f} ms; "
-              f"CPU median {statistics.median(c):.0f} ms, p95 {pct(c, 0.95):.0f} ms over {len(v)} runs")
+              f"own CPU median {statistics.median(c):.0f} ms, p95 {pct(c, 0.95):.0f} ms over {len(v)} runs"
+              + ("" if served == "off" else " (served work: in the planners' CPU below)"))
         out[f"{kind}_ms_p50"] = round(statistics.median(v), 1)
         out[f"{kind}_ms_p95"] = round(pct(v, 0.95), 1)
         out[f"{kind}_cpu_ms_p50"] = round(statistics.median(c), 1)
