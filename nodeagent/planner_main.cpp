@@ -115,7 +115,8 @@ std::string why_not_serve(const vgpu::contract::HookRequest& request, const Poli
 void serve_hook(vgpu::agent::NodeRuntime& rt, const vgpu::contract::HookRequest& request) {
   const auto now = std::chrono::steady_clock::now();
   auto started = vgpu::agent::from_monotonic_ns(request.since_ns);
-  if (started > now) started = now;  // not a time the hook can have started at
+  // Not a time this hook can have started at (ahead of now, or an hour before): timed from now.
+  if (started > now || now - started > std::chrono::hours(1)) started = now;
   if (request.kind == vgpu::contract::HookKind::prolog) {
     vgpu::PrologRequest prolog{request.job, request.user, request.partition, request.alloc, request.uid};
     vgpu::agent::prolog_with(rt, prolog, started);
