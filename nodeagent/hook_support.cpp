@@ -115,28 +115,37 @@ void tally_run(NodeRuntime& rt, std::string_view hook, std::chrono::steady_clock
 // CPU, per process on a real H100: docs/benchmarks.md), no policy, no ledger write. Anything
 // unsure takes the full path: no ledger yet, one that does not load, a job record still there.
 // Work left by a crashed epilog of another job is not lost: the planner's rounds finish it.
-bool holds_nothing_here(JobId job) {
-  auto bare = NodeRuntime::bare_context();
-  if (!bare) return false;
-  auto ledger = LedgerStore(bare->node_dir()).load();
-  if (!ledger || names_job(*ledger, job)) return false;
-  struct stat st {};
-  return ::stat(contract::job_record_path(bare->state_dir, bare->node, job).c_str(), &st) != 0 && errno == ENOENT;
+// It runs in the epilog's supervising process, which must not die: nothing leaves it.
+bool holds_nothing_here(JobId job) noexcept {
+  try {
+    auto bare = NodeRuntime::bare_context();
+    if (!bare) return false;
+    auto ledger = LedgerStore(bare->node_dir()).load();
+    if (!ledger || names_job(*ledger, job)) return false;
+    struct stat st {};
+    return ::stat(contract::job_record_path(bare->state_dir, bare->node, job).c_str(), &st) != 0 && errno == ENOENT;
+  } catch (...) {
+    return false;
+  }
 }
 
-bool handed_to_planner(const contract::HookRequest& request) {
-  if (!hook_service_enabled()) return false;
-  auto bare = NodeRuntime::bare_context();
-  if (!bare) return false;
-  auto d = delegate_to_planner(contract::hook_socket_path(bare->state_dir, bare->node), request);
-  if (d.served) {
-    std::fwrite(d.output.data(), 1, d.output.size(), stderr);
-    return true;
+bool handed_to_planner(const contract::HookRequest& request) noexcept {
+  try {
+    if (!hook_service_enabled()) return false;
+    auto bare = NodeRuntime::bare_context();
+    if (!bare) return false;
+    auto d = delegate_to_planner(contract::hook_socket_path(bare->state_dir, bare->node), request);
+    if (d.served) {
+      std::fwrite(d.output.data(), 1, d.output.size(), stderr);
+      return true;
+    }
+    if (!d.why_not.empty())
+      std::fprintf(stderr, "vgpu: %s: job %u: %s; doing the work here\n",
+                   std::string(contract::hook_kind_name(request.kind)).c_str(), request.job, d.why_not.c_str());
+    return false;
+  } catch (...) {
+    return false;  // runs in the hook's supervising process, which must not die: do the work here
   }
-  if (!d.why_not.empty())
-    std::fprintf(stderr, "vgpu: %s: job %u: %s; doing the work here\n",
-                 std::string(contract::hook_kind_name(request.kind)).c_str(), request.job, d.why_not.c_str());
-  return false;
 }
 
 std::int64_t monotonic_ns(std::chrono::steady_clock::time_point t) {
@@ -169,7 +178,6 @@ int release_job(std::string_view program, JobId job, std::string_view reason,
                 std::optional<std::chrono::steady_clock::time_point> started, std::string_view cancel_class) {
   const std::string who = "vgpu-" + std::string(program);
   try {
-    if (program == "epilog" && holds_nothing_here(job)) return 0;
     auto rt = NodeRuntime::from_environment(who);
     if (!rt) {
       std::fprintf(stderr, "vgpu: %s: job %u: node not ready: %s\n", std::string(program).c_str(), job,

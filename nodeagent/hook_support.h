@@ -53,11 +53,11 @@ void prolog_with(NodeRuntime& rt, const PrologRequest& request, std::chrono::ste
 
 // Whether the ledger names `job` nowhere and no job record of it is left: its epilog has nothing to
 // do (false when unsure: no ledger, one that does not load).
-bool holds_nothing_here(JobId job);
+bool holds_nothing_here(JobId job) noexcept;
 
 // Hands the hook to the node's planner (hook_service.h); true when the planner did the work (its
 // output is copied to stderr). False: the caller does the work itself, as without a planner.
-bool handed_to_planner(const contract::HookRequest& request);
+bool handed_to_planner(const contract::HookRequest& request) noexcept;
 // CLOCK_MONOTONIC nanoseconds for a hook request's `since`, and back.
 std::int64_t monotonic_ns(std::chrono::steady_clock::time_point t);
 std::chrono::steady_clock::time_point from_monotonic_ns(std::int64_t ns);
