@@ -85,6 +85,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -217,10 +218,7 @@ Result<HookListener> HookListener::open(const std::string& path) {
     ::unlink(path.c_str());
     return fail(ErrorCode::io, "hook socket " + path + ": listen: " + std::strerror(e));
   }
-  const int fd = ::dup(sock.get());
-  if (fd < 0) return fail(ErrorCode::io, "hook socket " + path + ": dup: " + std::strerror(errno));
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  return HookListener(fd, path);
+  return HookListener(sock.release(), path);
 }
 
 HookListener::HookListener(HookListener&& other) noexcept

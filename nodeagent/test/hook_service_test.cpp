@@ -28,6 +28,13 @@ void wait_for_a_hook(const HookListener& listener) {
   ASSERT_EQ(::poll(&p, 1, 5000), 1) << "no hook connected within 5 s";
 }
 
+sockaddr_un unix_address(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  return addr;
+}
+
 class HookService : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -101,9 +108,7 @@ TEST_F(HookService, APlannerThatNeverTakesTheRequestIsGivenUpAfterTheTimeout) {
 
 TEST_F(HookService, APlannerKilledMidWorkLeavesTheWorkToTheHook) {
   // A "planner" that takes the request, says serving, and dies (its end of the socket closes).
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  sockaddr_un addr = unix_address(path);
   int srv = ::socket(AF_UNIX, SOCK_STREAM, 0);
   ASSERT_EQ(::bind(srv, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ASSERT_EQ(::listen(srv, 1), 0);
@@ -126,9 +131,7 @@ TEST_F(HookService, ARequestThatIsNotOneIsDeclinedWithTheReadersError) {
   auto listener = HookListener::open(path);
   ASSERT_TRUE(listener);
   std::thread hook([&] {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    sockaddr_un addr = unix_address(path);
     int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
     if (::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
       const std::string bad = "vgpu-hook/1 prolog job=1 colour=red\n";
