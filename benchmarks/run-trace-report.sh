@@ -32,10 +32,12 @@ run() {  # run <output.json> <args...>: records the exact command for the report
   commands+=("vgpu-tracesim $* --json > results/$(basename "$dest")")
   "$TRACESIM" "$@" --json >"$dest"
 }
-# FGD's experiment: the real 1,213 nodes (each GPU an H100-80GB), host CPU and memory, 1.3x tuning.
+# FGD's experiment: the real 1,213 nodes (each GPU an H100-80GB), host CPU and memory, 1.3x tuning;
+# FGD's and BestFit's own choices run in this twin first, to check it against their published numbers.
+arrival_policies=fgd-twin,bestfit-twin,whole,static,firstfit,planner,shared,planner+weights,shared+weights
 for t in default gpushare40 multigpu20; do
   run "$out/$t.json" --trace "$traces/openb_pod_list_$t.csv" --nodes "$traces/openb_node_list_gpu_node.csv" \
-    --published "$traces/fgd_published.csv" --seeds "$seeds"
+    --published "$traces/fgd_published.csv" --seeds "$seeds" --policy "$arrival_policies"
 done
 # The openb tasks are short and sparse next to 6,212 GPUs, so nothing queues there; a small uniform
 # cluster replays the same arrivals under contention to compare waiting.

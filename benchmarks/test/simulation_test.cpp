@@ -28,7 +28,7 @@ SimOptions sample_options() {
   o.trace_path = "sample";
   o.policies = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
                 PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
-                PolicyKind::shared_weighted};
+                PolicyKind::shared_weighted, PolicyKind::fgd_twin, PolicyKind::bestfit_twin};
   o.seeds = 2;
   o.gpus = 64;
   return o;
@@ -55,13 +55,14 @@ TEST(Simulation, NoPolicyEverExceedsCapacityOrOverlapsInstances) {
   ClusterShape shape{64, 8};
   auto seq = arrival_sequence(tasks, 64'000, 0);
   StaticPlan plan = choose_static_plan(h100(), 64, arrival_demand(h100(), tasks, 64'000));
+  const auto typical = typical_shapes(tasks);
   for (auto kind : sample_options().policies) {
     SCOPED_TRACE(std::string(policy_name(kind)));
-    CheckingPacker arrivals(make_packer(kind, h100(), shape, plan));
+    CheckingPacker arrivals(make_packer(kind, h100(), shape, plan, NodeChoice::slurm, 7, typical));
     ArrivalOutcome a = run_arrivals(arrivals, tasks, seq);
     EXPECT_GT(arrivals.allocations(), 10);
     EXPECT_LE(a.peak_allocated_slices, a.capacity_slices);
-    CheckingPacker replay(make_packer(kind, h100(), shape, plan));
+    CheckingPacker replay(make_packer(kind, h100(), shape, plan, NodeChoice::slurm, 7, typical));
     ReplayOutcome r = run_replay(replay, trace, tasks);
     EXPECT_EQ(replay.allocated_slices(), 0) << "every task released at the end";
     EXPECT_EQ(r.started + r.never_started, r.tasks);
@@ -83,7 +84,7 @@ TEST(Simulation, FluidBoundIsAtLeastEveryMigOnlyPolicy) {
   for (const auto& p : r.results)
     for (std::size_t i = 0; i < p.per_seed.size(); ++i) {
       // Shares are not rounded to a profile, so the MIG bound does not hold them: capacity does.
-      const bool shares = p.policy == PolicyKind::shared || p.policy == PolicyKind::shared_weighted;
+      const bool shares = grants_shares(p.policy);
       double bound = shares ? 64'000 : r.bound_milli_per_seed[i];
       EXPECT_GE(bound + 1e-6, static_cast<double>(p.per_seed[i].served_milli))
           << policy_name(p.policy) << " seed " << i;
@@ -136,7 +137,7 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
 
 TEST(Simulation, ReportCarriesTheRequiredFields) {
   auto j = to_json(sample_result());
-  ASSERT_EQ(j["results"].size(), 7u);
+  ASSERT_EQ(j["results"].size(), 9u);
   EXPECT_EQ(j.begin().key(), "trace");
   EXPECT_TRUE(j.contains("ceilings_fgd_unallocated_pct"));
   for (const auto& e : j["results"]) {
@@ -164,7 +165,7 @@ TEST(Simulation, OfflineBoundIsAtLeastEveryMigOnlyPolicyAndTheOnlineCeiling) {
   EXPECT_LE(c.offline_mig_pct, c.online_mig_pct + 1e-9);
   for (const auto& p : r.results) {
     // Shares are not rounded: the bound is MIG's.
-    if (p.policy == PolicyKind::shared || p.policy == PolicyKind::shared_weighted) continue;
+    if (grants_shares(p.policy)) continue;
     EXPECT_LE(c.offline_mig_pct, summarize_arrivals(r, p).fgd_unallocated_pct + 1e-9)
         << policy_name(p.policy);
   }

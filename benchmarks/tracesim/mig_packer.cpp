@@ -1,6 +1,8 @@
 #include "mig_packer.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <cmath>
 
 #include "cluster_placement.h"
 #include "slurm_node_choice.h"
@@ -29,7 +31,19 @@ MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeC
   }
 }
 
+MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler,
+                     std::vector<TaskShape> typical)
+    : MigPacker(model, std::move(shape), Mode::shared, NodeChoice::best, model.compute_slices) {
+  published_ = scheduler;
+  fragmentation_ = Fragmentation(std::move(typical));
+  for (int n = 0; n < shape_.nodes(); ++n)
+    if (shape_.end_gpu(n) - shape_.first_gpu(n) > NodeFree::kMaxGpus)
+      throw std::invalid_argument("a node of more than 8 GPUs: the published scores model 8");
+}
+
 std::string_view MigPacker::name() const {
+  if (published_ == PublishedScheduler::fgd) return "fgd-twin";
+  if (published_ == PublishedScheduler::bestfit) return "bestfit-twin";
   switch (mode_) {
     case Mode::planner: return node_weights_ ? "planner+weights" : "planner";
     case Mode::firstfit: return "firstfit";
@@ -95,11 +109,14 @@ int MigPacker::choose_node(const MappedTask& task, auto&& usable) {
 
 std::optional<Allocation> MigPacker::allocate(const MappedTask& task) {
   switch (task.kind) {
-    case TaskKind::cpu_only: return allocate_host_only(task);
+    case TaskKind::cpu_only:
+      if (published_ != PublishedScheduler::none) return allocate_published(task);
+      return allocate_host_only(task);
     case TaskKind::too_wide: return std::nullopt;
     case TaskKind::sharing:
     case TaskKind::whole_gpu: break;
   }
+  if (published_ != PublishedScheduler::none) return allocate_published(task);
   if (task.gpus > 1) return allocate_node(task);
   if (mode_ == Mode::shared && task.kind == TaskKind::sharing) return allocate_share(task);
   int pi = mode_ == Mode::whole ? full_index_ : states_.profile_index(*task.profile);
@@ -156,6 +173,10 @@ std::optional<Allocation> MigPacker::allocate_node(const MappedTask& task) {
     });
   }
   if (node < 0) return std::nullopt;
+  return take_empty_gpus(node, task);
+}
+
+Allocation MigPacker::take_empty_gpus(int node, const MappedTask& task) {
   Allocation a;
   take_host(node, task, a);
   const Profile* full = &model_->profiles[static_cast<std::size_t>(full_index_)];
@@ -230,6 +251,102 @@ std::optional<Allocation> MigPacker::allocate_share(const MappedTask& task) {
   part.share_milli = milli;
   refresh_share_room(a->node);
   return a;
+}
+
+int MigPacker::free_milli(int gpu) const {
+  auto g = static_cast<std::size_t>(gpu);
+  if (held(gpu)) return 0;
+  int free_slices = model_->compute_slices - states_.used_compute(gpu_state_[g]);
+  int room = 1000 * free_slices / model_->compute_slices;
+  for (const auto& s : shared_[g])
+    room += share_capacity_milli(*model_, *s.instance.profile) - s.instance.used_milli;
+  return room;
+}
+
+NodeFree MigPacker::node_free(int node) const {
+  NodeFree f;
+  f.cpu_milli = free_cpu_milli(node);
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
+    f.gpu_milli[static_cast<std::size_t>(f.gpus++)] = static_cast<std::int16_t>(free_milli(g));
+  return f;
+}
+
+Allocation MigPacker::share_on(int gpu, const MappedTask& task, int milli) {
+  const int node = shape_.node_of(gpu);
+  auto& list = shared_[static_cast<std::size_t>(gpu)];
+  std::vector<SharedInstance> open;
+  for (const auto& s : list) open.push_back(s.instance);
+  Allocation a;
+  take_host(node, task, a);
+  if (int pick = choose_shared_instance(*model_, open, milli); pick >= 0) {
+    OpenShared& s = list[static_cast<std::size_t>(pick)];
+    s.instance.used_milli += milli;
+    a.parts.push_back({gpu, s.instance.profile, s.where, milli});
+  } else {
+    const Profile* p = profile_for_shared_instance(*model_, milli, share_min_slices_);
+    PlacementChoice c = choice(gpu_state_[static_cast<std::size_t>(gpu)], states_.profile_index(*p));
+    set_state(gpu, c.next);
+    list.push_back({c.where, {p, milli}});
+    a.parts.push_back({gpu, p, c.where, milli});
+  }
+  refresh_share_room(node);
+  return a;
+}
+
+std::optional<Allocation> MigPacker::allocate_published(const MappedTask& task) {
+  const bool sharing = task.kind == TaskKind::sharing;
+  const int milli = sharing ? static_cast<int>(task.requested_milli) : 1000;
+  const int gpus = task.kind == TaskKind::cpu_only ? 0 : task.gpus;
+  const bool fgd = published_ == PublishedScheduler::fgd;
+  int best_node = -1, best_gpu = -1;
+  double best = 0;
+  for (int n = 0; n < shape_.nodes(); ++n) {
+    if (!host_fits(n, task)) continue;
+    const NodeFree before = node_free(n);
+    const double frag_before = fgd ? fragmentation_.of(before) : 0;
+    auto consider = [&](int gpu, NodeFree after) {
+      if (shape_.host_constrained()) after.cpu_milli -= task.cpu_milli;
+      double score = fgd ? fragmentation_.of(after) - frag_before : best_fit_score(after);
+      // FGD scores a node 0-100 as the integer part of 100 * sigmoid(-change / 1000); taken as
+      // they do, with the lowest node and GPU on ties (its simulator's own tie-break is the
+      // Kubernetes scheduler's random pick, which measured worse here: docs/benchmarks.md).
+      if (fgd) score = -std::floor(100.0 / (1.0 + std::exp(score / 1000.0)));
+      if (best_node < 0 || score < best) {  // ties: the lowest node and GPU
+        best = score;
+        best_node = n;
+        best_gpu = gpu;
+      }
+    };
+    const int first = shape_.first_gpu(n);
+    if (gpus == 0) {
+      consider(-1, before);
+    } else if (sharing) {
+      for (int i = 0; i < before.gpus; ++i) {
+        int free = before.gpu_milli[static_cast<std::size_t>(i)];
+        if (free < milli) continue;
+        NodeFree after = before;
+        after.gpu_milli[static_cast<std::size_t>(i)] = static_cast<std::int16_t>(free - milli);
+        consider(first + i, after);
+      }
+    } else {
+      NodeFree after = before;
+      int taken = 0;
+      for (int i = 0; i < before.gpus && taken < gpus; ++i)
+        if (before.gpu_milli[static_cast<std::size_t>(i)] == 1000) {
+          after.gpu_milli[static_cast<std::size_t>(i)] = 0;
+          ++taken;
+        }
+      if (taken == gpus) consider(-1, after);
+    }
+  }
+  if (best_node < 0) return std::nullopt;
+  if (gpus == 0) {
+    Allocation a;
+    take_host(best_node, task, a);
+    return a;
+  }
+  if (sharing) return share_on(best_gpu, task, milli);
+  return take_empty_gpus(best_node, task);
 }
 
 void MigPacker::release(const Allocation& allocation) {

@@ -14,15 +14,21 @@
 //              planner's rule. An instance is destroyed when its last share ends.
 // With `node_weights` (policy planner.node_weights) every node's planner makes its node light in
 // Slurm while any of its GPUs is in use and heavy while all are idle, so Slurm's choice packs.
+// With a PublishedScheduler the shared mode's node and GPU are chosen by FGD's or BestFit's score
+// over the whole cluster instead (published_scores.h): their schedulers, run in this twin.
 #pragma once
 
 #include <vector>
 
 #include "layout_states.h"
 #include "packer.h"
+#include "published_scores.h"
 #include "vgpu/core/shared_instance.h"
 
 namespace vgpu::bench {
+
+// A published scheduler choosing node and GPU by its own score, over every node with room.
+enum class PublishedScheduler { none, fgd, bestfit };
 
 class MigPacker final : public Packer {
  public:
@@ -32,6 +38,10 @@ class MigPacker final : public Packer {
   MigPacker(const GpuModel& model, ClusterShape shape, Mode mode,
             NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7,
             bool node_weights = false);
+  // FGD's or BestFit's choice in the shared mode with whole-GPU shared instances, which is their
+  // resource model (fractional GPUs without isolation); `typical`: FGD's target workload.
+  MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler,
+            std::vector<TaskShape> typical);
 
   [[nodiscard]] std::string_view name() const override;
   std::optional<Allocation> allocate(const MappedTask& task) override;
@@ -55,6 +65,15 @@ class MigPacker final : public Packer {
   std::optional<Allocation> allocate_one(const MappedTask& task, int profile_index);
   std::optional<Allocation> allocate_node(const MappedTask& task);
   std::optional<Allocation> allocate_share(const MappedTask& task);
+  std::optional<Allocation> allocate_published(const MappedTask& task);
+  // Opens a shared instance for a first share of `milli` on `gpu`, or joins its tightest one.
+  Allocation share_on(int gpu, const MappedTask& task, int milli);
+  // The task's whole GPUs: the lowest empty unheld GPUs of `node` (the caller checked there are
+  // enough).
+  Allocation take_empty_gpus(int node, const MappedTask& task);
+  // Free thousandths of `gpu` as a fractional-GPU scheduler sees it (0 while held).
+  [[nodiscard]] int free_milli(int gpu) const;
+  [[nodiscard]] NodeFree node_free(int node) const;
   // The open shared instance of `node` a share of `milli` joins, as (gpu, index), or gpu -1.
   std::pair<int, int> shared_slot_in_node(int node, int milli);
   void refresh_share_room(int node);
@@ -64,6 +83,8 @@ class MigPacker final : public Packer {
 
   Mode mode_;
   NodeChoice node_choice_;
+  PublishedScheduler published_ = PublishedScheduler::none;
+  Fragmentation fragmentation_{{}};
   bool node_weights_;
   int share_min_slices_;
   LayoutStates states_;

@@ -129,12 +129,21 @@ class Packer {
 enum class NodeChoice { slurm, best };
 
 // planner_weighted / shared_weighted: the same with the planners steering node weights.
-enum class PolicyKind { whole, static_mig, firstfit, planner, shared, planner_weighted, shared_weighted };
+// fgd_twin / bestfit_twin: the published schedulers FGD's paper compares, run in this twin on
+// their own resource model (fractional GPUs, no isolation): the check of the twin against their
+// published numbers, not policies of ours.
+enum class PolicyKind {
+  whole, static_mig, firstfit, planner, shared, planner_weighted, shared_weighted, fgd_twin,
+  bestfit_twin
+};
 
 std::string_view policy_name(PolicyKind kind);
 // Whether the policy changes a node's layout for its tasks (instances made on demand), so a start
-// waits for the node's planner and Slurm (ReplayOptions::start_latency_s); static and whole do not.
+// waits for the node's planner and Slurm (ReplayOptions::start_latency_s); static and whole do not,
+// nor do the published schedulers (fractional GPUs need no instance made).
 bool reshapes_nodes(PolicyKind kind);
+// Whether the policy grants fractions of a GPU (shares), which MIG's rounding bounds do not hold.
+bool grants_shares(PolicyKind kind);
 Result<PolicyKind> parse_policy(std::string_view name);
 
 }  // namespace vgpu::bench

@@ -13,20 +13,30 @@ std::string_view policy_name(PolicyKind kind) {
     case PolicyKind::shared: return "shared";
     case PolicyKind::planner_weighted: return "planner+weights";
     case PolicyKind::shared_weighted: return "shared+weights";
+    case PolicyKind::fgd_twin: return "fgd-twin";
+    case PolicyKind::bestfit_twin: return "bestfit-twin";
   }
   return "?";
 }
 
-bool reshapes_nodes(PolicyKind kind) { return kind != PolicyKind::whole && kind != PolicyKind::static_mig; }
+bool reshapes_nodes(PolicyKind kind) {
+  return kind != PolicyKind::whole && kind != PolicyKind::static_mig &&
+         kind != PolicyKind::fgd_twin && kind != PolicyKind::bestfit_twin;
+}
+
+bool grants_shares(PolicyKind kind) {
+  return kind == PolicyKind::shared || kind == PolicyKind::shared_weighted ||
+         kind == PolicyKind::fgd_twin || kind == PolicyKind::bestfit_twin;
+}
 
 Result<PolicyKind> parse_policy(std::string_view name) {
   for (auto k : {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
                  PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
-                 PolicyKind::shared_weighted})
+                 PolicyKind::shared_weighted, PolicyKind::fgd_twin, PolicyKind::bestfit_twin})
     if (policy_name(k) == name) return k;
   return fail(ErrorCode::invalid_argument,
               fmt::format("policy '{}': unknown (whole, static, firstfit, planner, shared, "
-                          "planner+weights, shared+weights)",
+                          "planner+weights, shared+weights, fgd-twin, bestfit-twin)",
                           name));
 }
 

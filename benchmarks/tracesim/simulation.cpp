@@ -27,7 +27,7 @@ std::size_t index_of(const GpuModel& model, const Profile* p) {
 
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
                                     const StaticPlan& plan, NodeChoice node_choice,
-                                    int share_min_slices) {
+                                    int share_min_slices, const std::vector<TaskShape>& typical) {
   auto mig = [&](MigPacker::Mode mode, bool node_weights = false) {
     return std::make_unique<MigPacker>(model, std::move(shape), mode, node_choice,
                                        share_min_slices, node_weights);
@@ -41,6 +41,11 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
     case PolicyKind::shared_weighted: return mig(MigPacker::Mode::shared, true);
     case PolicyKind::static_mig:
       return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
+    case PolicyKind::fgd_twin:
+      return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::fgd, typical);
+    case PolicyKind::bestfit_twin:
+      return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::bestfit,
+                                         std::vector<TaskShape>{});
   }
   return nullptr;
 }
@@ -136,6 +141,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
   }
 
   r.capacity_slices = static_cast<long long>(shape.gpus()) * m.compute_slices;
+  const std::vector<TaskShape> typical = typical_shapes(tasks);
   long long capacity_milli = 1000LL * shape.gpus();
 
   std::vector<std::vector<int>> sequences;
@@ -159,7 +165,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
     auto t0 = Clock::now();
     for (const auto& seq : sequences) {
       auto packer = make_packer(kind, m, shape, arrivals_plan, options.node_choice,
-                                options.share_min_slices);
+                                options.share_min_slices, typical);
       pr.per_seed.push_back(run_arrivals(*packer, tasks, seq));
     }
     pr.arrival_seconds_per_seed = seconds_since(t0) / options.seeds;
@@ -171,7 +177,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       }
       auto t1 = Clock::now();
       auto packer = make_packer(kind, m, shape, replay_plan, options.node_choice,
-                                options.share_min_slices);
+                                options.share_min_slices, typical);
       ReplayOptions replay_options;
       replay_options.util_buckets = options.util_buckets;
       replay_options.reserve_after_s = options.reserve_after_s;
@@ -181,7 +187,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       pr.replay_seconds = seconds_since(t1);
       for (int s = 1; s <= options.replay_seeds; ++s) {
         auto jittered = make_packer(kind, m, shape, replay_plan, options.node_choice,
-                                    options.share_min_slices);
+                                    options.share_min_slices, typical);
         replay_options.jitter_seed = static_cast<std::uint64_t>(s);
         replay_options.jitter_s = options.jitter_s;
         pr.jittered.push_back(run_replay(*jittered, trace, tasks, replay_options));

@@ -10,6 +10,7 @@
 
 #include "arrivals.h"
 #include "packer.h"
+#include "published_scores.h"
 #include "replay.h"
 #include "static_plan.h"
 #include "task_mapping.h"
@@ -79,11 +80,13 @@ std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& tra
                                          const std::vector<MappedTask>& tasks,
                                          long long capacity_slices);
 
-// The packer for a policy; `plan` is used only by the static policy.
+// The packer for a policy; `plan` is used only by the static policy, `typical` (FGD's target
+// workload, typical_shapes()) only by fgd-twin.
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
                                     const StaticPlan& plan,
                                     NodeChoice node_choice = NodeChoice::slurm,
-                                    int share_min_slices = 7);
+                                    int share_min_slices = 7,
+                                    const std::vector<TaskShape>& typical = {});
 
 Result<SimResult> run_simulation(const SimOptions& options);
 // The same on an already loaded trace (tests build small traces in memory).
