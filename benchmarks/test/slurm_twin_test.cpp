@@ -86,6 +86,26 @@ TEST(NodeWeights, ASmallGpuTaskGoesToTheNodeInUseNotToAnIdleOneWithFewerCpus) {
             "shared+weights");
 }
 
+// A node's weight is the node's: Slurm weighs it for CPU-only jobs too, so with the planners'
+// weights a CPU-only job goes to the node whose GPU is in use before an idle one with fewer CPUs
+// (where it would have gone without them), and takes CPUs a GPU task there may need.
+TEST(NodeWeights, ApplyToCpuOnlyJobsToo) {
+  auto run = [](bool weights) {
+    ClusterShape shape({{1, 32000, 65536}, {1, 4000, 65536}});
+    MigPacker packer(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, weights);
+    auto gpu = packer.allocate(share(100, 5000));  // only node 0 has the CPUs
+    EXPECT_TRUE(gpu && gpu->node == 0);
+    MappedTask cpu;
+    cpu.kind = TaskKind::cpu_only;
+    cpu.cpu_milli = 1000;
+    auto host = packer.allocate(cpu);
+    EXPECT_TRUE(host);
+    return host ? host->node : -1;
+  };
+  EXPECT_EQ(run(false), 1) << "CPU best-fit: node 1 has fewer free CPUs";
+  EXPECT_EQ(run(true), 0) << "node 0 is lighter while its GPU is in use";
+}
+
 TEST(RealNodeShapes, HostCpuAndMemoryRefuseATaskEvenWithFreeGpus) {
   ClusterShape shape({{2, 4000, 8192}, {1, 16000, 65536}});
   MigPacker packer(h100(), shape, MigPacker::Mode::planner);

@@ -111,6 +111,15 @@ std::optional<Allocation> MigPacker::allocate(const MappedTask& task) {
   switch (task.kind) {
     case TaskKind::cpu_only:
       if (published_ != PublishedScheduler::none) return allocate_published(task);
+      if (node_choice_ == NodeChoice::slurm) {
+        // A node's weight is the node's, not the job's: with node weights steered, Slurm tries a
+        // CPU-only job on the lighter nodes (those with vgpu in use) first as well.
+        int node = choose_node(task, [&](int n) { return host_fits(n, task); });
+        if (node < 0) return std::nullopt;
+        Allocation a;
+        take_host(node, task, a);
+        return a;
+      }
       return allocate_host_only(task);
     case TaskKind::too_wide: return std::nullopt;
     case TaskKind::sharing:

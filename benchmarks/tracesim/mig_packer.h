@@ -13,7 +13,8 @@
 //              instance with room, else a new instance sized for the share and placed by the
 //              planner's rule. An instance is destroyed when its last share ends.
 // With `node_weights` (policy planner.node_weights) every node's planner makes its node light in
-// Slurm while any of its GPUs is in use and heavy while all are idle, so Slurm's choice packs.
+// Slurm while any of its GPUs is in use and heavy while all are idle, so Slurm's choice packs; as
+// in Slurm, the weights order the nodes for CPU-only jobs as well.
 // With a PublishedScheduler the shared mode's node and GPU are chosen by FGD's or BestFit's score
 // over the whole cluster instead (published_scores.h): their schedulers, run in this twin.
 #pragma once
