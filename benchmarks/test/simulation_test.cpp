@@ -28,7 +28,8 @@ SimOptions sample_options() {
   o.trace_path = "sample";
   o.policies = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
                 PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
-                PolicyKind::shared_weighted, PolicyKind::fgd_twin, PolicyKind::bestfit_twin};
+                PolicyKind::shared_weighted, PolicyKind::planner_preferring,
+                PolicyKind::shared_preferring, PolicyKind::fgd_twin, PolicyKind::bestfit_twin};
   o.seeds = 2;
   o.gpus = 64;
   return o;
@@ -137,7 +138,7 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
 
 TEST(Simulation, ReportCarriesTheRequiredFields) {
   auto j = to_json(sample_result());
-  ASSERT_EQ(j["results"].size(), 9u);
+  ASSERT_EQ(j["results"].size(), 11u);
   EXPECT_EQ(j.begin().key(), "trace");
   EXPECT_TRUE(j.contains("ceilings_fgd_unallocated_pct"));
   for (const auto& e : j["results"]) {

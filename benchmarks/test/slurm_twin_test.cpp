@@ -106,6 +106,33 @@ TEST(NodeWeights, ApplyToCpuOnlyJobsToo) {
   EXPECT_EQ(run(true), 0) << "node 0 is lighter while its GPU is in use";
 }
 
+// Node features with per-job preferences (sbatch --prefer): a CPU-only job goes to a node whose
+// GPUs are all busy before one with an idle GPU, even one with fewer free CPUs, and a GPU job to
+// a node in use; with no preferred node usable each still starts wherever Slurm would put it.
+TEST(NodePreferences, CpuOnlyJobsSpareNodesWithIdleGpusAndGpuJobsPack) {
+  ClusterShape shape({{1, 32000, 65536}, {1, 4000, 65536}, {2, 16000, 65536}});
+  MigPacker packer(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, false, true);
+  EXPECT_EQ(packer.name(), "shared+prefer");
+  auto first = packer.allocate(share(100, 5000));  // nothing in use yet: CPU best-fit, node 0 fits
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->node, 2) << "the fewest CPUs that suffice (node 1 lacks them)";
+  MappedTask cpu;
+  cpu.kind = TaskKind::cpu_only;
+  cpu.cpu_milli = 1000;
+  auto a = packer.allocate(cpu);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->node, 1) << "no node without an idle GPU: CPU best-fit";
+  auto b = packer.allocate(share(950, 1000));  // too big for the open instance's 900
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->node, 2) << "node 2 is in use: its second GPU, not node 0's or node 1's idle one";
+  auto c = packer.allocate(cpu);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->node, 2) << "node 2 has no idle GPU left: preferred over node 1's fewer CPUs";
+  auto d = packer.allocate(share(950, 1000));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->node, 1) << "no node in use has room: the fallback, CPU best-fit";
+}
+
 TEST(RealNodeShapes, HostCpuAndMemoryRefuseATaskEvenWithFreeGpus) {
   ClusterShape shape({{2, 4000, 8192}, {1, 16000, 65536}});
   MigPacker packer(h100(), shape, MigPacker::Mode::planner);

@@ -10,11 +10,12 @@
 namespace vgpu::bench {
 
 MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice,
-                     int share_min_slices, bool node_weights)
+                     int share_min_slices, bool node_weights, bool node_preferences)
     : Packer(model, std::move(shape)),
       mode_(mode),
       node_choice_(node_choice),
       node_weights_(node_weights),
+      node_preferences_(node_preferences),
       share_min_slices_(share_min_slices),
       states_(model),
       full_index_(states_.profile_index(full_gpu_profile(model))),
@@ -45,10 +46,12 @@ std::string_view MigPacker::name() const {
   if (published_ == PublishedScheduler::fgd) return "fgd-twin";
   if (published_ == PublishedScheduler::bestfit) return "bestfit-twin";
   switch (mode_) {
-    case Mode::planner: return node_weights_ ? "planner+weights" : "planner";
+    case Mode::planner:
+      return node_preferences_ ? "planner+prefer" : node_weights_ ? "planner+weights" : "planner";
     case Mode::firstfit: return "firstfit";
     case Mode::whole: return "whole";
-    case Mode::shared: return node_weights_ ? "shared+weights" : "shared";
+    case Mode::shared:
+      return node_preferences_ ? "shared+prefer" : node_weights_ ? "shared+weights" : "shared";
   }
   return "?";
 }
@@ -103,8 +106,18 @@ int MigPacker::choose_node(const MappedTask& task, auto&& usable) {
     const int gpus = shape_.end_gpu(n) - shape_.first_gpu(n);
     return node_empty_gpus_[static_cast<std::size_t>(n)] == gpus ? 2 : 1;
   };
-  return slurm_node_choice(shape_.nodes(), task.cpu_milli, usable,
-                           [&](int n) { return free_cpu_milli(n); }, weight);
+  auto free_cpu = [&](int n) { return free_cpu_milli(n); };
+  if (node_preferences_) {
+    auto empty = [&](int n) { return node_empty_gpus_[static_cast<std::size_t>(n)]; };
+    auto preferred = [&](int n) {
+      if (task.kind == TaskKind::cpu_only) return empty(n) == 0;  // feature "no idle GPU"
+      return empty(n) < shape_.end_gpu(n) - shape_.first_gpu(n);  // feature "in use"
+    };
+    int node = slurm_node_choice(shape_.nodes(), task.cpu_milli,
+                                 [&](int n) { return preferred(n) && usable(n); }, free_cpu, weight);
+    if (node >= 0) return node;
+  }
+  return slurm_node_choice(shape_.nodes(), task.cpu_milli, usable, free_cpu, weight);
 }
 
 std::optional<Allocation> MigPacker::allocate(const MappedTask& task) {

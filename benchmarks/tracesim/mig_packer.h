@@ -14,7 +14,12 @@
 //              planner's rule. An instance is destroyed when its last share ends.
 // With `node_weights` (policy planner.node_weights) every node's planner makes its node light in
 // Slurm while any of its GPUs is in use and heavy while all are idle, so Slurm's choice packs; as
-// in Slurm, the weights order the nodes for CPU-only jobs as well.
+// in Slurm, the weights order the nodes for CPU-only jobs as well. With `node_preferences` (not
+// built in production yet: docs/benchmarks.md) the planners instead tag their nodes with Slurm
+// features, "in use" (any GPU busy) and "no idle GPU", and each job prefers one (sbatch --prefer,
+// set by the submit filter): GPU jobs the nodes in use, CPU-only jobs the nodes with no idle GPU.
+// Slurm tries a job with its preferred features first and without them when that fails
+// (job_scheduler.c queues both), so a preference never keeps a job from starting.
 // With a PublishedScheduler the shared mode's node and GPU are chosen by FGD's or BestFit's score
 // over the whole cluster instead (published_scores.h): their schedulers, run in this twin.
 #pragma once
@@ -38,7 +43,7 @@ class MigPacker final : public Packer {
   // measured best; docs/benchmarks.md).
   MigPacker(const GpuModel& model, ClusterShape shape, Mode mode,
             NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7,
-            bool node_weights = false);
+            bool node_weights = false, bool node_preferences = false);
   // FGD's or BestFit's choice in the shared mode with whole-GPU shared instances, which is their
   // resource model (fractional GPUs without isolation); `typical`: FGD's target workload.
   MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler,
@@ -87,6 +92,7 @@ class MigPacker final : public Packer {
   PublishedScheduler published_ = PublishedScheduler::none;
   Fragmentation fragmentation_{{}};
   bool node_weights_;
+  bool node_preferences_;
   int share_min_slices_;
   LayoutStates states_;
   int full_index_;

@@ -28,9 +28,9 @@ std::size_t index_of(const GpuModel& model, const Profile* p) {
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
                                     const StaticPlan& plan, NodeChoice node_choice,
                                     int share_min_slices, const std::vector<TaskShape>& typical) {
-  auto mig = [&](MigPacker::Mode mode, bool node_weights = false) {
+  auto mig = [&](MigPacker::Mode mode, bool node_weights = false, bool node_preferences = false) {
     return std::make_unique<MigPacker>(model, std::move(shape), mode, node_choice,
-                                       share_min_slices, node_weights);
+                                       share_min_slices, node_weights, node_preferences);
   };
   switch (kind) {
     case PolicyKind::whole: return mig(MigPacker::Mode::whole);
@@ -39,6 +39,8 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
     case PolicyKind::shared: return mig(MigPacker::Mode::shared);
     case PolicyKind::planner_weighted: return mig(MigPacker::Mode::planner, true);
     case PolicyKind::shared_weighted: return mig(MigPacker::Mode::shared, true);
+    case PolicyKind::planner_preferring: return mig(MigPacker::Mode::planner, false, true);
+    case PolicyKind::shared_preferring: return mig(MigPacker::Mode::shared, false, true);
     case PolicyKind::static_mig:
       return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
     case PolicyKind::fgd_twin:
