@@ -4,8 +4,8 @@
 # `scontrol update` and `scontrol reconfigure` restores slurm.conf's; a job that prefers a feature
 # (sbatch --prefer) goes to a node that has it although CPU best-fit picks another, and starts
 # elsewhere when no such node can take it; a preference no node has is refused at submission,
-# which is the constraint any design of node features must meet. No vgpu code is involved beyond
-# the cluster itself.
+# which is the constraint any design of node features must meet, unless a node that is never
+# scheduled (State=FUTURE) holds the feature. No vgpu code is involved beyond the cluster itself.
 set -u
 . "$(dirname "$0")/../lib.sh"
 trap 'vp_finish $?' EXIT
@@ -17,6 +17,13 @@ node_of() { grep -o 'NODE=.*' "$VC_RUN/out/$1.out" | cut -d= -f2; }
 echo "--- a preference no node has is refused at submission"
 refused=$(vp_sbatch -p infer -n1 --prefer=vgpu_nowhere "$job" 2 2>&1 | tail -1)
 [ "$refused" = refused ] || vc_fail "a job preferring a feature no node has was accepted: $refused"
+
+echo "--- a feature held only by a FUTURE node (never scheduled) makes the preference valid"
+scontrol update NodeName=future AvailableFeatures=vgpu_anchor ActiveFeatures=vgpu_anchor ||
+  vc_fail "scontrol update of the future node's features failed"
+anchored=$(vp_sbatch -p infer -n1 --prefer=vgpu_anchor "$job" 2)
+vp_wait_done "$anchored" 60 || vc_fail "job $anchored (preferring a FUTURE node's feature) did not end"
+[ "$(node_of "$anchored")" = n1 ] || vc_fail "job $anchored ran on $(node_of "$anchored"), expected n1"
 
 echo "--- scontrol sets a node's features"
 scontrol update NodeName=n3 AvailableFeatures=vgpu_in_use ActiveFeatures=vgpu_in_use ||
