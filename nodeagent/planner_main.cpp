@@ -25,6 +25,7 @@
 
 #include "node_runtime.h"
 #include "adapters.h"
+#include "hook_policy_check.h"
 #include "hook_service.h"
 #include "hook_support.h"
 #include "vgpu/contract/node_files.h"
@@ -82,34 +83,6 @@ int settle_pokes(const Waiter& waiter) {
     const int sig = waiter.wait(left);
     if (sig != SIGUSR1) return sig;
   }
-}
-
-// The policy file as the planner loaded it: a hook is served only while the file is unchanged (a
-// hook reads it afresh; the planner reads it once at start).
-struct PolicyIdentity {
-  std::string path;
-  struct stat st {};
-  bool loaded = false;
-  static PolicyIdentity of(const std::string& path) {
-    PolicyIdentity id;
-    id.path = path;
-    id.loaded = ::stat(path.c_str(), &id.st) == 0;
-    return id;
-  }
-  bool unchanged() const {
-    struct stat now {};
-    return loaded && ::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
-           now.st_size == st.st_size && now.st_mtim.tv_sec == st.st_mtim.tv_sec &&
-           now.st_mtim.tv_nsec == st.st_mtim.tv_nsec;
-  }
-};
-
-std::string why_not_serve(const vgpu::contract::HookRequest& request, const PolicyIdentity& policy) {
-  if (request.policy != policy.path)
-    return "the hook's policy " + request.policy + " is not the planner's (" + policy.path + ")";
-  if (!policy.unchanged())
-    return "policy " + policy.path + " changed since the planner started (restart vgpu-planner to serve hooks again)";
-  return {};
 }
 
 void serve_hook(vgpu::agent::NodeRuntime& rt, const vgpu::contract::HookRequest& request) {
@@ -227,7 +200,7 @@ int main(int argc, char** argv) {
     if (period == 0) period = ctx.policy->planner.period_s;
     vgpu::PlannerState planner;
     // The hooks' socket before the pid file: a hook that sees the planner may hand it work at once.
-    const auto policy = PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")));
+    const auto policy = vgpu::agent::PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")));
     std::optional<vgpu::agent::HookListener> hooks;
     if (!once) {
       auto listener = vgpu::agent::HookListener::open(vgpu::contract::hook_socket_path(ctx.state_dir, ctx.node));
@@ -243,7 +216,7 @@ int main(int argc, char** argv) {
     auto serve_one_hook = [&] {
       if (serving) return;
       serving = true;
-      std::string note = hooks->serve_one([&](const auto& r) { return why_not_serve(r, policy); },
+      std::string note = hooks->serve_one([&](const auto& r) { return vgpu::agent::why_not_serve(r, policy); },
                                           [&](const auto& r) { serve_hook(**rt, r); });
       serving = false;
       if (!note.empty()) (*rt)->log(note);
