@@ -63,7 +63,8 @@ std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, cons
 PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& path) {
   PlannerKnobs knobs;
   if (!expect_object(d, value, path)) return knobs;
-  reject_unknown_fields(d, value, path, {"period_s", "starvation_s", "prepare_slots", "node_weights", "comment"});
+  reject_unknown_fields(d, value, path,
+                        {"period_s", "starvation_s", "prepare_slots", "node_weights", "node_features", "comment"});
   std::optional<int> period, starvation;
   if (const Json* v = member(value, "period_s")) period = read_int(d, *v, path.key("period_s"), 1, 3600);
   if (const Json* v = member(value, "starvation_s"))
@@ -71,6 +72,8 @@ PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& p
   if (const Json* v = member(value, "prepare_slots"))
     if (auto b = read_bool(d, *v, path.key("prepare_slots"))) knobs.prepare_slots = *b;
   if (const Json* v = member(value, "node_weights")) knobs.node_weights = parse_node_weights(d, *v, path.key("node_weights"));
+  if (const Json* v = member(value, "node_features"))
+    if (auto b = read_bool(d, *v, path.key("node_features"))) knobs.node_features = *b;
   if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
   if (period) knobs.period_s = *period;
   if (starvation) knobs.starvation_s = *starvation;

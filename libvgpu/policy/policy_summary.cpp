@@ -39,6 +39,8 @@ std::string summary(const PolicyFile& policy) {
                      policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
   if (const auto& w = policy.planner.node_weights)
     out += fmt::format("planner: node weight {} while any vgpu is allocated, {} when idle\n", w->in_use, w->idle);
+  if (policy.planner.node_features)
+    out += "planner: node features vgpu_in_use and vgpu_no_idle_gpu for the submit filter's preferences\n";
   for (const auto& [name, image] : policy.images) {
     out += fmt::format("image {}: kernel {}, initrd {}", name, image.kernel, image.initrd);
     if (image.disk) out += fmt::format(", disk {}", *image.disk);
@@ -78,6 +80,7 @@ std::string summary_json(const PolicyFile& policy) {
               {"partitions", json::object()}};
   if (const auto& w = policy.planner.node_weights)
     doc["planner"]["node_weights"] = {{"in_use", w->in_use}, {"idle", w->idle}};
+  if (policy.planner.node_features) doc["planner"]["node_features"] = true;
   for (const auto& [name, image] : policy.images) {
     json j = {{"kernel", image.kernel}, {"initrd", image.initrd}};
     if (image.cmdline) j["cmdline"] = *image.cmdline;

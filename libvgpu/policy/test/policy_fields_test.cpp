@@ -93,6 +93,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"/planner/starvation_s", 3, "planner.starvation_s", "must be at least period_s (5)"},
         BadValue{"/planner/prepare_slots", "yes", "planner.prepare_slots", "must be true or false, got \"yes\""},
         BadValue{"/planner/prepare_slots", 1, "planner.prepare_slots", "must be true or false, got 1"},
+        BadValue{"/planner/node_features", "on", "planner.node_features", "must be true or false, got \"on\""},
         BadValue{"/planner/tick", 1, "planner.tick", "unknown field"},
         BadValue{"/planner/node_weights", 5, "planner.node_weights", "must be an object, got 5"},
         BadValue{"/planner/node_weights", json::object({{"in_use", 1}}), "planner.node_weights.idle",

@@ -54,7 +54,16 @@ TEST(PolicyQueries, AbsentProfilesAllowEveryProfile) {
   EXPECT_EQ(policy->planner.starvation_s, 120);
   EXPECT_FALSE(policy->planner.prepare_slots);
   EXPECT_FALSE(policy->planner.node_weights.has_value());
+  EXPECT_FALSE(policy->planner.node_features);
   EXPECT_EQ(policy->partitions[0].scrub, ScrubMode::required);
+}
+
+TEST(PolicyQueries, NodeFeaturesAreOnlyWhenAsked) {
+  auto policy = parse_policy(R"({"version": 1, "planner": {"node_features": true}, "partitions": {"any": {}}})",
+                             "t.json");
+  ASSERT_TRUE(policy) << policy.error().message;
+  EXPECT_TRUE(policy->planner.node_features);
+  EXPECT_NE(summary(*policy).find("node features vgpu_in_use and vgpu_no_idle_gpu"), std::string::npos);
 }
 
 TEST(PolicyQueries, NodeWeightsAreReadAsGiven) {

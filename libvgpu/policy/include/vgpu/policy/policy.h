@@ -38,6 +38,11 @@ struct PlannerKnobs {
     int idle = 0;
   };
   std::optional<NodeWeights> node_weights;
+  // The planner tags its node with Slurm features (vgpu/contract/node_features.h): "in use" while
+  // any vgpu of it is allocated, "no idle GPU" while every GPU has a job's instance, for the
+  // submit filter's per-job preferences (GPU jobs pack, CPU-only jobs spare idle GPUs' CPUs).
+  // slurm.conf must declare both on a FUTURE node (docs/admin.md).
+  bool node_features = false;
 };
 
 // A bootable VM image for viz sessions.
