@@ -11,6 +11,7 @@
 
 #include "node_lock.h"
 #include "node_model.h"
+#include "node_features.h"
 #include "node_weight.h"
 #include "slot_preparation.h"
 #include "vgpu/base/crash_point.h"
@@ -552,6 +553,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     refresh_slurm_uncounted(ctx, state, *node, where, result);
     resync_slurm_split(ctx, state, *node, result);
     node::steer_node_weight(ctx, *node, result.notes);
+    node::steer_node_features(ctx, *node, result.notes);
     slurm_view = std::move(*node);
     result.slurm_view = slurm_view;
   }

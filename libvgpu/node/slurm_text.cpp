@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "vgpu/base/text_split.h"
+#include "vgpu/contract/node_features.h"
 #include <ctime>
 
 namespace vgpu {
@@ -199,6 +200,8 @@ Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gre
       if (!to_number(value, w))
         return fail(ErrorCode::invalid_argument, fmt::format("scontrol show node: Weight '{}' is not a number", value));
       node.weight = w;
+    } else if (key == "AvailableFeatures") {
+      node.features = contract::parse_feature_list(value);
     }
   }
   if (!saw_gres) return fail(ErrorCode::invalid_argument, "scontrol show node: no Gres= field");

@@ -102,6 +102,13 @@ class CommandSlurmClient final : public SlurmClient {
     return {};
   }
 
+  Result<void> set_node_features(const std::string& node, const std::string& features) override {
+    auto out = run_ok({tool("scontrol"), "update", "NodeName=" + node, "AvailableFeatures=" + features,
+                       "ActiveFeatures=" + features});
+    if (!out) return std::unexpected(out.error());
+    return {};
+  }
+
   Result<std::set<JobId>> jobs_on_node(const std::string& node) override {
     auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
     if (!out) return std::unexpected(out.error());

@@ -107,7 +107,7 @@ TEST(NodeMetrics, SlurmsViewBesideTheAdvertisement) {
   in.node = "n1";
   in.advertised = {{"1g.10gb", 4}, {"2g.20gb", 2}};
   in.slurm = NodeGres{{{"never", 0}, {"free", 8}, {"1g.10gb", 4}, {"2g.20gb", 2}, {"7g.80gb", 0}, {"3g.40gb", 0}},
-                      {{"1g.10gb", 3}, {"3g.40gb", 1}}, "MIXED", std::nullopt};
+                      {{"1g.10gb", 3}, {"3g.40gb", 1}}, "MIXED", std::nullopt, std::nullopt};
   const auto text = render_node_metrics(in);
   EXPECT_TRUE(has_line(text, R"(vgpu_advertised_instances{node="n1",type="2g.20gb"} 2)")) << text;
   EXPECT_TRUE(has_line(text, R"(vgpu_slurm_configured{node="n1",type="free"} 8)")) << text;

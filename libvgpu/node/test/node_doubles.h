@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "vgpu/contract/node_features.h"
 #include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/context.h"
 #include "vgpu/node/node_state.h"
@@ -125,7 +126,7 @@ class FakeSlurm final : public SlurmClient {
       if (auto l = ledger->load(); l) {
         for (const auto& [profile, n] : held_by_jobs(*l)) counted[profile] = std::max(counted[profile], n);
       }
-    return NodeGres{configured, counted, "MIXED", weight};
+    return NodeGres{configured, counted, "MIXED", weight, features};
   }
   Result<void> set_node_weight(const std::string& node, std::uint32_t w) override {
     if (!weight_refusal.empty()) return fail(ErrorCode::unavailable, weight_refusal);
@@ -133,6 +134,15 @@ class FakeSlurm final : public SlurmClient {
     weight = w;
     return {};
   }
+  Result<void> set_node_features(const std::string& node, const std::string& f) override {
+    if (!feature_refusal.empty()) return fail(ErrorCode::unavailable, feature_refusal);
+    feature_updates.emplace_back(node, f);
+    features = contract::parse_feature_list(f);
+    return {};
+  }
+  std::optional<std::vector<std::string>> features = std::vector<std::string>{"ib"};  // slurm.conf's
+  std::vector<std::pair<std::string, std::string>> feature_updates;
+  std::string feature_refusal;  // set: scontrol update AvailableFeatures= fails with this
   std::optional<std::uint32_t> weight = 1;  // slurm.conf's default
   std::vector<std::pair<std::string, std::uint32_t>> weight_updates;
   std::string weight_refusal;  // set: scontrol update Weight= fails with this

@@ -925,6 +925,44 @@ TEST_F(NodeFlows, NodeWeightFollowsWhetherSlurmHasVgpuAllocatedHere) {
   EXPECT_EQ(slurm->weight, 20u);
 }
 
+// With planner.node_features the node carries vgpu_in_use while Slurm has any of its vgpu
+// allocated (node_features.h), beside the administrator's own features, and loses it when idle.
+TEST_F(NodeFlows, NodeFeaturesFollowWhetherSlurmHasVgpuAllocatedHere) {
+  auto has_note = [](const PlannerRoundResult& r, const std::string& text) {
+    return std::ranges::any_of(r.notes, [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_TRUE(slurm->feature_updates.empty());  // off by default: the features are the admin's
+  policy.planner.node_features = true;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_TRUE(slurm->feature_updates.empty()) << "idle: slurm.conf's features are already right";
+
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  auto round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round) << round.error().message;
+  EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib", "vgpu_in_use"}));
+  EXPECT_TRUE(has_note(*round, "node features ib -> ib,vgpu_in_use (vgpu allocated here, a GPU idle)"));
+  const auto sent = slurm->feature_updates.size();
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(slurm->feature_updates.size(), sent) << "already right: nothing sent";
+
+  slurm->features = std::vector<std::string>{"ib"};  // slurmctld reconfigured: slurm.conf's again
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib", "vgpu_in_use"}));
+
+  ASSERT_TRUE(run_epilog(ctx, 42, "completed"));
+  slurm->used.clear();
+  slurm->feature_refusal = "scontrol: error: Invalid node name specified";
+  round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round) << round.error().message;  // a refused update never fails the round
+  EXPECT_TRUE(has_note(*round, "node features: cannot set ib (no vgpu allocated here, a GPU idle): scontrol: error"));
+  slurm->feature_refusal.clear();
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib"}));
+}
+
 // With planner.prepare_slots every planned slot gets its instance in the planner's round, idle,
 // so the job's prolog creates nothing: it takes them in the write that records its claim.
 TEST_F(NodeFlows, WithPreparedSlotsTheJobsPrologCreatesNothing) {

@@ -105,6 +105,20 @@ TEST(SlurmText, ScontrolNodeGresAndUsed) {
   EXPECT_FALSE(parse_scontrol_node("NodeName=n1 Gres=vgpu:a:b", "vgpu"));
 }
 
+// The features the planner steers (policy planner.node_features), as slurmctld shows them.
+TEST(SlurmText, ScontrolNodeFeatures) {
+  auto none = parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14 AvailableFeatures=(null) ActiveFeatures=(null)", "vgpu");
+  ASSERT_TRUE(none);
+  ASSERT_TRUE(none->features.has_value());
+  EXPECT_TRUE(none->features->empty());
+  auto some = parse_scontrol_node("NodeName=n1 AvailableFeatures=ib,vgpu_in_use ActiveFeatures=ib Gres=vgpu:free:14", "vgpu");
+  ASSERT_TRUE(some);
+  EXPECT_EQ(*some->features, (std::vector<std::string>{"ib", "vgpu_in_use"}));
+  auto unshown = parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14", "vgpu");
+  ASSERT_TRUE(unshown);
+  EXPECT_FALSE(unshown->features.has_value()) << "not shown: the planner leaves features alone";
+}
+
 // The weight the planner steers (policy planner.node_weights); a mangled one is not guessed at.
 TEST(SlurmText, ScontrolNodeWeight) {
   auto n = parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14 State=IDLE Weight=20 Owner=N/A", "vgpu");

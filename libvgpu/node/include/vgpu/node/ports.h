@@ -50,6 +50,11 @@ class SlurmClient {
   virtual Result<void> set_node_weight(const std::string& /*node*/, std::uint32_t /*weight*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot update a node's weight");
   }
+  // `scontrol update NodeName=<node> AvailableFeatures=<f> ActiveFeatures=<f>` (policy
+  // planner.node_features): `features` as with_planner_features writes them.
+  virtual Result<void> set_node_features(const std::string& /*node*/, const std::string& /*features*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot update a node's features");
+  }
   // The nodes (a Slurm hostlist) of one reservation the demand publisher booked for a wide job
   // (`scontrol -o show reservation <name>`).
   virtual Result<std::string> reservation_nodes(const std::string& /*name*/) {

@@ -58,6 +58,9 @@ struct NodeGres {
   std::map<std::string, int> used;        // from GresUsed=
   std::string state;                      // "IDLE", "MIXED+DRAIN", ...
   std::optional<std::uint32_t> weight;    // from Weight=, when shown
+  // From AvailableFeatures=, when shown (planner.node_features keeps its two in it and in
+  // ActiveFeatures); empty for "(null)".
+  std::optional<std::vector<std::string>> features;
 };
 // One line of `scontrol show node -o -d <node>`.
 Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name);
