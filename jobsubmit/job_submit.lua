@@ -10,7 +10,12 @@ A share type (a part of one instance, docs/shared-instances.md) is asked alone, 
 so more than one share, or a share beside anything else, could be counted yet not placeable.
 Unless the partition shares instances across users, the job also gets --exclusive=user: Slurm
 cannot count shares per user, and an instance's MPS server serves one user at a time.
-The table's `shares` part names them: shares = { main = { quarter = "user" } }. ]]
+The table's `shares` part names them: shares = { main = { quarter = "user" } }.
+With the policy's planner.node_features the table has a `prefer` part, and a job on one of its
+partitions that sets no --constraint, --prefer or --nodelist of its own gets a preference (sbatch --prefer):
+a vgpu job for nodes in use (small jobs pack, idle nodes stay whole), any other job for nodes with
+no idle GPU (it leaves the CPUs an idle GPU's next job needs). Slurm tries the preference first
+and then without it, so a preference never keeps a job waiting (docs/policy.md). ]]
 
 local function conf_dir()
   local conf = os.getenv("SLURM_CONF") or "/etc/slurm/slurm.conf"
@@ -66,6 +71,21 @@ local function check_shares(job_desc, requests, data, partition)
   return nil
 end
 
+-- The node preference above; nothing when the table has none or the job chose its own features
+-- or nodes (Slurm refuses a preference its required nodes lack).
+local function prefer_nodes(job_desc, data, gpu_job)
+  local p = data.prefer
+  if p == nil or job_desc.prefer ~= nil or job_desc.features ~= nil or job_desc.req_nodes ~= nil then
+    return
+  end
+  for part in string.gmatch(job_desc.partition or data.default or "", "[^,]+") do
+    if (p.partitions or {})[part] then
+      job_desc.prefer = gpu_job and p.gpu_jobs or p.cpu_jobs
+      return
+    end
+  end
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
   local requests = {}
   for _, field in ipairs({ "tres_per_node", "tres_per_job", "tres_per_socket", "tres_per_task" }) do
@@ -74,7 +94,12 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       table.insert(requests, it)
     end
   end
-  if #requests == 0 then return slurm.SUCCESS end
+  if #requests == 0 then
+    -- Not a vgpu job: never refused for the table's sake, at most given a preference.
+    local ok, data = pcall(dofile, conf_dir() .. "/vgpu_profiles.lua")
+    if ok and type(data) == "table" then prefer_nodes(job_desc, data, false) end
+    return slurm.SUCCESS
+  end
 
   local data = load_profiles()
   if data == nil then
@@ -109,6 +134,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     slurm.log_user("%s", refused)
     return slurm.ERROR
   end
+  prefer_nodes(job_desc, data, true)
   return slurm.SUCCESS
 end
 

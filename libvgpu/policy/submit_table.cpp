@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "vgpu/contract/node_features.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -62,7 +64,14 @@ Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog&
                             partition.share_across_users ? "any" : "user");
     if (!list.empty()) out += fmt::format("  [{}] = {{{}}},\n", lua_string(partition.name), list);
   }
-  return out + "} }\n";
+  out += "}";
+  if (policy.planner.node_features) {
+    out += fmt::format(", prefer = {{ gpu_jobs = {}, cpu_jobs = {}, partitions = {{",
+                       lua_string(contract::kFeatureInUse), lua_string(contract::kFeatureNoIdleGpu));
+    for (const auto& partition : policy.partitions) out += fmt::format(" [{}] = true,", lua_string(partition.name));
+    out += " } }";
+  }
+  return out + " }\n";
 }
 
 }  // namespace vgpu

@@ -28,6 +28,18 @@ TEST(SubmitTable, EachPartitionOffersWhatItsPolicyAllowsOnAnyModelInCatalogOrder
   EXPECT_NE(table->find(R"(["train"] = {"3g.40gb", "7g.80gb"},)"), std::string::npos) << *table;
   EXPECT_NE(table->find("from site-policy.json"), std::string::npos) << *table;
   EXPECT_NE(table->find("}, shares = {\n} }"), std::string::npos) << "no share types, none listed:\n" << *table;
+  EXPECT_EQ(table->find("prefer"), std::string::npos) << "no preferences unless planner.node_features";
+}
+
+TEST(SubmitTable, NodeFeaturesGiveTheFilterItsPreferencesOnThePolicysPartitions) {
+  auto p = policy(kTwoPartitions);
+  p.planner.node_features = true;
+  auto table = render_submit_table(p, Catalog::builtin(), "infer");
+  ASSERT_TRUE(table) << table.error().message;
+  EXPECT_NE(table->find(R"(}, prefer = { gpu_jobs = "vgpu_in_use", cpu_jobs = "vgpu_no_idle_gpu", )"
+                        R"(partitions = { ["infer"] = true, ["train"] = true, } } })"),
+            std::string::npos)
+      << *table;
 }
 
 TEST(SubmitTable, APartitionWithoutAProfileListOffersEveryProfileOfEveryModel) {

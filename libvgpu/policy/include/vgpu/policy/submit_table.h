@@ -22,6 +22,9 @@ std::vector<std::string> types_offered(const PartitionPolicy& partition, const C
 // Per partition: types_offered(), and which of them are share types ("user": the filter gives the
 // job `--exclusive=user`; "any": the partition shares instances across users). `default_partition` is the one slurm.conf marks Default=YES (a
 // job that names no partition is checked against it); it must be a partition of the policy.
+// With planner.node_features, also the preferences the filter gives jobs on the policy's
+// partitions (vgpu/contract/node_features.h): GPU jobs prefer nodes in use, other jobs nodes with
+// no idle GPU.
 Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog& catalog,
                                         std::string_view default_partition);
 
