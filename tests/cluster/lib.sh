@@ -186,7 +186,9 @@ EOF
     for n in $VC_NODES; do
       echo "NodeName=$n NodeHostname=localhost Port=${VC_PORT[$n]} CPUs=2 RealMemory=1000 State=UNKNOWN Gres=$(_vc_gres_line "$n")"
     done
-    echo "NodeName=future NodeHostname=localhost Port=${VC_PORT[future]} CPUs=2 RealMemory=1000 State=FUTURE Gres=$(_vc_gres_line future)"
+    # VC_FUTURE_FEATURES: features only this never-scheduled node holds, so that a job may prefer
+    # them while no real node has them (planner.node_features; docs/admin.md).
+    echo "NodeName=future NodeHostname=localhost Port=${VC_PORT[future]} CPUs=2 RealMemory=1000 State=FUTURE Gres=$(_vc_gres_line future)${VC_FUTURE_FEATURES:+ Features=$VC_FUTURE_FEATURES}"
     echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
   } > "$SLURM_CONF"
   _vc_job_submit_write

@@ -19,6 +19,7 @@
 # VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance),
 # VP_PREPARE_SLOTS=false (the policy's planner.prepare_slots: instances made ahead of demand).
 # VP_NODE_WEIGHTS: the policy's planner.node_weights as JSON (absent: the planner leaves weights alone).
+# VP_NODE_FEATURES=1: the policy's planner.node_features (and the FUTURE node holding both features).
 # VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
 # the policy's JSON (the overhead benchmark sets 7 x 1g.10gb, for H100-80GB only).
 
@@ -110,6 +111,11 @@ JSON
   [ -n "${VP_SHARE_ACROSS_USERS:-}" ] && _vp_policy_set "partitions.$VP_SHARE_ACROSS_USERS.share_across_users" true
   # VP_NODE_WEIGHTS: the planner's node_weights, as its JSON object ({"in_use": A, "idle": B}).
   [ -n "${VP_NODE_WEIGHTS:-}" ] && _vp_policy_set planner.node_weights "$VP_NODE_WEIGHTS"
+  # VP_NODE_FEATURES=1: the planner's node_features, with slurm.conf's FUTURE node holding both.
+  if [ -n "${VP_NODE_FEATURES:-}" ]; then
+    _vp_policy_set planner.node_features true
+    VC_FUTURE_FEATURES=vgpu_in_use,vgpu_no_idle_gpu
+  fi
   "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
     vc_fail "generated policy does not check"
 }
