@@ -14,8 +14,8 @@
 //              planner's rule. An instance is destroyed when its last share ends.
 // With `node_weights` (policy planner.node_weights) every node's planner makes its node light in
 // Slurm while any of its GPUs is in use and heavy while all are idle, so Slurm's choice packs; as
-// in Slurm, the weights order the nodes for CPU-only jobs as well. With `node_preferences` (not
-// built in production yet: docs/benchmarks.md) the planners instead tag their nodes with Slurm
+// in Slurm, the weights order the nodes for CPU-only jobs as well. With `node_preferences` (policy
+// planner.node_features) the planners instead tag their nodes with Slurm
 // features, "in use" (any GPU busy) and "no idle GPU", and each job prefers one (sbatch --prefer,
 // set by the submit filter): GPU jobs the nodes in use, CPU-only jobs the nodes with no idle GPU.
 // Slurm tries a job with its preferred features first and without them when that fails
