@@ -8,31 +8,10 @@
 
 #include "checking_packer.h"
 #include "mig_packer.h"
+#include "twin_tasks.h"
 
 namespace vgpu::bench {
 namespace {
-
-const GpuModel& h100() { return **Catalog::builtin().require_model("H100-80GB"); }
-
-MappedTask share(int milli, long long cpu = 1000) {
-  MappedTask t;
-  t.kind = TaskKind::sharing;
-  t.profile = profile_for_milli(h100(), milli);
-  t.gpus = 1;
-  t.requested_milli = milli;
-  t.cpu_milli = cpu;
-  return t;
-}
-
-MappedTask whole(int gpus, long long cpu = 1000) {
-  MappedTask t;
-  t.kind = TaskKind::whole_gpu;
-  t.profile = &full_gpu_profile(h100());
-  t.gpus = gpus;
-  t.requested_milli = 1000LL * gpus;
-  t.cpu_milli = cpu;
-  return t;
-}
 
 NodeFree node(long long cpu, std::initializer_list<int> gpus) {
   NodeFree f;
@@ -122,15 +101,15 @@ TEST(PublishedSchedulers, BestFitTakesTheNodeLeftFullestAndHonoursHostLimits) {
   ClusterShape shape({{2, 64'000, 65536}, {1, 64'000, 65536}, {1, 500, 65536}});
   CheckingPacker bestfit(
       std::make_unique<MigPacker>(h100(), shape, PublishedScheduler::bestfit, std::vector<TaskShape>{}));
-  auto a = bestfit.allocate(share(500));
+  auto a = bestfit.allocate(share(500, 1000));
   ASSERT_TRUE(a);
   EXPECT_EQ(a->node, 1) << "node 2 has too few CPUs; node 1 is left with less than node 0";
-  auto b = bestfit.allocate(whole(2));
+  auto b = bestfit.allocate(whole(2, 1000));
   ASSERT_TRUE(b);
   EXPECT_EQ(b->node, 0);
-  EXPECT_FALSE(bestfit.allocate(whole(1))) << "only node 2's GPU is idle, and it lacks CPUs";
+  EXPECT_FALSE(bestfit.allocate(whole(1, 1000))) << "only node 2's GPU is idle, and it lacks CPUs";
   bestfit.release(*a);
-  EXPECT_TRUE(bestfit.allocate(whole(1)));
+  EXPECT_TRUE(bestfit.allocate(whole(1, 1000)));
 }
 
 }  // namespace

@@ -9,21 +9,10 @@
 #include "node_list_csv.h"
 #include "published.h"
 #include "slurm_node_choice.h"
+#include "twin_tasks.h"
 
 namespace vgpu::bench {
 namespace {
-
-const GpuModel& h100() { return **Catalog::builtin().require_model("H100-80GB"); }
-
-MappedTask share(int milli, long long cpu = 0) {
-  MappedTask t;
-  t.kind = TaskKind::sharing;
-  t.profile = profile_for_milli(h100(), milli);
-  t.gpus = 1;
-  t.requested_milli = milli;
-  t.cpu_milli = cpu;
-  return t;
-}
 
 TEST(SlurmNodeChoice, BestFitsOnCpusInsideTheTightestRunOfUsableNodes) {
   //            node: 0  1  2  3  4  5
