@@ -22,10 +22,11 @@ local function conf_dir()
   return conf:match("^(.*)/[^/]*$") or "."
 end
 
-local function load_profiles()
+-- `quiet`: a job that asks for no vgpu is never refused or logged about for the table's sake.
+local function load_profiles(quiet)
   local ok, data = pcall(dofile, conf_dir() .. "/vgpu_profiles.lua")
   if ok and type(data) == "table" then return data end
-  slurm.log_error("job_submit/vgpu: cannot load vgpu_profiles.lua: %s", tostring(data))
+  if not quiet then slurm.log_error("job_submit/vgpu: cannot load vgpu_profiles.lua: %s", tostring(data)) end
   return nil
 end
 
@@ -96,8 +97,8 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   if #requests == 0 then
     -- Not a vgpu job: never refused for the table's sake, at most given a preference.
-    local ok, data = pcall(dofile, conf_dir() .. "/vgpu_profiles.lua")
-    if ok and type(data) == "table" then prefer_nodes(job_desc, data, false) end
+    local data = load_profiles(true)
+    if data ~= nil then prefer_nodes(job_desc, data, false) end
     return slurm.SUCCESS
   end
 

@@ -13,8 +13,7 @@ namespace vgpu::node {
 
 WantedFeatures wanted_node_features(const NodeGres& node, const Ledger& ledger) {
   WantedFeatures want;
-  want.in_use = !held_by_jobs(ledger).empty() ||
-                std::ranges::any_of(node.used, [](const auto& used) { return used.second > 0; });
+  want.in_use = vgpu_in_use_here(node, ledger);
   std::set<int> busy;
   for (const auto& inst : ledger.instances)
     if (inst.job) busy.insert(inst.gpu);
@@ -36,9 +35,10 @@ void steer_node_features(NodeContext& ctx, const NodeGres& node, std::vector<std
     return;
   }
   const WantedFeatures want = wanted_node_features(node, *ledger);
-  const std::string now = contract::with_planner_features(
-      *node.features, std::ranges::find(*node.features, contract::kFeatureInUse) != node.features->end(),
-      std::ranges::find(*node.features, contract::kFeatureNoIdleGpu) != node.features->end());
+  auto has = [&](std::string_view f) { return std::ranges::find(*node.features, f) != node.features->end(); };
+  // What slurmctld shows, written as the planner writes it: a mere difference of order is no change.
+  const std::string now =
+      contract::with_planner_features(*node.features, has(contract::kFeatureInUse), has(contract::kFeatureNoIdleGpu));
   const std::string next = contract::with_planner_features(*node.features, want.in_use, want.no_idle_gpu);
   if (next == now) return;
   const std::string why = fmt::format("{}, {}", want.in_use ? "vgpu allocated here" : "no vgpu allocated here",

@@ -93,6 +93,11 @@ std::map<std::string, int> cap_to_node_total(std::map<std::string, int> counts, 
   return counts;
 }
 
+bool vgpu_in_use_here(const NodeGres& slurm, const Ledger& ledger) {
+  return !held_by_jobs(ledger).empty() ||
+         std::ranges::any_of(slurm.used, [](const auto& used) { return used.second > 0; });
+}
+
 std::map<std::string, int> held_by_jobs(const Ledger& ledger) {
   std::map<std::string, int> held;
   for (const auto& inst : ledger.instances)

@@ -2,18 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/ports.h"
 
 namespace vgpu::node {
 
-std::uint32_t wanted_node_weight(const PlannerKnobs::NodeWeights& weights, const NodeGres& node,
-                                 bool jobs_hold_vgpu_here) {
-  const bool in_use =
-      jobs_hold_vgpu_here || std::ranges::any_of(node.used, [](const auto& used) { return used.second > 0; });
-  return static_cast<std::uint32_t>(in_use ? weights.in_use : weights.idle);
+std::uint32_t wanted_node_weight(const PlannerKnobs::NodeWeights& weights, bool vgpu_in_use) {
+  return static_cast<std::uint32_t>(vgpu_in_use ? weights.in_use : weights.idle);
 }
 
 void steer_node_weight(NodeContext& ctx, const NodeGres& node, std::vector<std::string>& notes) {
@@ -24,7 +20,7 @@ void steer_node_weight(NodeContext& ctx, const NodeGres& node, std::vector<std::
     notes.push_back("node weight: ledger unreadable, weight left as it is: " + ledger.error().message);
     return;
   }
-  const std::uint32_t want = wanted_node_weight(*weights, node, !held_by_jobs(*ledger).empty());
+  const std::uint32_t want = wanted_node_weight(*weights, vgpu_in_use_here(node, *ledger));
   if (*node.weight == want) return;
   const char* why = want == static_cast<std::uint32_t>(weights->in_use) ? "vgpu allocated here" : "no vgpu allocated here";
   if (auto ok = ctx.slurm->set_node_weight(ctx.node, want); !ok)

@@ -16,12 +16,9 @@
 
 namespace vgpu::node {
 
-// The weight the node should have: `in_use` while Slurm has any vgpu of the node allocated
-// (GresUsed: allocations whose prolog has not run yet included) or the ledger has any held by a
-// job (a restarted or reconfigured slurmctld from 23.11 forgets running jobs' typed allocations),
+// The weight the node should have: `in_use` while any vgpu of it is in use (vgpu_in_use_here),
 // `idle` otherwise.
-std::uint32_t wanted_node_weight(const PlannerKnobs::NodeWeights& weights, const NodeGres& node,
-                                 bool jobs_hold_vgpu_here);
+std::uint32_t wanted_node_weight(const PlannerKnobs::NodeWeights& weights, bool vgpu_in_use);
 
 // Sets the weight when slurmctld shows another one: the planner's last change is then unseen,
 // or slurmctld restarted or reconfigured and took slurm.conf's back. No-op without the policy

@@ -58,6 +58,10 @@ std::map<std::string, int> cap_to_node_total(std::map<std::string, int> counts, 
                                              const std::set<std::string>& share_types, int total);
 // Per profile: the instances and claimed slots jobs hold here (what Slurm should count as used).
 std::map<std::string, int> held_by_jobs(const Ledger& ledger);
+// Whether any vgpu of the node is in use: Slurm has some allocated (GresUsed: prologs not yet run
+// included) or the ledger has some held by a job (a restarted or reconfigured slurmctld from 23.11
+// forgets running jobs' typed allocations). The rule behind the node weight and node features.
+bool vgpu_in_use_here(const NodeGres& slurm, const Ledger& ledger);
 // Per profile: how many instances and claims of jobs here exceed what Slurm reports as used.
 std::map<std::string, int> uncounted_by_slurm(const Ledger& ledger, const NodeGres& slurm);
 
