@@ -68,14 +68,26 @@ class LedgerStore::Lock {
   file_ops::File file_;
 };
 
+struct LedgerStore::ParseCache {
+  std::mutex mutex;
+  std::string text;       // the bytes read
+  Ledger ledger;          // parse_ledger(text)
+  std::string canonical;  // serialize_ledger(ledger)
+  bool valid = false;
+};
+
 LedgerStore::LedgerStore(std::string directory, LedgerStoreOptions options)
     : dir_(std::move(directory)),
       options_(std::move(options)),
       fs_(options_.fs ? options_.fs : &posix_file_system()),
-      catalog_(options_.catalog ? options_.catalog : &Catalog::builtin()) {
+      catalog_(options_.catalog ? options_.catalog : &Catalog::builtin()),
+      cache_(std::make_unique<ParseCache>()) {
   while (dir_.size() > 1 && dir_.ends_with('/')) dir_.pop_back();
   if (!options_.now) options_.now = system_now;
 }
+
+LedgerStore::LedgerStore(LedgerStore&&) noexcept = default;
+LedgerStore::~LedgerStore() = default;
 
 Result<void> LedgerStore::check_directory() const {
   auto info = fs_->stat(dir_);
@@ -169,7 +181,7 @@ std::string LedgerStore::set_aside(const std::string& why) const {
   return fmt::format("{}; kept aside as {}", why, target);
 }
 
-Result<Ledger> LedgerStore::read_locked() const {
+Result<Ledger> LedgerStore::read_locked(std::string* canonical) const {
   auto opened = file_ops::open_if_exists(*fs_, ledger_path(), kReadFlags);
   if (!opened) return std::unexpected(opened.error());
   if (!*opened)
@@ -185,11 +197,20 @@ Result<Ledger> LedgerStore::read_locked() const {
     return fail(ErrorCode::corrupt, set_aside(text.error().message));
   }
   (void)file.close();  // read-only: nothing to lose
-  auto ledger = parse_ledger(*text, *catalog_);
-  if (!ledger)
-    return fail(ErrorCode::corrupt,
-                set_aside(fmt::format("{}: {}", ledger_path(), ledger.error().message)));
-  return ledger;
+  std::lock_guard guard(cache_->mutex);
+  if (!cache_->valid || cache_->text != *text) {
+    cache_->valid = false;
+    auto ledger = parse_ledger(*text, *catalog_);
+    if (!ledger)
+      return fail(ErrorCode::corrupt,
+                  set_aside(fmt::format("{}: {}", ledger_path(), ledger.error().message)));
+    cache_->canonical = serialize_ledger(*ledger);
+    cache_->ledger = std::move(*ledger);
+    cache_->text = std::move(*text);
+    cache_->valid = true;
+  }
+  if (canonical) *canonical = cache_->canonical;
+  return cache_->ledger;
 }
 
 Result<void> LedgerStore::remove_stale_temporaries() {
@@ -203,9 +224,11 @@ Result<void> LedgerStore::remove_stale_temporaries() {
   return {};
 }
 
-Result<void> LedgerStore::write_locked(const Ledger& ledger) {
+Result<void> LedgerStore::write_locked(const Ledger& ledger, Durability durability) {
+  auto options = durability == Durability::power_cut ? contract::ReplaceOptions::durable_file(0600)
+                                                     : contract::ReplaceOptions::rebuildable_file(0600);
   return contract::atomic_replace(*fs_, dir_, "ledger.json", serialize_ledger(ledger),
-                                  contract::ReplaceOptions::durable_file(0600).with_crash_points("ledger.after_temp_write", "ledger.after_rename"));
+                                  options.with_crash_points("ledger.after_temp_write", "ledger.after_rename"));
 }
 
 Result<void> LedgerStore::append_history(const std::vector<HistoryRecord>& records) {
@@ -241,14 +264,14 @@ Result<Ledger> LedgerStore::load() const {
   return read_locked();
 }
 
-Result<Ledger> LedgerStore::update(const Mutator& mutate) {
+Result<Ledger> LedgerStore::update(const Mutator& mutate, Durability durability) {
   auto held = lock(LOCK_EX);
   if (!held) return std::unexpected(held.error());
   if (auto r = remove_stale_temporaries(); !r) return std::unexpected(r.error());
-  auto ledger = read_locked();
+  std::string before;
+  auto ledger = read_locked(&before);
   if (!ledger) return ledger;
   ledger->new_history.clear();
-  const std::string before = serialize_ledger(*ledger);
   if (auto r = mutate(*ledger); !r) return std::unexpected(r.error());
   if (auto r = validate(*ledger, *catalog_); !r)
     return fail(ErrorCode::conflict,
@@ -259,7 +282,7 @@ Result<Ledger> LedgerStore::update(const Mutator& mutate) {
   // History first: a crash after this and before the rename repeats the record on retry, which
   // history() folds away; the other order could lose it.
   if (auto r = append_history(ledger->new_history); !r) return std::unexpected(r.error());
-  if (auto r = write_locked(*ledger); !r) return std::unexpected(r.error());
+  if (auto r = write_locked(*ledger, durability); !r) return std::unexpected(r.error());
   return ledger;
 }
 
@@ -272,7 +295,7 @@ Result<void> LedgerStore::replace(const Ledger& ledger) {
   if (!held) return std::unexpected(held.error());
   if (auto r = remove_stale_temporaries(); !r) return r;
   if (auto r = append_history(ledger.new_history); !r) return r;
-  return write_locked(ledger);
+  return write_locked(ledger, Durability::power_cut);
 }
 
 Result<std::vector<HistoryRecord>> LedgerStore::history() const {

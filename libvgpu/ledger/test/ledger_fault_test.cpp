@@ -58,10 +58,17 @@ struct Fixture {
   }
 };
 
-int syscalls_in_one_update() {
+int syscalls_in_one_update(Durability durability = Durability::power_cut) {
   Fixture f;
-  EXPECT_TRUE(f.store.update(the_change));
+  EXPECT_TRUE(f.store.update(the_change, durability));
   return static_cast<int>(f.faults.calls().size());
+}
+
+std::vector<std::string> fsyncs_of(const FaultFileSystem& faults) {
+  std::vector<std::string> out;
+  for (const auto& call : faults.calls())
+    if (call.starts_with("fsync ")) out.push_back(call.substr(6));
+  return out;
 }
 
 TEST(LedgerFaults, NoSpaceWhileWritingKeepsTheOldLedgerAndNamesTheSyscall) {
@@ -168,12 +175,29 @@ TEST(LedgerFaults, AFailureAtAnySyscallLeavesTheOldOrTheNewLedger) {
   }
 }
 
+// A job's own write is not fsynced (a power cut takes the job and its instances); its history
+// record still is, and a write that must survive a power cut fsyncs the file and the directory.
+TEST(LedgerFaults, AJobsOwnWriteFsyncsOnlyTheHistory) {
+  Fixture job;
+  ASSERT_TRUE(job.store.update(the_change, Durability::process_crash));
+  EXPECT_EQ(fsyncs_of(job.faults), std::vector<std::string>{job.store.history_path()});
+  EXPECT_EQ(job.on_disk(), changed_ledger());
+
+  Fixture durable;
+  ASSERT_TRUE(durable.store.update(the_change, Durability::power_cut));
+  auto fsyncs = fsyncs_of(durable.faults);
+  ASSERT_EQ(fsyncs.size(), 3u);
+  EXPECT_EQ(fsyncs[0], durable.store.history_path());
+  EXPECT_NE(fsyncs[1].find("ledger.json.tmp."), std::string::npos) << fsyncs[1];
+  EXPECT_EQ(fsyncs[2], durable.scratch.ledger_dir());
+}
+
 // Runs the update in a child process that dies at `fault`; returns its exit status.
-int crash_child(Fixture& f, const Fault& fault) {
+int crash_child(Fixture& f, const Fault& fault, Durability durability = Durability::power_cut) {
   pid_t pid = ::fork();
   if (pid == 0) {
     f.faults.add(fault);
-    auto r = f.store.update(the_change);
+    auto r = f.store.update(the_change, durability);
     ::_exit(r ? 0 : 1);
   }
   int status = 0;
@@ -181,11 +205,14 @@ int crash_child(Fixture& f, const Fault& fault) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Without its fsyncs a write still survives its writer's death at any point.
 TEST(LedgerFaults, ACrashAtAnySyscallLeavesTheOldOrTheNewLedger) {
-  int total = syscalls_in_one_update();
+  for (auto durability : {Durability::power_cut, Durability::process_crash}) {
+  SCOPED_TRACE(durability == Durability::power_cut ? "power_cut" : "process_crash");
+  int total = syscalls_in_one_update(durability);
   for (int k = 1; k <= total; ++k) {
     Fixture f;
-    int status = crash_child(f, {.nth = k, .crash = true});
+    int status = crash_child(f, {.nth = k, .crash = true}, durability);
     EXPECT_EQ(status, kCrashExitCode) << "call " << k;
     Ledger now = f.on_disk();
     EXPECT_TRUE(now == sample_ledger() || now == changed_ledger()) << "crash at call " << k;
@@ -198,6 +225,7 @@ TEST(LedgerFaults, ACrashAtAnySyscallLeavesTheOldOrTheNewLedger) {
     auto h = f.plain.history();
     ASSERT_TRUE(h) << h.error().message;
     EXPECT_EQ(h->size(), 1u) << "crash at call " << k;
+  }
   }
 }
 

@@ -127,6 +127,44 @@ TEST(LedgerStore, UpdateThatChangesNothingLeavesTheFileInPlace) {
   EXPECT_NE(inode_of(store.ledger_path()), before) << "a change was not written";
 }
 
+// A store parses the file once per change, not once per load: what it keeps must never hide
+// another writer's change, even one that leaves the file the same size.
+TEST(LedgerStore, ALoadSeesAnotherWritersChangeOfTheSameSize) {
+  ScratchDir scratch;
+  LedgerStore reader(scratch.ledger_dir());
+  LedgerStore writer(scratch.ledger_dir());
+  ASSERT_TRUE(writer.replace(sample_ledger()));
+  ASSERT_TRUE(writer.update([](Ledger& l) -> Result<void> { return claim_slots(l, 77, "1g.10gb", 1); }));
+  auto first = reader.load();
+  ASSERT_TRUE(first) << first.error().message;
+  const auto size_before = std::filesystem::file_size(reader.ledger_path());
+  ASSERT_TRUE(writer.update([](Ledger& l) -> Result<void> {
+    release_claims(l, 77);
+    return claim_slots(l, 78, "1g.10gb", 1);
+  }));
+  ASSERT_EQ(std::filesystem::file_size(reader.ledger_path()), size_before);
+  auto second = reader.load();
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->plan.slots[1].claimed_by_job, 78u);
+  EXPECT_EQ(*second, *writer.load());
+}
+
+TEST(LedgerStore, ChangingALoadedLedgerChangesNeitherTheFileNorTheNextLoad) {
+  ScratchDir scratch;
+  LedgerStore store(scratch.ledger_dir());
+  ASSERT_TRUE(store.replace(sample_ledger()));
+  auto loaded = store.load();
+  ASSERT_TRUE(loaded);
+  loaded->instances.clear();
+  EXPECT_EQ(*store.load(), sample_ledger());
+  auto failed = store.update([](Ledger& l) -> Result<void> {
+    l.instances.clear();
+    return fail(ErrorCode::conflict, "changed my mind");
+  });
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(*store.load(), sample_ledger());
+}
+
 TEST(LedgerStore, MutatorErrorLeavesTheFileByteForByteUntouched) {
   ScratchDir scratch;
   LedgerStore store(scratch.ledger_dir());

@@ -1,14 +1,16 @@
 // The ledger file of one node: <dir>/ledger.json, guarded by an flock on <dir>/ledger.lock, with
 // the accounting history appended to <dir>/history.jsonl. Prolog, epilog and the planner are
 // separate processes that each read-modify-write it, so every change goes through update():
-// exclusive lock, load, mutate, write a temporary file, fsync, rename over ledger.json, fsync the
-// directory, unlock. A reader therefore sees the previous or the next ledger, never a mix, even if
-// a writer dies at any instant. docs/ledger.md has the full argument and the permission rules.
+// exclusive lock, load, mutate, write a temporary file, rename over ledger.json (with fsyncs of the
+// file and the directory where the write must survive a power cut), unlock. A reader therefore sees
+// the previous or the next ledger, never a mix, even if a writer dies at any instant.
+// docs/ledger.md has the full argument and the permission rules.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,9 +33,19 @@ struct LedgerStoreOptions {
   std::function<std::int64_t()> now = nullptr;  // null: the system clock, Unix seconds
 };
 
+// What a ledger write must survive. Every write survives its writer's death (the rename is
+// atomic and the page cache keeps it); a power_cut write also fsyncs the file and the directory.
+// A job's own writes (a hook's claim, its instances, their release) need not: a power cut takes the
+// instances and the job with it, and the rebooted node converges from the hardware and Slurm's job
+// list whichever version survived (docs/ledger.md, "Writes per job"). History appends are always
+// fsynced: they are the accounting.
+enum class Durability { process_crash, power_cut };
+
 class LedgerStore {
  public:
   explicit LedgerStore(std::string directory, LedgerStoreOptions options = {});
+  LedgerStore(LedgerStore&&) noexcept;
+  ~LedgerStore();
 
   [[nodiscard]] const std::string& directory() const { return dir_; }
   [[nodiscard]] std::string ledger_path() const { return dir_ + "/ledger.json"; }
@@ -52,7 +64,7 @@ class LedgerStore {
   // rename, leaves ledger.json exactly as it was. Records the mutator adds to new_history are
   // appended to history.jsonl first. Returns the ledger as committed. The mutator must not throw.
   using Mutator = std::function<Result<void>(Ledger&)>;
-  Result<Ledger> update(const Mutator& mutate);
+  Result<Ledger> update(const Mutator& mutate, Durability durability = Durability::power_cut);
 
   // Writes `ledger` whatever is there now (first start, or rebuild after corruption).
   Result<void> replace(const Ledger& ledger);
@@ -66,8 +78,9 @@ class LedgerStore {
   class Lock;
   Result<Lock> lock(int operation) const;
   Result<void> check_directory() const;
-  Result<Ledger> read_locked() const;
-  Result<void> write_locked(const Ledger& ledger);
+  // `canonical`, when given, receives serialize_ledger() of the result.
+  Result<Ledger> read_locked(std::string* canonical = nullptr) const;
+  Result<void> write_locked(const Ledger& ledger, Durability durability);
   Result<void> append_history(const std::vector<HistoryRecord>& records);
   Result<void> remove_stale_temporaries();
   std::string set_aside(const std::string& why) const;
@@ -76,6 +89,11 @@ class LedgerStore {
   LedgerStoreOptions options_;
   FileSystem* fs_;
   const Catalog* catalog_;
+  // The last ledger this store parsed, with the bytes it came from: a read that finds the same
+  // bytes skips the parse. The planner serving hooks loads an unchanged ledger many times over;
+  // comparing the bytes (not a stat) cannot mistake a new file for the old one.
+  struct ParseCache;
+  std::unique_ptr<ParseCache> cache_;
 };
 
 }  // namespace vgpu
