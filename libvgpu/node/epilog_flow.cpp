@@ -163,7 +163,7 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
     ctx.log(fmt::format("vgpu: node {}: scrub tally: {}", ctx.node, tallied.error().message));
   std::vector<InstanceKey> unbacked;  // scrubbed, but no slot to keep them for: destroyed
   if (!scrubbed.empty()) {
-    auto marked = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    auto marked = update_for_job(ctx, [&](Ledger& l) -> Result<void> {
       unbacked.clear();
       const auto backing = slot_backings(l);
       auto backs_a_slot = [&](std::size_t index) { return std::ranges::find(backing, index) != backing.end(); };
@@ -215,7 +215,7 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
     gone.push_back(key_of(*inst));
   }
   if (gone.empty()) return result;
-  auto removed = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+  auto removed = update_for_job(ctx, [&](Ledger& l) -> Result<void> {
     for (const auto& [gpu, gi] : gone)
       if (auto ok = remove_instance(l, gpu, gi); !ok) return ok;
     return {};
@@ -242,7 +242,7 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
     if (access->held()) access_problems = take_shared_instances_from(ctx, job);
     else access_problems.push_back(fmt::format("cannot take {} to take shared instances back", access_lock_path(ctx)));
   }
-  auto retired = ctx.ledger->update([&](Ledger& l) -> Result<void> {
+  auto retired = update_for_job(ctx, [&](Ledger& l) -> Result<void> {
     owned = retire_job(l, job, ctx.now(), end_reason);
     // A share's last holder retires the instance as retire_job does; finish_released_instances
     // closes its MPS daemon before the scrub.

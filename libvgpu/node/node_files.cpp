@@ -21,10 +21,13 @@ namespace vgpu {
 namespace {
 
 // The plugin reads these files; they are 0644 (the state directory itself is 0700).
-Result<void> write_file_atomically(const std::string& dir, const std::string& name, const std::string& text) {
+Result<void> write_file_atomically(const std::string& dir, const std::string& name, const std::string& text,
+                                   Durability durability = Durability::power_cut) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(ErrorCode::io, fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
-  return contract::atomic_replace(posix_file_system(), dir, name, text, contract::ReplaceOptions::durable_file(0644));
+  return contract::atomic_replace(posix_file_system(), dir, name, text,
+                                  durability == Durability::power_cut ? contract::ReplaceOptions::durable_file(0644)
+                                                                      : contract::ReplaceOptions::rebuildable_file(0644));
 }
 
 }  // namespace
@@ -174,9 +177,10 @@ Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job, const
   return record;
 }
 
+// Not fsynced: a power cut ends the job, and the instances the record names do not survive it either.
 Result<void> write_job_record(const NodeContext& ctx, const contract::JobRecord& record) {
   return within(write_file_atomically(ctx.node_dir() + "/jobs", fmt::format("{}.json", record.job_id),
-                                      contract::render_job_record(record)),
+                                      contract::render_job_record(record), Durability::process_crash),
                 fmt::format("job {}: job record", record.job_id));
 }
 

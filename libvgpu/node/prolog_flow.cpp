@@ -132,7 +132,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
                      std::string_view because = "Slurm started it before the node's advertisement caught up")
       -> Result<PrologResult> {
     // A requeued job must not keep space it does not use (no write when it holds nothing).
-    (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    (void)update_for_job(ctx, [&](Ledger& l) -> Result<void> {
       release_claims(l, req.job);
       return {};
     });
@@ -195,7 +195,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // prolog's only ledger write. Taking them needs no hardware lock: the hardware does not change,
   // and only the planner ever destroys an idle instance, never one on a claimed slot.
   auto claim = [&] {
-    return ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    return update_for_job(ctx, [&](Ledger& l) -> Result<void> {
       for (const auto& r : mig)
         if (auto ok = claim_or_place(l, *part, req.job, r); !ok) return ok;
       auto adopted = adopt_idle_claims(l, req.job, req.user, ctx.now());
@@ -247,7 +247,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // Records what exists so far: also before a refusal, so the epilog releases it. Idle instances
   // are taken in the same write: one durable write for the whole job.
   auto record_made = [&]() -> Result<Ledger> {
-    return ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    return update_for_job(ctx, [&](Ledger& l) -> Result<void> {
       for (const auto& [gpu, gi] : adopted)
         if (auto ok = adopt_idle_instance(l, gpu, gi, req.job, req.user, ctx.now()); !ok) return ok;
       for (const auto& inst : made)

@@ -57,7 +57,7 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
                                           request.type));
   // A share that cannot be placed after all goes back with nothing held.
   auto give_back = [&](std::string reason) {
-    (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    (void)update_for_job(ctx, [&](Ledger& l) -> Result<void> {
       release_shares(l, req.job, ctx.now(), "requeued");
       return {};
     });
@@ -65,7 +65,7 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
   };
 
   auto claim = [&] {
-    return ctx.ledger->update([&](Ledger& l) {
+    return update_for_job(ctx, [&](Ledger& l) {
       return claim_shares(l, Catalog::builtin(), req.job, req.user, request.type, 1, part.share_across_users, ctx.now());
     });
   };
@@ -93,7 +93,7 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
   }
   // A scrubbed instance kept there by the last share's epilog: the group takes it as it is.
   if (!place->instance && place->on_idle) {
-    auto adopted = ctx.ledger->update([&](Ledger& l) { return adopt_idle_for_share_group(l, place->gpu, place->placement); });
+    auto adopted = update_for_job(ctx, [&](Ledger& l) { return adopt_idle_for_share_group(l, place->gpu, place->placement); });
     if (!adopted) return std::unexpected(adopted.error().within(where));
     place = place_of(*adopted, req.job);
   }
@@ -136,7 +136,7 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
     crash_point("prolog.after_share_create");
     LedgerInstance inst = instance_made_at(PlanSlot{place->gpu, place->type, place->placement, std::nullopt}, *info, ctx.now());
     inst.state = InstanceState::ready;
-    auto recorded = ctx.ledger->update([&](Ledger& l) { return add_instance(l, inst); });
+    auto recorded = update_for_job(ctx, [&](Ledger& l) { return add_instance(l, inst); });
     if (!recorded) return std::unexpected(recorded.error().within(where));
     place = place_of(*recorded, req.job);
     if (!place || !place->instance)

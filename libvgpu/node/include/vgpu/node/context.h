@@ -38,4 +38,11 @@ struct NodeContext {
   [[nodiscard]] std::string node_dir() const { return state_dir + "/" + node; }
 };
 
+// A job's own ledger write (a hook's claim, the instances it made or took, their release and
+// cleanup): it survives the writer's death but is not fsynced, because a power cut takes the job
+// and its instances with it and the node converges from the hardware and Slurm (Durability).
+inline Result<Ledger> update_for_job(const NodeContext& ctx, const LedgerStore::Mutator& mutate) {
+  return ctx.ledger->update(mutate, Durability::process_crash);
+}
+
 }  // namespace vgpu
