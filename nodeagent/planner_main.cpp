@@ -244,9 +244,17 @@ int main(int argc, char** argv) {
     // round's values cover the time since the round before.
     std::unique_ptr<vgpu::ActivitySampler> sampler;
     if (!metrics_path.empty() && ctx.backend) sampler = ctx.backend->activity_sampler();
+    // The served hooks' runs, written to the tally once per round rather than once per hook.
+    vgpu::PendingTally served_runs;
+    ctx.pending_tally = &served_runs;
+    auto flush_served_runs = [&] {
+      if (auto ok = vgpu::flush_hook_tally(ctx, served_runs); !ok)
+        (*rt)->log(fmt::format("vgpu: planner: node {}: metrics tally: {}", ctx.node, ok.error().message));
+    };
     while (true) {
       const auto started = std::chrono::steady_clock::now();
       auto round = vgpu::run_planner_round(ctx, planner);
+      flush_served_runs();
       if (!metrics_path.empty()) {
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
         auto after = ctx.ledger->load();
@@ -278,6 +286,7 @@ int main(int argc, char** argv) {
       if (sig == SIGUSR1) sig = settle_pokes(waiter);
       if (sig == SIGTERM || sig == SIGINT) break;
     }
+    flush_served_runs();
     std::remove((*rt)->planner_pidfile().c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -44,22 +44,53 @@ Result<void> add_to_tally(const NodeContext& ctx, Add&& add) {
 
 }  // namespace
 
-Result<void> tally_hook_run(const NodeContext& ctx, const HookRun& run) {
-  return add_to_tally(ctx, [&](contract::HookTally& t) {
-    t.hooks[std::string(run.hook)].observe(run.seconds);
-    if (!run.cancel_class.empty()) ++t.cancelled[std::string(run.cancel_class)];
+void PendingTally::add(const HookRun& run) {
+  hooks_.push_back({std::string(run.hook), run.seconds, std::string(run.cancel_class), run.requeued});
+}
+
+void PendingTally::add(const std::vector<ScrubRun>& scrubs) {
+  for (const auto& s : scrubs) scrubs_.push_back({s.seconds, std::string(s.outcome)});
+}
+
+void PendingTally::move_into(contract::HookTally& t) {
+  for (const auto& run : hooks_) {
+    t.hooks[run.hook].observe(run.seconds);
+    if (!run.cancel_class.empty()) ++t.cancelled[run.cancel_class];
     if (run.requeued) ++t.requeued;
-  });
+  }
+  for (const auto& s : scrubs_) {
+    t.hooks["scrub"].observe(s.seconds);
+    ++t.scrubs[s.outcome];
+  }
+  hooks_.clear();
+  scrubs_.clear();
+}
+
+Result<void> tally_hook_run(const NodeContext& ctx, const HookRun& run) {
+  PendingTally one;
+  one.add(run);
+  if (ctx.pending_tally == nullptr) return flush_hook_tally(ctx, one);
+  ctx.pending_tally->add(run);
+  return {};
 }
 
 Result<void> tally_scrubs(const NodeContext& ctx, const std::vector<ScrubRun>& scrubs) {
   if (scrubs.empty()) return {};
-  return add_to_tally(ctx, [&](contract::HookTally& t) {
-    for (const auto& s : scrubs) {
-      t.hooks["scrub"].observe(s.seconds);
-      ++t.scrubs[std::string(s.outcome)];
-    }
-  });
+  if (ctx.pending_tally != nullptr) {
+    ctx.pending_tally->add(scrubs);
+    return {};
+  }
+  PendingTally these;
+  these.add(scrubs);
+  return flush_hook_tally(ctx, these);
+}
+
+Result<void> flush_hook_tally(const NodeContext& ctx, PendingTally& pending) {
+  if (pending.empty()) return {};
+  auto added = add_to_tally(ctx, [&](contract::HookTally& t) { pending.move_into(t); });
+  PendingTally dropped;
+  std::swap(dropped, pending);  // a failed write before move_into must not keep them either
+  return added;
 }
 
 }  // namespace vgpu

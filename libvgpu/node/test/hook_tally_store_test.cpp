@@ -75,5 +75,52 @@ TEST(HookTallyStore, ACorruptTallyIsStartedAfreshAndSaysSo) {
   EXPECT_EQ(t->hooks.at("epilog").count, 1u);
 }
 
+// The planner keeps the runs of the hooks it serves and writes them once per round: nothing reaches
+// the file before the flush, everything after it, and a hook working alone meanwhile adds its run
+// to the same file without losing the pending ones.
+TEST(HookTallyStore, TheRunsAPlannerServedAreWrittenAtItsFlushInOneWrite) {
+  TallyDir d;
+  PendingTally pending;
+  d.ctx.pending_tally = &pending;
+  ASSERT_TRUE(tally_hook_run(d.ctx, {"prolog", 0.02, "", false}));
+  ASSERT_TRUE(tally_hook_run(d.ctx, {"prolog", 0.03, "no_room", true}));
+  ASSERT_TRUE(tally_scrubs(d.ctx, {{0.7, "clean"}}));
+  ASSERT_TRUE(tally_hook_run(d.ctx, {"epilog", 0.04, "", false}));
+  EXPECT_FALSE(std::filesystem::exists(d.ctx.node_dir() + "/hook-tally.json")) << "written before the flush";
+  EXPECT_FALSE(pending.empty());
+
+  NodeContext alone = d.ctx;  // a hook the planner did not serve
+  alone.pending_tally = nullptr;
+  ASSERT_TRUE(tally_hook_run(alone, {"epilog", 0.5, "", false}));
+
+  ASSERT_TRUE(flush_hook_tally(d.ctx, pending));
+  EXPECT_TRUE(pending.empty());
+  auto t = read_hook_tally(d.ctx);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->hooks.at("prolog").count, 2u);
+  EXPECT_EQ(t->hooks.at("epilog").count, 2u);
+  EXPECT_NEAR(t->hooks.at("epilog").sum_seconds, 0.54, 1e-9);
+  EXPECT_EQ(t->hooks.at("scrub").count, 1u);
+  EXPECT_EQ(t->scrubs.at("clean"), 1u);
+  EXPECT_EQ(t->cancelled.at("no_room"), 1u);
+  EXPECT_EQ(t->requeued, 1u);
+
+  const auto written = std::filesystem::last_write_time(d.ctx.node_dir() + "/hook-tally.json");
+  ASSERT_TRUE(flush_hook_tally(d.ctx, pending)) << "an empty flush";
+  EXPECT_EQ(std::filesystem::last_write_time(d.ctx.node_dir() + "/hook-tally.json"), written) << "an empty flush wrote";
+}
+
+TEST(HookTallyStore, AFlushThatCannotWriteDropsTheRunsAndSaysWhy) {
+  TallyDir d;
+  PendingTally pending;
+  d.ctx.pending_tally = &pending;
+  ASSERT_TRUE(tally_hook_run(d.ctx, {"prolog", 0.02, "", false}));
+  d.ctx.state_dir = d.root + "/missing";  // no node directory: the lock cannot be taken
+  auto flushed = flush_hook_tally(d.ctx, pending);
+  ASSERT_FALSE(flushed);
+  EXPECT_NE(flushed.error().message.find("hook-tally.lock"), std::string::npos) << flushed.error().message;
+  EXPECT_TRUE(pending.empty()) << "metrics only: a failed write must not grow a queue";
+}
+
 }  // namespace
 }  // namespace vgpu

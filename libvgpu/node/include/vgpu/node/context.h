@@ -14,6 +14,8 @@
 
 namespace vgpu {
 
+class PendingTally;  // hook_tally_store.h
+
 struct NodeContext {
   std::string node;
   std::string state_dir;  // $VGPU_STATE_DIR; this node's files live in <state_dir>/<node>/
@@ -26,6 +28,9 @@ struct NodeContext {
   InstanceAccess* access = nullptr;  // null: instances are not confined per job (VGPU_CONFINE_DEVICES=off)
   SplitPublisher* publisher = nullptr;  // hands advertisement.json's split to slurmctld
   MpsControl* mps = nullptr;  // null: the policy defines no share types, so no instance is shared
+  // The planner: the hook runs it serves are kept here and written once per round
+  // (hook_tally_store.h). Null: each run is written as it ends.
+  PendingTally* pending_tally = nullptr;
   std::function<std::int64_t()> now;     // Unix seconds
   std::function<void(const std::string&)> log;
   // The planner serves hooks waiting on its socket here (nodeagent/hook_service.h); a round calls
