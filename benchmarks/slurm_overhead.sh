@@ -60,8 +60,8 @@ fi
 
 # Where a burst's CPU goes: the machine's busy CPU time (/proc/stat: user, nice, system, irq,
 # softirq, steal) and each daemon's own plus its waited-for children's (/proc/<pid>/stat utime,
-# stime, cutime, cstime: slurmd's include the prolog and epilog it runs, a planner's the squeue and
-# scontrol it runs), in clock ticks. What no daemon accounts for is slurmstepd (double-forked away
+# stime, and apart from them cutime, cstime: slurmd's children are the prolog and epilog it runs, a
+# planner's the squeue and scontrol it runs), in clock ticks. What no daemon accounts for is slurmstepd (double-forked away
 # from slurmd), the harness's sbatch and squeue, and everything else on the machine.
 cpu_sample() { # $1 label $2 rep $3 before|after
   local f pid name
@@ -75,7 +75,10 @@ cpu_sample() { # $1 label $2 rep $3 before|after
         *) name=$(basename "$f" .pid); name=${name%%.*} ;;
       esac
       # Fields after the parenthesised command name: utime is the 12th of them (14th of the line).
-      sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk -v p="$1 $2 $3 $name" '{print p, $12 + $13 + $14 + $15}'
+      # A daemon's own CPU and its waited-for children's apart: slurmd's children are the hooks it
+      # runs, a planner's the Slurm commands (and scrubs) it runs.
+      sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null |
+        awk -v p="$1 $2 $3" -v n="$name" '{print p, n, $12 + $13; print p, n "_children", $14 + $15}'
     done
   } >> "$results/cpu.txt"
 }
@@ -126,12 +129,22 @@ fi
 vp_stop >/dev/null 2>&1
 rm -rf "$VC_RUN"
 
-echo "== plain count-only GRES: the same $REPS x $JOBS jobs, Gres=vgpu:1g.10gb:$VC_TOTAL per node (no plugin; Prolog and Epilog /bin/true)"
+echo "== plain count-only GRES: the same $REPS x $JOBS jobs, Gres=vgpu:1g.10gb:$VC_TOTAL per node (no plugin; Prolog and Epilog /bin/true, through the same runner)"
 unset VC_INITIALIZED VC_CTLD_PORT VC_PROLOG VC_EPILOG
 VC_RUN=$(mktemp -d /tmp/vgpu-cluster.XXXXXX)
 vc_init
 _vc_munge_start || vc_fail "munged"
-VC_PROLOG=/bin/true VC_EPILOG=/bin/true
+# The same runner as the vgpu side, running /bin/true: each side pays once for the harness's
+# runner (an exec a production slurmd does not make, running the hook directly), so what differs
+# is the product's hook against a no-op.
+mkdir -p "$VC_RUN/etc/hooks" "$VC_RUN/etc/plain-env" "$VC_RUN/log"
+for n in $VC_NODES; do : > "$VC_RUN/etc/plain-env/$n.sh"; done
+for kind in prolog epilog; do
+  cp "$VP_HOOK_RUNNER" "$VC_RUN/etc/hooks/$kind" || vc_fail "cannot copy $VP_HOOK_RUNNER"
+  printf 'kind=%s\nprogram=/bin/true\nenv_dir=%s\nlog_dir=%s\ntimes=%s\n' "$kind" "$VC_RUN/etc/plain-env" \
+    "$VC_RUN/log" "$results/plain-hooks.txt" > "$VC_RUN/etc/hooks/$kind.conf"
+done
+VC_PROLOG=$VC_RUN/etc/hooks/prolog VC_EPILOG=$VC_RUN/etc/hooks/epilog
 vc_conf_write "PrologFlags=Alloc
 PartitionName=infer Nodes=$(_vp_nodelist) MaxTime=INFINITE State=UP"
 # Same nodes, no gres_vgpu.so on the plugin path: Slurm only tracks the count.
@@ -201,23 +214,25 @@ for k in ("vgpu", "plain"):
     out[f"first_command_missing_{k}"] = missing[k]
 served = os.environ.get("VP_HOOK_SERVICE", "on")
 out["hooks_served_by_planner"] = served != "off"
-try:
+for side, name in (("vgpu", "hooks.txt"), ("plain", "plain-hooks.txt")):
+  try:
     hooks, cpu = {}, {}
-    for l in open(f"{d}/hooks.txt"):
+    for l in open(f"{d}/{name}"):
         kind, job, real, user, sys_ = l.split()
         hooks.setdefault(kind, []).append(1000 * float(real))
         cpu.setdefault(kind, []).append(1000 * (float(user) + float(sys_)))
     for kind, v in sorted(hooks.items()):
         c = cpu[kind]
-        print(f"{kind:8s} per job: wall median {statistics.median(v):.0f} ms, p95 {pct(v, 0.95):.0f} ms; "
+        print(f"{kind:8s} {side:5s} per job: wall median {statistics.median(v):.0f} ms, p95 {pct(v, 0.95):.0f} ms; "
               f"own CPU median {statistics.median(c):.0f} ms, p95 {pct(c, 0.95):.0f} ms over {len(v)} runs"
-              + ("" if served == "off" else " (served work: in the planners' CPU below)"))
-        out[f"{kind}_ms_p50"] = round(statistics.median(v), 1)
-        out[f"{kind}_ms_p95"] = round(pct(v, 0.95), 1)
-        out[f"{kind}_cpu_ms_p50"] = round(statistics.median(c), 1)
-        out[f"{kind}_cpu_ms_p95"] = round(pct(c, 0.95), 1)
-except FileNotFoundError:
-    print("WARNING: no hook timings")
+              + (" (/bin/true)" if side == "plain" else "" if served == "off" else " (served work: in the planners' CPU below)"))
+        key = kind if side == "vgpu" else f"{kind}_plain"
+        out[f"{key}_ms_p50"] = round(statistics.median(v), 1)
+        out[f"{key}_ms_p95"] = round(pct(v, 0.95), 1)
+        out[f"{key}_cpu_ms_p50"] = round(statistics.median(c), 1)
+        out[f"{key}_cpu_ms_p95"] = round(pct(c, 0.95), 1)
+  except FileNotFoundError:
+    print(f"WARNING: no {side} hook timings")
 # CPU per job, by daemon (clock ticks of 10 ms; summed over the daemons of a kind), median of bursts.
 try:
     ticks = {}  # (label, rep, name) -> [before, after] summed over processes of that name
@@ -233,7 +248,9 @@ try:
         if "machine" not in row:
             continue
         rest = row["machine"] - sum(v for k, v in row.items() if k != "machine")
-        parts = ", ".join(f"{k} {row[k]:.1f}" for k in ("slurmctld", "slurmd", "planner") if k in row)
+        named = {"slurmctld": "slurmctld", "slurmctld_children": "programs slurmctld runs", "slurmd": "slurmd", "slurmd_children": "hooks slurmd runs",
+                 "planner": "planner", "planner_children": "Slurm commands and scrubs planners run"}
+        parts = ", ".join(f"{what} {row[k]:.1f}" for k, what in named.items() if k in row and (row[k] or k == "slurmd_children"))
         print(f"CPU per job {label:6s} (ms, median of bursts): machine {row['machine']:.1f} = {parts}, "
               f"everything else {rest:.1f} (slurmstepd, the harness's sbatch and squeue)")
         for k, v in row.items():
