@@ -67,11 +67,13 @@ void PendingTally::move_into(contract::HookTally& t) {
 }
 
 Result<void> tally_hook_run(const NodeContext& ctx, const HookRun& run) {
+  if (ctx.pending_tally != nullptr) {
+    ctx.pending_tally->add(run);
+    return {};
+  }
   PendingTally one;
   one.add(run);
-  if (ctx.pending_tally == nullptr) return flush_hook_tally(ctx, one);
-  ctx.pending_tally->add(run);
-  return {};
+  return flush_hook_tally(ctx, one);
 }
 
 Result<void> tally_scrubs(const NodeContext& ctx, const std::vector<ScrubRun>& scrubs) {

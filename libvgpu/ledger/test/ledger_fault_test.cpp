@@ -208,24 +208,24 @@ int crash_child(Fixture& f, const Fault& fault, Durability durability = Durabili
 // Without its fsyncs a write still survives its writer's death at any point.
 TEST(LedgerFaults, ACrashAtAnySyscallLeavesTheOldOrTheNewLedger) {
   for (auto durability : {Durability::power_cut, Durability::process_crash}) {
-  SCOPED_TRACE(durability == Durability::power_cut ? "power_cut" : "process_crash");
-  int total = syscalls_in_one_update(durability);
-  for (int k = 1; k <= total; ++k) {
-    Fixture f;
-    int status = crash_child(f, {.nth = k, .crash = true}, durability);
-    EXPECT_EQ(status, kCrashExitCode) << "call " << k;
-    Ledger now = f.on_disk();
-    EXPECT_TRUE(now == sample_ledger() || now == changed_ledger()) << "crash at call " << k;
-    // Whoever runs next cleans up after the dead writer and succeeds.
-    ASSERT_TRUE(f.plain.update([&](Ledger& l) -> Result<void> {
-      return now == sample_ledger() ? the_change(l) : Result<void>{};
-    })) << "after crash at call " << k;
-    EXPECT_FALSE(f.temporaries_left()) << "call " << k;
-    EXPECT_EQ(f.on_disk(), changed_ledger());
-    auto h = f.plain.history();
-    ASSERT_TRUE(h) << h.error().message;
-    EXPECT_EQ(h->size(), 1u) << "crash at call " << k;
-  }
+    SCOPED_TRACE(durability == Durability::power_cut ? "power_cut" : "process_crash");
+    int total = syscalls_in_one_update(durability);
+    for (int k = 1; k <= total; ++k) {
+      Fixture f;
+      int status = crash_child(f, {.nth = k, .crash = true}, durability);
+      EXPECT_EQ(status, kCrashExitCode) << "call " << k;
+      Ledger now = f.on_disk();
+      EXPECT_TRUE(now == sample_ledger() || now == changed_ledger()) << "crash at call " << k;
+      // Whoever runs next cleans up after the dead writer and succeeds.
+      ASSERT_TRUE(f.plain.update([&](Ledger& l) -> Result<void> {
+        return now == sample_ledger() ? the_change(l) : Result<void>{};
+      })) << "after crash at call " << k;
+      EXPECT_FALSE(f.temporaries_left()) << "call " << k;
+      EXPECT_EQ(f.on_disk(), changed_ledger());
+      auto h = f.plain.history();
+      ASSERT_TRUE(h) << h.error().message;
+      EXPECT_EQ(h->size(), 1u) << "crash at call " << k;
+    }
   }
 }
 
