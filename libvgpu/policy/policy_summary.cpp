@@ -39,8 +39,16 @@ std::string summary(const PolicyFile& policy) {
                      policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
   if (const auto& w = policy.planner.node_weights)
     out += fmt::format("planner: node weight {} while any vgpu is allocated, {} when idle\n", w->in_use, w->idle);
-  if (policy.planner.node_features)
+  if (policy.planner.node_features) {
+    // Slurm refuses at submission a preference no node has; nothing else would tell the admin.
+    std::string partitions;
+    for (const auto& p : policy.partitions) partitions += (partitions.empty() ? "" : ",") + p.name;
     out += "planner: node features vgpu_in_use and vgpu_no_idle_gpu for the submit filter's preferences\n";
+    out += fmt::format("planner: slurm.conf needs a State=FUTURE node with Features=vgpu_in_use,vgpu_no_idle_gpu in "
+                       "partition(s) {} (docs/admin.md); without it Slurm refuses every job the filter gives a "
+                       "preference\n",
+                       partitions);
+  }
   for (const auto& [name, image] : policy.images) {
     out += fmt::format("image {}: kernel {}, initrd {}", name, image.kernel, image.initrd);
     if (image.disk) out += fmt::format(", disk {}", *image.disk);

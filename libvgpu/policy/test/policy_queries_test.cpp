@@ -59,11 +59,19 @@ TEST(PolicyQueries, AbsentProfilesAllowEveryProfile) {
 }
 
 TEST(PolicyQueries, NodeFeaturesAreOnlyWhenAsked) {
-  auto policy = parse_policy(R"({"version": 1, "planner": {"node_features": true}, "partitions": {"any": {}}})",
-                             "t.json");
+  auto policy = parse_policy(
+      R"({"version": 1, "planner": {"node_features": true}, "partitions": {"any": {}, "infer": {}}})", "t.json");
   ASSERT_TRUE(policy) << policy.error().message;
   EXPECT_TRUE(policy->planner.node_features);
-  EXPECT_NE(summary(*policy).find("node features vgpu_in_use and vgpu_no_idle_gpu"), std::string::npos);
+  const auto text = summary(*policy);
+  EXPECT_NE(text.find("node features vgpu_in_use and vgpu_no_idle_gpu"), std::string::npos);
+  // The anchor node the admin must add, and where: Slurm refuses a preference no node has.
+  EXPECT_NE(text.find("State=FUTURE node with Features=vgpu_in_use,vgpu_no_idle_gpu in partition(s) any,infer"),
+            std::string::npos)
+      << text;
+  auto off = parse_policy(R"({"version": 1, "partitions": {"any": {}}})", "t.json");
+  ASSERT_TRUE(off);
+  EXPECT_EQ(summary(*off).find("State=FUTURE"), std::string::npos);
 }
 
 TEST(PolicyQueries, NodeWeightsAreReadAsGiven) {
