@@ -66,32 +66,30 @@ void PendingTally::move_into(contract::HookTally& t) {
   scrubs_.clear();
 }
 
-Result<void> tally_hook_run(const NodeContext& ctx, const HookRun& run) {
-  if (ctx.pending_tally != nullptr) {
-    ctx.pending_tally->add(run);
-    return {};
-  }
-  PendingTally one;
-  one.add(run);
-  return flush_hook_tally(ctx, one);
+namespace {
+
+// The planner's pending tally takes the runs; without one they are written now.
+template <class Runs>
+Result<void> add_or_write(const NodeContext& ctx, const Runs& runs) {
+  PendingTally now;
+  PendingTally& into = ctx.pending_tally != nullptr ? *ctx.pending_tally : now;
+  into.add(runs);
+  return &into == &now ? flush_hook_tally(ctx, now) : Result<void>{};
 }
+
+}  // namespace
+
+Result<void> tally_hook_run(const NodeContext& ctx, const HookRun& run) { return add_or_write(ctx, run); }
 
 Result<void> tally_scrubs(const NodeContext& ctx, const std::vector<ScrubRun>& scrubs) {
   if (scrubs.empty()) return {};
-  if (ctx.pending_tally != nullptr) {
-    ctx.pending_tally->add(scrubs);
-    return {};
-  }
-  PendingTally these;
-  these.add(scrubs);
-  return flush_hook_tally(ctx, these);
+  return add_or_write(ctx, scrubs);
 }
 
 Result<void> flush_hook_tally(const NodeContext& ctx, PendingTally& pending) {
   if (pending.empty()) return {};
   auto added = add_to_tally(ctx, [&](contract::HookTally& t) { pending.move_into(t); });
-  PendingTally dropped;
-  std::swap(dropped, pending);  // a failed write before move_into must not keep them either
+  pending = PendingTally{};  // a failed write before move_into must not keep them either
   return added;
 }
 
