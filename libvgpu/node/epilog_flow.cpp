@@ -1,6 +1,7 @@
 // Epilog: end the job's tenancy, then scrub and destroy every released instance. Instances in
-// `scrubbing`/`destroying` are a work queue that any epilog or planner round finishes, serialized
-// by a node-wide cleanup lock, so work left by a crashed epilog is never lost.
+// `scrubbing`/`destroying` are a work queue that any epilog, prolog or planner round finishes, one
+// process per instance at a time under that instance's cleanup lock, so work left by a crashed
+// epilog is never lost and the scrubs of different jobs run at the same time.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <ranges>
@@ -89,33 +91,47 @@ bool shares_an_instance_with_others(const Ledger& ledger, JobId job) {
   });
 }
 
-}  // namespace
+std::string what_of(const LedgerInstance& inst) {
+  return fmt::format("GPU {} {}@{} {}", inst.gpu, inst.profile, inst.placement.start, inst.mig_uuid);
+}
 
-// Scrubs every ownerless instance waiting in scrubbing, and destroys those in destroying. A scrubbed
-// instance that still backs its plan slot is kept, idle, for the next job of its profile: on real
-// hardware creating an instance takes seconds and destroying one a good part of a second, both on
-// a job's way to its first command. Only a real scrub earns that: an instance whose scrub was
-// unavailable (policy "optional") is destroyed as before. At most two ledger writes however many
-// instances: the scrub outcomes (idle, destroying or quarantined) once every scrub is done, then
-// the removals once every destroy is done. A crash in between repeats work, never skips it: an
-// instance still marked scrubbing is scrubbed again, one marked destroying but already gone is
-// taken as destroyed (not_found).
-Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
+// Scrubs the released instances this pass holds the cleanup locks of (`held`, and those whose lock
+// it takes here), and destroys those in destroying; `busy` gets the released instances another
+// process is working on. A scrubbed instance that still backs its plan slot is kept, idle, for
+// the next job of its profile: on real hardware creating an instance takes seconds and destroying
+// one a good part of a second, both on a job's way to its first command. Only a real scrub earns
+// that: an instance whose scrub was unavailable (policy "optional") is destroyed as before. At most
+// two ledger writes however many instances: the scrub outcomes (idle, destroying or quarantined)
+// once every scrub is done, then the removals once every destroy is done. A crash in between
+// repeats work, never skips it: an instance still marked scrubbing is scrubbed again, one marked
+// destroying but already gone is taken as destroyed (not_found).
+Result<EpilogResult> work_released(NodeContext& ctx, const std::vector<InstanceKey>& held,
+                                   std::vector<InstanceKey>& busy) {
   EpilogResult result;
-  NodeLock lock(cleanup_lock_path(ctx));
-  if (!lock.held()) return fail(ErrorCode::io, fmt::format("node {}: cannot take {}", ctx.node, cleanup_lock_path(ctx)));
+  auto before = ctx.ledger->load();
+  if (!before) return std::unexpected(before.error());
+  std::vector<InstanceKey> mine = held;
+  std::deque<NodeLock> locks;  // never waits: a planner must not, and a holder may wait for ours
+  for (const auto& inst : before->instances) {
+    if (!is_released(inst) || std::ranges::find(held, key_of(inst)) != held.end()) continue;
+    const auto path = cleanup_lock_path(ctx, inst.gpu, inst.gpu_instance_id);
+    const auto& lock = locks.emplace_back(path, LockWait::try_once);
+    if (lock.held()) mine.push_back(key_of(inst));
+    else if (lock.busy()) busy.push_back(key_of(inst));
+    else result.problems.push_back(fmt::format("{}: cannot open its cleanup lock {}", what_of(inst), path));
+  }
+  if (mine.empty()) return result;
+  // Another pass may have finished one of them between the load above and its lock: work only
+  // what is released still, now that the locks are held.
   auto ledger = ctx.ledger->load();
   if (!ledger) return std::unexpected(ledger.error());
   const bool required = scrub_required(ctx);
-  auto what_of = [](const LedgerInstance& inst) {
-    return fmt::format("GPU {} {}@{} {}", inst.gpu, inst.profile, inst.placement.start, inst.mig_uuid);
-  };
 
   std::map<InstanceKey, InstanceState> scrubbed;  // the outcome of each scrub
   std::vector<ScrubRun> scrub_runs;                // for the metrics (hook_tally_store.h)
   std::vector<const LedgerInstance*> to_destroy;
   for (const auto& inst : ledger->instances) {
-    if (inst.job || (inst.state != InstanceState::scrubbing && inst.state != InstanceState::destroying)) continue;
+    if (!is_released(inst) || std::ranges::find(mine, key_of(inst)) == mine.end()) continue;
     // A shared instance's MPS daemon goes first: its server holds the device. A daemon that will
     // not quit leaves the instance in this queue for the next pass.
     if (shares_of(*ledger, inst.profile) > 0 && ctx.mps != nullptr)
@@ -230,10 +246,44 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx) {
   return result;
 }
 
+}  // namespace
+
+Result<EpilogResult> finish_released_instances(NodeContext& ctx, const ReleasePass& pass) {
+  std::vector<InstanceKey> busy;
+  auto result = work_released(ctx, pass.held, busy);
+  if (!result || !pass.wait_for_others || busy.empty()) return result;
+  // Waits holding no cleanup lock, one instance at a time, so no two passes wait for each other.
+  for (const auto& [gpu, gi] : busy) NodeLock wait_for_holder(cleanup_lock_path(ctx, gpu, gi));
+  // A holder that died left its instance released: finish it here.
+  std::vector<InstanceKey> still_busy;
+  auto rest = work_released(ctx, {}, still_busy);
+  if (!rest) return rest;
+  result->destroyed += rest->destroyed;
+  result->quarantined += rest->quarantined;
+  result->kept += rest->kept;
+  for (auto& p : rest->problems) result->problems.push_back(std::move(p));
+  return result;
+}
+
 Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& end_reason) {
   const std::string where = fmt::format("vgpu: epilog: job {}", job);
   auto ledger = ensure_ledger(ctx);
   if (!ledger) return std::unexpected(ledger.error().within(where));
+  // The job's instances are locked for their cleanup before they are released, so no planner
+  // round takes one between the retire and this epilog's scrub, and this epilog scrubs its own
+  // while other jobs' epilogs scrub theirs. A share job holds one instance, a job of its own
+  // instances locks them in key order: no two epilogs wait for each other.
+  std::vector<InstanceKey> own;
+  for (const auto& inst : ledger->instances)
+    if (inst.job == job) own.push_back(key_of(inst));
+  for (const ShareGroup* group : share_groups_of_job(*ledger, job))
+    if (const LedgerInstance* inst = share_group_instance(*ledger, *group)) own.push_back(key_of(*inst));
+  std::ranges::sort(own);
+  own.erase(std::ranges::unique(own).begin(), own.end());
+  std::deque<NodeLock> own_locks;
+  for (const auto& [gpu, gi] : own)
+    if (!own_locks.emplace_back(cleanup_lock_path(ctx, gpu, gi)).held())
+      return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, cleanup_lock_path(ctx, gpu, gi)));
   int owned = 0;
   std::vector<std::string> access_problems;
   std::optional<NodeLock> access;
@@ -255,7 +305,8 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   crash_point("epilog.after_retire");
   std::vector<std::string> viz_problems;
   stop_viz_session(ctx, job, viz_problems);
-  auto result = finish_released_instances(ctx);
+  auto result = finish_released_instances(ctx, {.held = own, .wait_for_others = false});
+  own_locks.clear();
   crash_point("epilog.after_release");
   if (!result) return std::unexpected(result.error().within(where));
   for (auto& p : viz_problems) result->problems.push_back(std::move(p));

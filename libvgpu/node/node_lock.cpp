@@ -8,13 +8,15 @@
 
 namespace vgpu {
 
-NodeLock::NodeLock(const std::string& path) {
+NodeLock::NodeLock(const std::string& path, LockWait wait) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) return;
   int rc;
-  do rc = ::flock(fd_, LOCK_EX);
+  const int how = wait == LockWait::block ? LOCK_EX : LOCK_EX | LOCK_NB;
+  do rc = ::flock(fd_, how);
   while (rc != 0 && errno == EINTR);
   if (rc != 0) {
+    busy_ = errno == EWOULDBLOCK;
     ::close(fd_);
     fd_ = -1;
   }

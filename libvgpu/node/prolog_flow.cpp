@@ -215,7 +215,7 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   // destroyed: finish that cleanup here, behind any epilog already at it, before creating. A
   // scrub that failed quarantines the instance and takes the slot away: claim again, elsewhere.
   if (claims_released_slot(*claimed, req.job)) {
-    if (auto cleaned = finish_released_instances(ctx); !cleaned)
+    if (auto cleaned = finish_released_instances(ctx, {.held = {}, .wait_for_others = true}); !cleaned)
       ctx.log(fmt::format("{}: finishing released instances: {}", where, cleaned.error().message));
     claimed = claim();
     if (!claimed) return claim_failed(claimed.error());

@@ -81,7 +81,7 @@ Result<PrologResult> run_share_prolog(NodeContext& ctx, const PrologRequest& req
 
   // The slot of a job that just ended is free once its instance is scrubbed and destroyed.
   if (!place->instance && place->on_released) {
-    if (auto cleaned = finish_released_instances(ctx); !cleaned)
+    if (auto cleaned = finish_released_instances(ctx, {.held = {}, .wait_for_others = true}); !cleaned)
       ctx.log(fmt::format("{}: finishing released instances: {}", where, cleaned.error().message));
     auto now = ctx.ledger->load();
     if (!now) return std::unexpected(now.error().within(where));

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -842,6 +843,122 @@ TEST_F(NodeFlows, InstanceWhoseScrubWasUnavailableIsDestroyedNotKept) {
   EXPECT_EQ(epi->kept, 0);
   EXPECT_EQ(epi->destroyed, 2);
   EXPECT_TRUE(backend.instances().empty());
+}
+
+// Holds an instance's cleanup lock as another process scrubbing it would (node_lock.h).
+class HeldCleanupLock {
+ public:
+  HeldCleanupLock(const NodeContext& ctx, const LedgerInstance& inst)
+      : fd_(::open(fmt::format("{}/cleanup-{}-{}.lock", ctx.node_dir(), inst.gpu, inst.gpu_instance_id).c_str(),
+                   O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    EXPECT_GE(fd_, 0);
+    EXPECT_EQ(::flock(fd_, LOCK_EX), 0);
+  }
+  void release() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  ~HeldCleanupLock() { release(); }
+  HeldCleanupLock(const HeldCleanupLock&) = delete;
+  HeldCleanupLock& operator=(const HeldCleanupLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+const LedgerInstance& only_instance_of(const Ledger& l, JobId job) {
+  const auto mine = instances_of_job(l, job);
+  EXPECT_EQ(mine.size(), 1u);
+  return *mine.at(0);
+}
+
+// An epilog scrubs its own job's instances; one another process is working on is left to it, and
+// the planner's next round finishes it once that process is gone.
+TEST_F(NodeFlows, AnEpilogLeavesAReleasedInstanceAnotherProcessIsCleaning) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
+  ASSERT_TRUE(run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:1", std::nullopt}));
+  auto before = store->load();
+  ASSERT_TRUE(before);
+  const LedgerInstance of42 = only_instance_of(*before, 42);
+  const LedgerInstance of43 = only_instance_of(*before, 43);
+  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {  // job 42's epilog, now scrubbing
+    retire_job(l, 42, 1'800'000'100, "completed");
+    return {};
+  }));
+  HeldCleanupLock other_epilog(ctx, of42);
+  auto epi = run_epilog(ctx, 43, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of43.mig_uuid});
+  EXPECT_EQ(epi->kept, 1);
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(std::ranges::count_if(l->instances, [](const LedgerInstance& i) { return is_released(i); }), 1);
+  other_epilog.release();  // it died before scrubbing
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(scrubber.scrubbed, (std::vector<std::string>{of43.mig_uuid, of42.mig_uuid}));
+  l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(std::ranges::none_of(l->instances, [](const LedgerInstance& i) { return is_released(i); }));
+}
+
+// A prolog whose claim stands on an instance another process is scrubbing waits for that process,
+// then finishes what it left (here: everything, it died) and starts its job there.
+TEST_F(NodeFlows, APrologOnAReleasedSlotWaitsForTheProcessCleaningIt) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  for (JobId job = 20; job < 22; ++job)  // every 3g.40gb slot of the idle layout
+    ASSERT_TRUE(run_prolog(ctx, {job, "alice", "gpu", "3g.40gb:1", std::nullopt}));
+  auto before = store->load();
+  ASSERT_TRUE(before);
+  const LedgerInstance of20 = only_instance_of(*before, 20);
+  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {
+    retire_job(l, 20, 1'800'000'100, "completed");
+    return {};
+  }));
+  auto holder = std::make_unique<HeldCleanupLock>(ctx, of20);
+  auto next = std::async(std::launch::async, [&] { return run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1", std::nullopt}); });
+  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it waits for the holder";
+  EXPECT_TRUE(scrubber.scrubbed.empty());
+  holder.reset();
+  auto pro = next.get();
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of20.mig_uuid});
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(instances_of_job(*l, 30).size(), 1u);
+}
+
+// Two jobs' epilogs, as slurmd runs them (two processes, each with its own ledger store): their
+// scrubs run at the same time, not one behind the other (0.7 s each on an H100).
+TEST_F(NodeFlows, TheEpilogsOfTwoJobsScrubAtTheSameTime) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
+  ASSERT_TRUE(run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:1", std::nullopt}));
+  std::atomic<int> scrubbing{0}, most{0};
+  auto overlapping = [&](const std::string&) {
+    const int now = ++scrubbing;
+    for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {}
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    --scrubbing;
+  };
+  scrubber.on_scrub = overlapping;
+  testing::ScriptedScrubber other_scrubber;
+  other_scrubber.on_scrub = overlapping;
+  LedgerStore other_store((dir / "n1").string());
+  NodeContext other = ctx;
+  other.ledger = &other_store;
+  other.scrubber = &other_scrubber;
+  other.log = [](const std::string&) {};
+  auto first = std::async(std::launch::async, [&] { return run_epilog(ctx, 42, "completed"); });
+  auto second = std::async(std::launch::async, [&] { return run_epilog(other, 43, "completed"); });
+  auto a = first.get();
+  auto b = second.get();
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(a->kept + b->kept, 2);
+  EXPECT_EQ(scrubber.scrubbed.size() + other_scrubber.scrubbed.size(), 2u);
+  EXPECT_EQ(most.load(), 2) << "the second scrub started before the first ended";
 }
 
 // Idle instances do not pin the layout: demand their place cannot serve makes the planner destroy

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vgpu/node/context.h"
@@ -17,9 +18,19 @@ struct EpilogResult {
 };
 // Ends the job's tenancy, scrubs and destroys its instances; safe to run any number of times.
 Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& end_reason);
-// Scrubs and destroys every ownerless instance in scrubbing/destroying (work a crashed epilog
-// left behind); the epilog and each planner round call it.
-Result<EpilogResult> finish_released_instances(NodeContext& ctx);
+// Which released instances (no job; scrubbing or destroying) a pass works. Each has its own cleanup
+// lock (node_lock.h), so passes over different instances run at the same time.
+struct ReleasePass {
+  // Instances (GPU, GPU-instance id) whose cleanup locks the caller holds (an epilog: its job's,
+  // locked before they were released). Every other released instance is worked if its lock is free.
+  std::vector<std::pair<int, int>> held;
+  // Also wait for released instances another process is working on, then finish what it left (a
+  // prolog whose claimed slot one of them stands on). Never in the planner, which must not wait.
+  bool wait_for_others = false;
+};
+// Scrubs and destroys the released instances `pass` names (work a crashed epilog left behind
+// included); the epilog, a prolog on a released slot and each planner round call it.
+Result<EpilogResult> finish_released_instances(NodeContext& ctx, const ReleasePass& pass = {});
 // Stops the job's VM (if any) and drops its ledger record; problems are reported.
 void stop_viz_session(NodeContext& ctx, JobId job, std::vector<std::string>& problems);
 
