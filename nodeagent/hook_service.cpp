@@ -168,7 +168,7 @@ Delegation delegate_to_planner(const std::string& socket_path, const contract::H
   }
   auto reply = contract::decode_hook_reply(*ack);
   if (reply && reply->answer == HookAnswer::declined) {
-    d.why_not = "the planner declined: " + reply->why;
+    if (!reply->why.empty()) d.why_not = "the planner declined: " + reply->why;
     return d;
   }
   if (!reply || reply->answer != HookAnswer::serving) {
@@ -243,8 +243,8 @@ std::string HookListener::serve_one(const Decline& decline, const Work& work) co
       (void)send_all(conn.get(), contract::encode_hook_reply({HookAnswer::declined, 0, request.error().message}));
       return request.error().message;
     }
-    if (std::string why = decline(*request); !why.empty()) {
-      (void)send_all(conn.get(), contract::encode_hook_reply({HookAnswer::declined, 0, why}));
+    if (auto why = decline(*request)) {
+      (void)send_all(conn.get(), contract::encode_hook_reply({HookAnswer::declined, 0, *why}));
       return {};
     }
     // A hook that gave up waiting has closed its end: its work is its own now, never done twice.

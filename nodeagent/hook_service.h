@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "vgpu/base/error.h"
@@ -24,7 +25,7 @@ inline constexpr std::chrono::milliseconds kHookAckTimeout{1000};
 struct Delegation {
   bool served = false;
   std::string output;   // served: what the work printed (the hook copies it to its stderr)
-  std::string why_not;  // not served: why, or "" when no planner listens (the common, silent case)
+  std::string why_not;  // not served: why, or "" when no planner listens or it declined without a reason
 };
 
 // Client side. VGPU_HOOK_SERVICE=off in the hook's environment skips it (the crash-point matrix
@@ -43,8 +44,9 @@ class HookListener {
   ~HookListener();
   int fd() const { return fd_; }
 
-  // Why the planner will not serve `request` ("" when it will): the hook then does the work.
-  using Decline = std::function<std::string(const contract::HookRequest&)>;
+  // Why the planner will not serve `request` (none when it will): the hook then does the work, and
+  // says why in its log unless the reason is empty (a routine decline, not worth a line per job).
+  using Decline = std::function<std::optional<std::string>(const contract::HookRequest&)>;
   using Work = std::function<void(const contract::HookRequest&)>;
   // Accepts one connection (call when fd() is readable) and serves it: `work` runs here with
   // stderr captured for the hook. Never throws; returns a line for the planner's log, or "".

@@ -25,6 +25,7 @@
 
 #include "node_runtime.h"
 #include "adapters.h"
+#include "epilog_serving.h"
 #include "hook_policy_check.h"
 #include "hook_service.h"
 #include "hook_support.h"
@@ -213,11 +214,26 @@ int main(int argc, char** argv) {
       return 1;
     }
     bool serving = false;  // a served hook's work never serves another inside it
+    vgpu::agent::EpilogServing epilogs;
+    auto decline = [&](const vgpu::contract::HookRequest& r) -> std::optional<std::string> {
+      if (auto why = vgpu::agent::why_not_serve(r, policy); !why.empty()) return why;
+      if (r.kind == vgpu::contract::HookKind::epilog && !epilogs.serving(std::chrono::steady_clock::now()))
+        return std::string();  // routine: the epilog scrubs on its own, beside the others
+      return std::nullopt;
+    };
     auto serve_one_hook = [&] {
       if (serving) return;
       serving = true;
-      std::string note = hooks->serve_one([&](const auto& r) { return vgpu::agent::why_not_serve(r, policy); },
-                                          [&](const auto& r) { serve_hook(**rt, r); });
+      std::string note = hooks->serve_one(decline, [&](const auto& r) {
+        const auto started = std::chrono::steady_clock::now();
+        serve_hook(**rt, r);
+        const auto ended = std::chrono::steady_clock::now();
+        if (r.kind == vgpu::contract::HookKind::epilog && epilogs.served(ended - started, ended))
+          (*rt)->log(fmt::format("vgpu: planner: node {}: a served epilog took {} ms (its scrub): epilogs run on "
+                                 "their own for {} minutes, so the scrubs of different jobs overlap",
+                                 ctx.node, std::chrono::duration_cast<std::chrono::milliseconds>(ended - started).count(),
+                                 std::chrono::duration_cast<std::chrono::minutes>(vgpu::agent::EpilogServing::kPause).count()));
+      });
       serving = false;
       if (!note.empty()) (*rt)->log(note);
     };

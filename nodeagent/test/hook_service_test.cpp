@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <optional>
 #include <thread>
 
 namespace vgpu::agent {
@@ -54,7 +55,7 @@ TEST_F(HookService, AServedHookGetsWhatTheWorkPrintedAndTheRequestItSent) {
   auto client = std::async(std::launch::async, [&] { return delegate_to_planner(path, request()); });
   HookRequest seen;
   wait_for_a_hook(*listener);
-  std::string note = listener->serve_one([](const HookRequest&) { return std::string(); },
+  std::string note = listener->serve_one([](const HookRequest&) { return std::optional<std::string>(); },
                                          [&](const HookRequest& r) {
                                            seen = r;
                                            std::fprintf(stderr, "vgpu: prolog: job 42: created 1g.10gb\n");
@@ -84,11 +85,26 @@ TEST_F(HookService, ADeclineSaysWhyAndRunsNothing) {
   auto client = std::async(std::launch::async, [&] { return delegate_to_planner(path, request()); });
   bool ran = false;
   wait_for_a_hook(*listener);
-  (void)listener->serve_one([](const HookRequest&) { return std::string("policy /p changed"); },
+  (void)listener->serve_one([](const HookRequest&) { return std::optional<std::string>("policy /p changed"); },
                             [&](const HookRequest&) { ran = true; });
   auto d = client.get();
   EXPECT_FALSE(d.served);
   EXPECT_EQ(d.why_not, "the planner declined: policy /p changed");
+  EXPECT_FALSE(ran);
+}
+
+// The planner's routine decline (epilogs while this node's scrubs are slow): no line per job.
+TEST_F(HookService, ADeclineWithoutAReasonRunsNothingAndSaysNothing) {
+  auto listener = HookListener::open(path);
+  ASSERT_TRUE(listener);
+  auto client = std::async(std::launch::async, [&] { return delegate_to_planner(path, request()); });
+  bool ran = false;
+  wait_for_a_hook(*listener);
+  (void)listener->serve_one([](const HookRequest&) { return std::optional<std::string>(""); },
+                            [&](const HookRequest&) { ran = true; });
+  auto d = client.get();
+  EXPECT_FALSE(d.served);
+  EXPECT_EQ(d.why_not, "");
   EXPECT_FALSE(ran);
 }
 
@@ -100,7 +116,7 @@ TEST_F(HookService, APlannerThatNeverTakesTheRequestIsGivenUpAfterTheTimeout) {
   EXPECT_EQ(d.why_not, "the planner did not take the request within 100 ms");
   // It takes the connection later: the hook has gone, so the work is not done a second time.
   bool ran = false;
-  std::string note = listener->serve_one([](const HookRequest&) { return std::string(); },
+  std::string note = listener->serve_one([](const HookRequest&) { return std::optional<std::string>(); },
                                          [&](const HookRequest&) { ran = true; });
   EXPECT_FALSE(ran);
   EXPECT_EQ(note, "vgpu: planner: prolog: job 42: the hook stopped waiting before it was served; it does the work itself");
@@ -143,7 +159,7 @@ TEST_F(HookService, ARequestThatIsNotOneIsDeclinedWithTheReadersError) {
   });
   bool ran = false;
   wait_for_a_hook(*listener);
-  std::string note = listener->serve_one([](const HookRequest&) { return std::string(); },
+  std::string note = listener->serve_one([](const HookRequest&) { return std::optional<std::string>(); },
                                          [&](const HookRequest&) { ran = true; });
   hook.join();
   EXPECT_FALSE(ran);
