@@ -11,7 +11,9 @@ gib=${2:-1}
 reps=${3:-5}
 counts=${4:-1 2 4 7}
 [[ -x $probe ]] || { echo "cuda_contexts: no probe at $probe (nvcc -O2 -o $here/context_probe $here/context_probe.cu)" >&2; exit 2; }
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,mig.mode.current --format=csv,noheader || true
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,mig.mode.current --format=csv,noheader || true
+fi
 echo "machine: $(nproc) CPUs; probe $probe; ${gib} GiB zeroed per process; $reps reps per count"
 out=$(mktemp -d)
 for n in $counts; do
