@@ -314,7 +314,17 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const PlannerState& state, const 
   auto configured = node->configured;
   configured.erase("never");
   configured.erase("free");
-  if (!same_counts(configured, want)) return false;
+  if (!same_counts(configured, want)) {
+    // A prolog claimed a dropped slot meanwhile (they stay claimable; a share prolog's group holds
+    // its slot the same way): the shrunk split keeps it now. Hand Slurm that split, or this wait
+    // outlasts its timeout for a split Slurm was never given, and Slurm shows the type below what
+    // its running jobs hold until a later round.
+    if (auto published = read_advertised_counts(ctx); published && !same_counts(*published, want)) {
+      if (auto ok = write_advertisement(ctx, l->plan.generation, want); !ok) return std::unexpected(ok.error());
+      if (auto ok = ctx.publisher->publish(want); !ok) return std::unexpected(ok.error());
+    }
+    return false;
+  }
   auto held = held_by_jobs(*l);
   for (const auto& [type, used] : node->used)
     if (type != "never" && type != "free" && used > held[type]) return false;

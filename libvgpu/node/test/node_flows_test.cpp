@@ -314,6 +314,27 @@ TEST_F(NodeFlows, JobAllocatedUnderTheOldPlanStillFindsItsSlot) {
   EXPECT_EQ(backend.instances()[0].mig_uuid, pro->instances[0].mig_uuid);
 }
 
+// The same race with the prolog inside the planner's wait (a served hook, as on a real node): the
+// shrink hands Slurm the split that keeps the claimed slot and is confirmed in that round, so Slurm
+// never shows the 1g below what its running job holds for longer than one poll.
+TEST_F(NodeFlows, AClaimDuringTheShrinkIsHandedToSlurmWithinTheSameRound) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
+  slurm->used = {{"1g.10gb", 1}};  // allocated, prolog not yet run
+  std::optional<Result<PrologResult>> pro;
+  ctx.serve_waiting_hooks = [&] {
+    if (!pro) pro = run_prolog(ctx, {55, "erin", "gpu", "1g.10gb:1", std::nullopt});
+  };
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(pro && *pro) << "the prolog ran inside the wait";
+  ASSERT_FALSE((*pro)->rejected) << (*pro)->reason;
+  EXPECT_TRUE(r->shrink_confirmed) << "confirmed in the round whose shrink the claim changed";
+  auto ad = advertised();
+  EXPECT_GE(ad["1g.10gb"], 1);
+  EXPECT_EQ(ad["7g.80gb"], 1);
+}
+
 // Once demand is served the plan stays put: no round changes the advertisement again (a plan
 // that re-placed kept slots every round made Slurm's view chase the file forever). With nothing
 // pending any more, the node goes back to its idle layout once, then stays there.
