@@ -923,6 +923,36 @@ TEST_F(NodeFlows, AnEpilogLeavesAReleasedInstanceAnotherProcessIsCleaning) {
   EXPECT_TRUE(std::ranges::none_of(l->instances, [](const LedgerInstance& i) { return is_released(i); }));
 }
 
+// A cleanup lock that cannot be opened (here a directory in its place): the pass says which and
+// leaves that instance released for a later one; the epilog's own job is still cleaned.
+TEST_F(NodeFlows, AReleasedInstanceWhoseCleanupLockCannotBeOpenedIsReportedAndKeptForLater) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
+  ASSERT_TRUE(run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:1", std::nullopt}));
+  auto before = store->load();
+  ASSERT_TRUE(before);
+  const LedgerInstance of42 = only_instance_of(*before, 42);
+  const LedgerInstance of43 = only_instance_of(*before, 43);
+  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {
+    retire_job(l, 42, 1'800'000'100, "completed");
+    return {};
+  }));
+  const auto in_the_way = fmt::format("{}/cleanup-{}-{}.lock", ctx.node_dir(), of42.gpu, of42.gpu_instance_id);
+  ASSERT_TRUE(std::filesystem::create_directory(in_the_way));
+  auto epi = run_epilog(ctx, 43, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of43.mig_uuid});
+  ASSERT_EQ(epi->problems.size(), 1u);
+  EXPECT_NE(epi->problems[0].find(of42.mig_uuid), std::string::npos) << epi->problems[0];
+  EXPECT_NE(epi->problems[0].find("cannot open its cleanup lock " + in_the_way), std::string::npos) << epi->problems[0];
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(std::ranges::count_if(l->instances, [](const LedgerInstance& i) { return is_released(i); }), 1);
+  std::filesystem::remove(in_the_way);
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(scrubber.scrubbed, (std::vector<std::string>{of43.mig_uuid, of42.mig_uuid}));
+}
+
 // A prolog whose claim stands on an instance another process is scrubbing waits for that process,
 // then finishes what it left (here: everything, it died) and starts its job there.
 TEST_F(NodeFlows, APrologOnAReleasedSlotWaitsForTheProcessCleaningIt) {
