@@ -893,20 +893,26 @@ const LedgerInstance& only_instance_of(const Ledger& l, JobId job) {
   return *mine.at(0);
 }
 
+// Jobs 42 and 43 each hold a 1g.10gb; job 42's epilog has released its instance (scrubbing) and
+// not yet cleaned it. Returns their instances as they were before the release.
+std::pair<LedgerInstance, LedgerInstance> job_42_released_and_43_running(NodeContext& ctx, LedgerStore& store) {
+  EXPECT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
+  EXPECT_TRUE(run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:1", std::nullopt}));
+  auto before = store.load();
+  EXPECT_TRUE(before);
+  std::pair<LedgerInstance, LedgerInstance> both{only_instance_of(*before, 42), only_instance_of(*before, 43)};
+  EXPECT_TRUE(store.update([](Ledger& l) -> Result<void> {
+    retire_job(l, 42, 1'800'000'100, "completed");
+    return {};
+  }));
+  return both;
+}
+
 // An epilog scrubs its own job's instances; one another process is working on is left to it, and
 // the planner's next round finishes it once that process is gone.
 TEST_F(NodeFlows, AnEpilogLeavesAReleasedInstanceAnotherProcessIsCleaning) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
-  ASSERT_TRUE(run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:1", std::nullopt}));
-  auto before = store->load();
-  ASSERT_TRUE(before);
-  const LedgerInstance of42 = only_instance_of(*before, 42);
-  const LedgerInstance of43 = only_instance_of(*before, 43);
-  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {  // job 42's epilog, now scrubbing
-    retire_job(l, 42, 1'800'000'100, "completed");
-    return {};
-  }));
+  const auto [of42, of43] = job_42_released_and_43_running(ctx, *store);
   HeldCleanupLock other_epilog(ctx, of42);
   auto epi = run_epilog(ctx, 43, "completed");
   ASSERT_TRUE(epi) << epi.error().message;
@@ -927,16 +933,7 @@ TEST_F(NodeFlows, AnEpilogLeavesAReleasedInstanceAnotherProcessIsCleaning) {
 // leaves that instance released for a later one; the epilog's own job is still cleaned.
 TEST_F(NodeFlows, AReleasedInstanceWhoseCleanupLockCannotBeOpenedIsReportedAndKeptForLater) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
-  ASSERT_TRUE(run_prolog(ctx, {43, "bob", "gpu", "1g.10gb:1", std::nullopt}));
-  auto before = store->load();
-  ASSERT_TRUE(before);
-  const LedgerInstance of42 = only_instance_of(*before, 42);
-  const LedgerInstance of43 = only_instance_of(*before, 43);
-  ASSERT_TRUE(store->update([](Ledger& l) -> Result<void> {
-    retire_job(l, 42, 1'800'000'100, "completed");
-    return {};
-  }));
+  const auto [of42, of43] = job_42_released_and_43_running(ctx, *store);
   const auto in_the_way = fmt::format("{}/cleanup-{}-{}.lock", ctx.node_dir(), of42.gpu, of42.gpu_instance_id);
   ASSERT_TRUE(std::filesystem::create_directory(in_the_way));
   auto epi = run_epilog(ctx, 43, "completed");
