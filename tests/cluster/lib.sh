@@ -40,6 +40,7 @@
 #   vc_wait_gres N "counts" [s]          vc_assert_gres N "counts"
 #   vc_assert_no_bad_nodes               no real node DRAIN/INVAL/DOWN/FAIL/NOT_RESPONDING
 #   vc_sbatch ARGS...                    prints the job id      vc_job_state J
+#   vc_alive PID                         the process runs (a zombie does not)
 #   vc_wait_job J REGEX [s]              vc_wait_periodic_registration [s]
 
 VC_NODES=${VC_NODES:-"n1 n2 n3"}
@@ -220,14 +221,24 @@ vc_slurmd_start() { # $1 node
   slurmd -f "$SLURM_CONF" -N "$1" || return 1
 }
 
+# Whether process $1 runs. A zombie has ended: a daemon that detached (setsid, a double fork) is
+# reaped by whoever adopted it, and the init of some machines (this project's CI among them)
+# reaps only every 2 s or so, which `kill -0` counts as running: 2 s for every stopped daemon.
+vc_alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }  # "pid (comm) S ...": comm may hold spaces and parentheses
+  [ "${stat%% *}" != Z ]
+}
+
 _vc_stop_pidfile() {
   local f=$1 pid
   # The daemon removes its own pid file as it exits: it may be gone between test and read.
   pid=$(cat "$f" 2>/dev/null) && [ -n "$pid" ] || return 0
-  if kill -0 "$pid" 2>/dev/null; then
+  if vc_alive "$pid"; then
     kill "$pid" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+    for _ in $(seq 100); do vc_alive "$pid" || break; sleep 0.1; done
+    vc_alive "$pid" && kill -9 "$pid" 2>/dev/null
   fi
   rm -f "$f"
 }
