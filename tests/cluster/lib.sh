@@ -43,6 +43,10 @@
 #   vc_alive PID                         the process runs (a zombie does not)
 #   vc_wait_job J REGEX [s]              vc_wait_periodic_registration [s]
 
+# Debian's python3 (scripts/install-deps.sh installs the modules the scenarios use for it) before
+# any other on PATH: a pyenv shim, as on this project's machines, costs 0.5-1 s a start, and a
+# scenario starts python3 a hundred times.
+[ -x /usr/bin/python3 ] && export PATH=/usr/bin:$PATH
 VC_NODES=${VC_NODES:-"n1 n2 n3"}
 VC_TOTAL=${VC_TOTAL:-56}
 VC_AUTH=${VC_AUTH:-munge}
