@@ -412,8 +412,16 @@ vp_verify_node() { # ledger == hardware == advertisement == job records
 _vp_check_once() {
   local n rc=0 want got
   vp_wait_settled 30 || { echo "advertisements and Slurm's view did not converge"; rc=1; }
+  # The nodes' verifications side by side (each a planner start-up, about 0.4 s under ASan), their
+  # reports in node order.
+  local -A verify_pid
   for n in $VC_NODES; do
-    vp_verify_node "$n" 2>&1 || rc=1
+    vp_verify_node "$n" > "$VC_RUN/run/verify.$n" 2>&1 &
+    verify_pid[$n]=$!
+  done
+  for n in $VC_NODES; do
+    wait "${verify_pid[$n]}" || rc=1
+    cat "$VC_RUN/run/verify.$n"
     want=$(vc_expected_gres "$(_vp_advertised "$n")" "$n")
     got=$(vc_node_gres "$n")
     [ "$want" = "$got" ] || { echo "node $n: Slurm shows $got, advertised $want"; rc=1; }
