@@ -500,12 +500,12 @@ vp_line_of() {
   echo "$l"
 }
 
-# A job script that reports what it sees, then sleeps $1 seconds.
+# A job script that reports what it sees, then sleeps $1 seconds ($2 in a run after a requeue).
 vp_job_script() {
   cat > "$VC_RUN/etc/job.sh" <<'JOB'
 #!/bin/bash
 echo "CVD=${CUDA_VISIBLE_DEVICES-<unset>} PROFILES=${VGPU_PROFILES-<unset>} PLACEMENT=${VGPU_PLACEMENT-<unset>} ROCR=${ROCR_VISIBLE_DEVICES-<unset>} MODEL=${VGPU_MODEL-<unset>} MEMORY=${VGPU_MEMORY_MIB-<unset>} COMPUTE=${VGPU_COMPUTE-<unset>} NODE=${SLURMD_NODENAME}"
-sleep "${1:-3}"
+if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then sleep "${2:-${1:-3}}"; else sleep "${1:-3}"; fi
 JOB
   chmod 755 "$VC_RUN/etc/job.sh"
   echo "$VC_RUN/etc/job.sh"

@@ -59,7 +59,7 @@ assert_sees_own_now() { # $1 job: its latest output names exactly what the ledge
 }
 
 echo "--- requeue of a running job"
-j=$(vp_sbatch -p infer --requeue --open-mode=append --gres=vgpu:1g.10gb:2 "$job" 15)
+j=$(vp_sbatch -p infer --requeue --open-mode=append --gres=vgpu:1g.10gb:2 "$job" 15 5)
 wait_cvd_lines "$j" 1 60 || vc_fail "job $j did not start"
 assert_sees_own_now "$j"
 first=$(last_cvd "$j"); node=$(last_node "$j")
