@@ -279,8 +279,10 @@ vc_start() { # $1: extra slurm.conf lines
 vc_stop() {
   [ -n "${VC_RUN:-}" ] && [ -d "$VC_RUN/run" ] || return 0
   local n pid
-  # Jobs first, so no slurmstepd outlives its slurmd.
-  scancel --full -u root >/dev/null 2>&1 && sleep 0.5
+  # Jobs first, so no slurmstepd outlives its slurmd; only with a controller to ask: scancel retries
+  # an absent one for 18 s (a second vc_stop, as crash_matrix.sh's exit trap makes, paid that).
+  pid=$(cat "$VC_RUN/run/slurmctld.pid" 2>/dev/null)
+  if [ -n "$pid" ] && vc_alive "$pid"; then scancel --full -u root >/dev/null 2>&1 && sleep 0.5; fi
   # SIGTERM everything first: each daemon takes ~2 s to wind down, in parallel that is paid once.
   for pid in $(cat "$VC_RUN"/run/slurmd.*.pid "$VC_RUN/run/slurmctld.pid" 2>/dev/null); do kill "$pid" 2>/dev/null; done
   for n in $VC_NODES; do vc_slurmd_stop "$n"; done
