@@ -40,7 +40,7 @@
 #   vc_wait_gres N "counts" [s]          vc_assert_gres N "counts"
 #   vc_assert_no_bad_nodes               no real node DRAIN/INVAL/DOWN/FAIL/NOT_RESPONDING
 #   vc_sbatch ARGS...                    prints the job id      vc_job_state J
-#   vc_alive PID                         the process runs (a zombie does not)
+#   proc_alive PID                       the process runs (a zombie does not; tests/process.sh)
 #   vc_wait_job J REGEX [s]              vc_wait_periodic_registration [s]
 
 # Debian's python3 (scripts/install-deps.sh installs the modules the scenarios use for it) before
@@ -62,6 +62,7 @@ VC_SLURM_VERSION=$(slurmctld -V 2>/dev/null | awk '{print $2}')
 _vc_release_number() { local IFS=.; set -- $1; printf '%d%02d' "$((10#$1))" "$((10#$2))"; }
 VC_SLURM_RELEASE=$(_vc_release_number "${VC_SLURM_VERSION:-0.0.0}")
 VC_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$VC_HERE/../process.sh"
 . "$VC_HERE/accounting.sh"
 
 vc_log() { echo "[$(date +%T.%3N)] $*" >&2; }
@@ -225,24 +226,14 @@ vc_slurmd_start() { # $1 node
   slurmd -f "$SLURM_CONF" -N "$1" || return 1
 }
 
-# Whether process $1 runs. A zombie has ended: a daemon that detached (setsid, a double fork) is
-# reaped by whoever adopted it, and the init of some machines (this project's CI among them)
-# reaps only every 2 s or so, which `kill -0` counts as running: 2 s for every stopped daemon.
-vc_alive() {
-  local stat
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }  # "pid (comm) S ...": comm may hold spaces and parentheses
-  [ "${stat%% *}" != Z ]
-}
-
 _vc_stop_pidfile() {
   local f=$1 pid
   # The daemon removes its own pid file as it exits: it may be gone between test and read.
   pid=$(cat "$f" 2>/dev/null) && [ -n "$pid" ] || return 0
-  if vc_alive "$pid"; then
+  if proc_alive "$pid"; then
     kill "$pid" 2>/dev/null
-    for _ in $(seq 100); do vc_alive "$pid" || break; sleep 0.1; done
-    vc_alive "$pid" && kill -9 "$pid" 2>/dev/null
+    for _ in $(seq 100); do proc_alive "$pid" || break; sleep 0.1; done
+    proc_alive "$pid" && kill -9 "$pid" 2>/dev/null
   fi
   rm -f "$f"
 }
@@ -282,7 +273,7 @@ vc_stop() {
   # Jobs first, so no slurmstepd outlives its slurmd; only with a controller to ask: scancel retries
   # an absent one for 18 s (a second vc_stop, as crash_matrix.sh's exit trap makes, paid that).
   pid=$(cat "$VC_RUN/run/slurmctld.pid" 2>/dev/null)
-  if [ -n "$pid" ] && vc_alive "$pid"; then scancel --full -u root >/dev/null 2>&1 && sleep 0.5; fi
+  if [ -n "$pid" ] && proc_alive "$pid"; then scancel --full -u root >/dev/null 2>&1 && sleep 0.5; fi
   # SIGTERM everything first: each daemon takes ~2 s to wind down, in parallel that is paid once.
   for pid in $(cat "$VC_RUN"/run/slurmd.*.pid "$VC_RUN/run/slurmctld.pid" 2>/dev/null); do kill "$pid" 2>/dev/null; done
   for n in $VC_NODES; do vc_slurmd_stop "$n"; done

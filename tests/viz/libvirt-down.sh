@@ -3,8 +3,7 @@
 # Usage: libvirt-down.sh RUN_DIR
 RUN=${1:?usage: libvirt-down.sh RUN_DIR}
 [ -f "$RUN/started" ] || exit 0
-# A zombie has ended (tests/cluster/lib.sh's vc_alive says why that matters; this script stands alone).
-alive() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; [ "${s%% *}" != Z ]; }
+. "$(dirname "$0")/../process.sh"
 # libvirtd first: virtlogd must outlive it to collect the last log lines.
 for d in libvirtd virtlogd; do
   grep -qx "$d" "$RUN/started" || continue
@@ -12,8 +11,8 @@ for d in libvirtd virtlogd; do
   [ -s "$f" ] || continue
   pid=$(cat "$f")
   kill "$pid" 2>/dev/null || continue
-  for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-  if alive "$pid"; then echo "libvirt-down: $d ($pid) still running" >&2; else echo "libvirt-down: $d stopped"; fi
+  for _ in $(seq 1 100); do proc_alive "$pid" || break; sleep 0.1; done
+  if proc_alive "$pid"; then echo "libvirt-down: $d ($pid) still running" >&2; else echo "libvirt-down: $d stopped"; fi
   rm -f "$f"
 done
 rm -f "$RUN/started"

@@ -22,11 +22,13 @@ if ! grep -qs '^# slurm-vgpu viz test' /etc/libvirt/qemu.conf; then
 fi
 
 alive() { [ -S /run/libvirt/libvirt-sock ] && virsh -q -c qemu:///system version >/dev/null 2>&1; }
-if pgrep -x virtlogd >/dev/null; then :; else
+# A daemon a previous run stopped may still be a zombie here: it has ended (tests/process.sh).
+. "$(dirname "$0")/../process.sh"
+if proc_named_alive virtlogd; then :; else
   virtlogd --daemon --pid-file="$RUN/virtlogd.pid"
   echo virtlogd >> "$RUN/started"
 fi
-if ! pgrep -x libvirtd >/dev/null; then
+if ! proc_named_alive libvirtd; then
   libvirtd --daemon --pid-file="$RUN/libvirtd.pid"
   echo libvirtd >> "$RUN/started"
 fi

@@ -56,7 +56,7 @@ chmod 755 "$VC_RUN/etc/crash-job.sh"
 job=$VC_RUN/etc/crash-job.sh
 node=n1
 
-planner_alive() { local f=$VGPU_STATE_DIR/$1/planner.pid; [ -s "$f" ] && vc_alive "$(cat "$f")"; }
+planner_alive() { local f=$VGPU_STATE_DIR/$1/planner.pid; [ -s "$f" ] && proc_alive "$(cat "$f")"; }
 planner_ensure() { planner_alive "$1" || { rm -f "$VGPU_STATE_DIR/$1/planner.pid"; vp_planner_start "$1"; }; }
 
 # MIG uuids the (fake) driver reports for node $1, one per line, read through NVML itself.
@@ -176,7 +176,7 @@ run_case() { # $1 point label, $2 arming text (lines separated by ';'), $3 workl
   for t in $(seq 50); do [ "$(grep -c . "$VC_RUN/crash/$node.hits")" -ge "$armed" ] && break; sleep 0.1; done
   local pid
   for pid in $(awk '{print $3}' "$VC_RUN/crash/$node.hits"); do
-    for t in $(seq 50); do vc_alive "$pid" || break; sleep 0.1; done
+    for t in $(seq 50); do proc_alive "$pid" || break; sleep 0.1; done
   done
   hits=$(grep -c . "$VC_RUN/crash/$node.hits")
   [ "$hits" = "$armed" ] || problem+="${problem:+; }$hits of $armed armed crash(es) happened"

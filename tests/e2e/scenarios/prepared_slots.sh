@@ -55,7 +55,7 @@ vp_assert_completed "$j"
 for _ in $(seq 150); do [ -s "$VC_RUN/crash/n1.hits" ] && break; sleep 0.2; done
 [ -s "$VC_RUN/crash/n1.hits" ] || vc_fail "the planner on n1 never reached planner.after_prepare_create"
 echo "crashed: $(cat "$VC_RUN/crash/n1.hits")"
-for _ in $(seq 50); do vc_alive "$(cat "$VGPU_STATE_DIR/n1/planner.pid" 2>/dev/null)" || break; sleep 0.1; done
+for _ in $(seq 50); do proc_alive "$(cat "$VGPU_STATE_DIR/n1/planner.pid" 2>/dev/null)" || break; sleep 0.1; done
 [ "$(hw_uuids n1 | grep -c .)" -gt "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["instances"]))' "$VGPU_STATE_DIR/n1/ledger.json")" ] ||
   vc_fail "after the crash the hardware should hold one instance the ledger does not"
 rm -f "$VGPU_STATE_DIR/n1/planner.pid"

@@ -148,7 +148,7 @@ restart() { # $1 kind $2 node
       pid=$(cat "$f" 2>/dev/null) || vc_fail "planner on $2 has no pid file"
       vc_log "restart: kill -9 planner $2 (pid $pid)"
       kill -9 "$pid" || vc_fail "planner $2 (pid $pid) was not running"
-      while vc_alive "$pid"; do sleep 0.05; done
+      while proc_alive "$pid"; do sleep 0.05; done
       rm -f "$f"
       vp_planner_start "$2"
       restarts_planner=$((restarts_planner + 1)) ;;
