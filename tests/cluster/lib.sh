@@ -280,8 +280,10 @@ vc_stop() {
   vc_ctld_stop
   vc_accounting_stop
   # slurmstepd processes re-parented to init: ours carry this run's SLURM_CONF in their environment.
+  # SIGKILL: slurmstepd blocks SIGTERM, and one whose job is gone keeps trying to tell the stopped
+  # slurmd for minutes (seen: one left per cluster test whose job the scancel above ended).
   for pid in $(pgrep -x slurmstepd); do
-    grep -qsz "^SLURM_CONF=$SLURM_CONF\$" "/proc/$pid/environ" && kill "$pid" 2>/dev/null
+    grep -qsz "^SLURM_CONF=$SLURM_CONF\$" "/proc/$pid/environ" && kill -9 "$pid" 2>/dev/null
   done
   _vc_stop_pidfile "$VC_RUN/run/munged.pid"
   vc_log "cluster stopped ($VC_RUN)"
