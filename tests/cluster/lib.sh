@@ -279,11 +279,15 @@ vc_stop() {
   for n in $VC_NODES; do vc_slurmd_stop "$n"; done
   vc_ctld_stop
   vc_accounting_stop
-  # slurmstepd processes re-parented to init: ours carry this run's SLURM_CONF in their environment.
+  # slurmstepd processes re-parented to init: ours carry this run's SLURM_CONF in their environment,
+  # or, where the process title overwrote it, work in this run's directory (slurmd's log dir).
   # SIGKILL: slurmstepd blocks SIGTERM, and one whose job is gone keeps trying to tell the stopped
-  # slurmd for minutes (seen: one left per cluster test whose job the scancel above ended).
+  # slurmd for minutes.
   for pid in $(pgrep -x slurmstepd); do
-    grep -qsz "^SLURM_CONF=$SLURM_CONF\$" "/proc/$pid/environ" && kill -9 "$pid" 2>/dev/null
+    if grep -qsz "^SLURM_CONF=$SLURM_CONF\$" "/proc/$pid/environ" ||
+       [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$VC_RUN"/* ]]; then
+      kill -9 "$pid" 2>/dev/null
+    fi
   done
   _vc_stop_pidfile "$VC_RUN/run/munged.pid"
   vc_log "cluster stopped ($VC_RUN)"
