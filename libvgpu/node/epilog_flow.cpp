@@ -1,8 +1,11 @@
-// Epilog: end the job's tenancy, then scrub and destroy every released instance. Instances in
-// `scrubbing`/`destroying` are a work queue that any epilog, prolog or planner round finishes, one
-// process per instance at a time under that instance's cleanup lock, so work left by a crashed
-// epilog is never lost and the scrubs of different jobs run at the same time.
+// Epilog: end the job's tenancy, then scrub and destroy every released instance (or hand them to a
+// process that does: VGPU_SCRUB_AFTER_EPILOG). Instances in `scrubbing`/`destroying` are a work
+// queue that any epilog, prolog or planner round finishes, one process per instance at a time
+// under that instance's cleanup lock, so work left by a crashed epilog is never lost and the
+// scrubs of different jobs run at the same time.
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -246,6 +249,32 @@ Result<EpilogResult> work_released(NodeContext& ctx, const std::vector<InstanceK
   return result;
 }
 
+// VGPU_SCRUB_AFTER_EPILOG: the job's released instances go, each with the cleanup lock this epilog
+// took before releasing it, to a process of their own (ports.h, CleanupHandoff). How many went;
+// none when none is released (a share whose instance others still use) or the hand-off failed,
+// which is logged: this epilog then cleans them up itself, as without the setting.
+int hand_off_released(NodeContext& ctx, const std::vector<InstanceKey>& own, const std::deque<NodeLock>& own_locks,
+                      const std::string& where) {
+  auto ledger = ctx.ledger->load();
+  if (!ledger) {
+    ctx.log(fmt::format("{}: not handing the cleanup off: {}", where, ledger.error().message));
+    return 0;
+  }
+  std::vector<HeldCleanup> held;
+  for (std::size_t i = 0; i < own.size(); ++i) {
+    const bool released = std::ranges::any_of(
+        ledger->instances, [&](const LedgerInstance& inst) { return key_of(inst) == own[i] && is_released(inst); });
+    if (released) held.push_back({own[i].first, own[i].second, own_locks[i].fd()});
+  }
+  if (held.empty()) return 0;
+  if (auto handed = ctx.cleanup_handoff->hand_off(held); !handed) {
+    ctx.log(fmt::format("{}: handing {} instance(s) to a cleanup process: {}; cleaning up here", where, held.size(),
+                        handed.error().message));
+    return 0;
+  }
+  return static_cast<int>(held.size());
+}
+
 }  // namespace
 
 Result<EpilogResult> finish_released_instances(NodeContext& ctx, const ReleasePass& pass) {
@@ -262,6 +291,24 @@ Result<EpilogResult> finish_released_instances(NodeContext& ctx, const ReleasePa
   result->quarantined += rest->quarantined;
   result->kept += rest->kept;
   for (auto& p : rest->problems) result->problems.push_back(std::move(p));
+  return result;
+}
+
+Result<EpilogResult> finish_handed_off_instances(NodeContext& ctx, const std::vector<HeldCleanup>& held) {
+  std::vector<InstanceKey> mine;
+  std::vector<std::string> problems;
+  for (const auto& h : held) {
+    // Only a descriptor of that very lock file that holds its lock (flock on the holding open
+    // file succeeds at once) counts as held; anything else is worked as any other pass would.
+    const auto path = cleanup_lock_path(ctx, h.gpu, h.gpu_instance_id);
+    struct stat by_fd {}, by_path {};
+    const bool same_file = ::fstat(h.lock_fd, &by_fd) == 0 && ::stat(path.c_str(), &by_path) == 0 &&
+                           by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+    if (same_file && ::flock(h.lock_fd, LOCK_EX | LOCK_NB) == 0) mine.emplace_back(h.gpu, h.gpu_instance_id);
+    else problems.push_back(fmt::format("descriptor {} does not hold {}", h.lock_fd, path));
+  }
+  auto result = finish_released_instances(ctx, {.held = mine, .wait_for_others = false});
+  if (result) result->problems.insert(result->problems.begin(), problems.begin(), problems.end());
   return result;
 }
 
@@ -305,7 +352,9 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   crash_point("epilog.after_retire");
   std::vector<std::string> viz_problems;
   stop_viz_session(ctx, job, viz_problems);
-  auto result = finish_released_instances(ctx, {.held = own, .wait_for_others = false});
+  const int handed = ctx.cleanup_handoff != nullptr ? hand_off_released(ctx, own, own_locks, where) : 0;
+  auto result = handed > 0 ? Result<EpilogResult>(EpilogResult{.handed_off = handed, .problems = {}})
+                           : finish_released_instances(ctx, {.held = own, .wait_for_others = false});
   own_locks.clear();
   crash_point("epilog.after_release");
   if (!result) return std::unexpected(result.error().within(where));
@@ -314,8 +363,12 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   std::string record = fmt::format("{}/jobs/{}.json", ctx.node_dir(), job);
   if (std::remove(record.c_str()) != 0 && errno != ENOENT)
     result->problems.push_back(fmt::format("remove {}: {}", record, std::strerror(errno)));
-  ctx.log(fmt::format("{}: {} instance(s) released, {} kept idle, {} destroyed, {} quarantined{}", where, owned,
-                      result->kept, result->destroyed, result->quarantined, result->problems.empty() ? "" : "; problems: " + result->problems.front()));
+  const std::string problems = result->problems.empty() ? "" : "; problems: " + result->problems.front();
+  if (handed > 0)
+    ctx.log(fmt::format("{}: {} instance(s) released, {} handed to a cleanup process{}", where, owned, handed, problems));
+  else
+    ctx.log(fmt::format("{}: {} instance(s) released, {} kept idle, {} destroyed, {} quarantined{}", where, owned,
+                        result->kept, result->destroyed, result->quarantined, problems));
   return result;
 }
 

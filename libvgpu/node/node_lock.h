@@ -30,11 +30,16 @@ class NodeLock {
   // when another holds it); held() is false too when the file cannot be opened. flock(2) locks an
   // open file, so a process must never wait for a lock it holds through another descriptor.
   explicit NodeLock(const std::string& path, LockWait wait = LockWait::block);
+  // Takes over a descriptor that already holds its lock (one inherited from the epilog that handed
+  // its cleanup to this process: ports.h, CleanupHandoff).
+  struct Adopt {};
+  NodeLock(int held_fd, Adopt) : fd_(held_fd) {}
   ~NodeLock();
   NodeLock(const NodeLock&) = delete;
   NodeLock& operator=(const NodeLock&) = delete;
   [[nodiscard]] bool held() const { return fd_ >= 0; }
   [[nodiscard]] bool busy() const { return busy_; }
+  [[nodiscard]] int fd() const { return fd_; }
 
  private:
   int fd_ = -1;

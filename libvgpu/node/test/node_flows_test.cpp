@@ -980,6 +980,103 @@ TEST_F(NodeFlows, APrologOnAReleasedSlotWaitsForTheProcessCleaningIt) {
   EXPECT_EQ(instances_of_job(*l, 30).size(), 1u);
 }
 
+// The hand-off as the cleanup process gets it: a copy of each lock's descriptor (the same open
+// file, as a child inherits it) that outlives the epilog's own.
+class RecordingHandoff final : public CleanupHandoff {
+ public:
+  explicit RecordingHandoff(const NodeContext& ctx) : ctx_(ctx) {}
+  ~RecordingHandoff() override {
+    for (const auto& h : taken) ::close(h.lock_fd);
+  }
+  Result<void> hand_off(const std::vector<HeldCleanup>& held) override {
+    if (!refusal.empty()) return fail(ErrorCode::unavailable, refusal);
+    for (const auto& h : held) {
+      const auto path = fmt::format("{}/cleanup-{}-{}.lock", ctx_.node_dir(), h.gpu, h.gpu_instance_id);
+      const int other = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+      EXPECT_NE(::flock(other, LOCK_EX | LOCK_NB), 0) << path << " is handed over held";
+      ::close(other);
+      taken.push_back({h.gpu, h.gpu_instance_id, ::dup(h.lock_fd)});
+    }
+    return {};
+  }
+  std::vector<HeldCleanup> taken;
+  std::string refusal;
+
+ private:
+  const NodeContext& ctx_;
+};
+
+// VGPU_SCRUB_AFTER_EPILOG: the epilog releases the job's instance and returns without scrubbing
+// it; until the cleanup process has, nothing else touches it (a planner round leaves it alone),
+// and the cleanup process then scrubs it and keeps it idle for the next job, as an epilog would.
+TEST_F(NodeFlows, AnEpilogHandsItsScrubToTheCleanupProcessAndReturns) {
+  RecordingHandoff handoff(ctx);
+  ctx.cleanup_handoff = &handoff;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
+  const LedgerInstance of42 = only_instance_of(*store->load(), 42);
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(epi->handed_off, 1);
+  EXPECT_EQ(epi->kept, 0);
+  EXPECT_TRUE(scrubber.scrubbed.empty()) << "the epilog did not wait for the scrub";
+  ASSERT_EQ(handoff.taken.size(), 1u);
+  EXPECT_EQ(handoff.taken[0].gpu, of42.gpu);
+  EXPECT_EQ(handoff.taken[0].gpu_instance_id, of42.gpu_instance_id);
+  EXPECT_NE(all_logs().find("vgpu: epilog: job 42: 1 instance(s) released, 1 handed to a cleanup process"),
+            std::string::npos) << all_logs();
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_TRUE(scrubber.scrubbed.empty()) << "a planner round does not take a handed-off instance";
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(std::ranges::count_if(l->instances, [](const LedgerInstance& i) { return is_released(i); }), 1);
+
+  auto done = finish_handed_off_instances(ctx, handoff.taken);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_TRUE(done->problems.empty()) << done->problems.front();
+  EXPECT_EQ(done->kept, 1);
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of42.mig_uuid});
+  l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(std::ranges::none_of(l->instances, [](const LedgerInstance& i) { return is_released(i); }));
+}
+
+// A hand-off that fails (the program cannot start) costs the job nothing: the epilog says why and
+// cleans up itself, as without the setting.
+TEST_F(NodeFlows, AnEpilogWhoseHandOffFailsCleansUpItself) {
+  RecordingHandoff handoff(ctx);
+  handoff.refusal = "cleanup process /proc/self/exe: cannot start it: Resource temporarily unavailable";
+  ctx.cleanup_handoff = &handoff;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt}));
+  const LedgerInstance of42 = only_instance_of(*store->load(), 42);
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(epi->handed_off, 0);
+  EXPECT_EQ(epi->kept, 1);
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of42.mig_uuid});
+  EXPECT_NE(all_logs().find("vgpu: epilog: job 42: handing 1 instance(s) to a cleanup process: " + handoff.refusal +
+                            "; cleaning up here"), std::string::npos) << all_logs();
+}
+
+// The cleanup process trusts only a descriptor that holds its instance's lock file: another one is
+// reported, and the instance is cleaned like any other whose lock is free.
+TEST_F(NodeFlows, TheCleanupProcessReportsADescriptorThatDoesNotHoldTheLock) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  const auto [of42, of43] = job_42_released_and_43_running(ctx, *store);
+  const int not_the_lock = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(not_the_lock, 0);
+  auto done = finish_handed_off_instances(ctx, {{of42.gpu, of42.gpu_instance_id, not_the_lock}});
+  ::close(not_the_lock);
+  ASSERT_TRUE(done) << done.error().message;
+  ASSERT_FALSE(done->problems.empty());
+  EXPECT_NE(done->problems[0].find(fmt::format("descriptor {} does not hold {}/cleanup-{}-{}.lock", not_the_lock,
+                                               ctx.node_dir(), of42.gpu, of42.gpu_instance_id)),
+            std::string::npos) << done->problems[0];
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of42.mig_uuid});
+  EXPECT_EQ(done->kept, 1);
+}
+
 // Two jobs' epilogs, as slurmd runs them (two processes, each with its own ledger store): their
 // scrubs run at the same time, not one behind the other (0.7 s each on an H100).
 TEST_F(NodeFlows, TheEpilogsOfTwoJobsScrubAtTheSameTime) {

@@ -28,6 +28,7 @@ struct NodeContext {
   InstanceAccess* access = nullptr;  // null: instances are not confined per job (VGPU_CONFINE_DEVICES=off)
   SplitPublisher* publisher = nullptr;  // hands advertisement.json's split to slurmctld
   MpsControl* mps = nullptr;  // null: the policy defines no share types, so no instance is shared
+  CleanupHandoff* cleanup_handoff = nullptr;  // null: an epilog scrubs its job's instances itself
   // The planner: the hook runs it serves are kept here and written once per round
   // (hook_tally_store.h). Null: each run is written as it ends.
   PendingTally* pending_tally = nullptr;

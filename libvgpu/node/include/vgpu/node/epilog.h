@@ -14,6 +14,7 @@ struct EpilogResult {
   int destroyed = 0;
   int quarantined = 0;
   int kept = 0;  // scrubbed and kept idle at their slot for the next job
+  int handed_off = 0;  // left released for the cleanup process (ports.h, CleanupHandoff) to finish
   std::vector<std::string> problems;
 };
 // Ends the job's tenancy, scrubs and destroys its instances; safe to run any number of times.
@@ -31,6 +32,11 @@ struct ReleasePass {
 // Scrubs and destroys the released instances `pass` names (work a crashed epilog left behind
 // included); the epilog, a prolog on a released slot and each planner round call it.
 Result<EpilogResult> finish_released_instances(NodeContext& ctx, const ReleasePass& pass = {});
+// The cleanup process's side of an epilog's hand-off (ports.h, CleanupHandoff): finishes the
+// instances whose cleanup locks it inherited on `held[i].lock_fd` (a descriptor that does not hold
+// its instance's lock is reported and that instance worked like any other), then every other
+// released instance whose lock is free.
+Result<EpilogResult> finish_handed_off_instances(NodeContext& ctx, const std::vector<HeldCleanup>& held);
 // Stops the job's VM (if any) and drops its ledger record; problems are reported.
 void stop_viz_session(NodeContext& ctx, JobId job, std::vector<std::string>& problems);
 
