@@ -1,5 +1,6 @@
 #include "hook_support.h"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "adapters.h"
@@ -18,6 +20,7 @@
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/prolog.h"
+#include "vgpu/contract/strict_json.h"
 #include "vgpu/contract/node_files.h"
 #include "vgpu/ledger/ledger_store.h"
 
@@ -172,6 +175,71 @@ void release_job_with(NodeRuntime& rt, std::string_view program, JobId job, std:
   if (!result) rt.log(result.error().message);
   rt.poke_planner();
   if (started) tally_run(rt, program, *started, cancel_class);
+}
+
+namespace {
+
+// "GPU:GI" as the hand-off writes it; nullopt for anything else.
+std::optional<std::pair<int, int>> parse_instance_key(std::string_view text) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  int gpu = -1, gi = -1;
+  const auto a = std::from_chars(text.data(), text.data() + colon, gpu);
+  const auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), gi);
+  if (a.ec != std::errc{} || a.ptr != text.data() + colon || b.ec != std::errc{} || b.ptr != text.data() + text.size() ||
+      gpu < 0 || gi < 0)
+    return std::nullopt;
+  return std::pair{gpu, gi};
+}
+
+// Before the runtime is up (or when it cannot come up) the node's log is the only place a
+// detached process can say anything: its stderr is /dev/null.
+void log_to_node_file(const std::string& line) {
+  auto bare = NodeRuntime::bare_context();
+  if (!bare) return;
+  const std::string stamped = fmt::format("{:%Y-%m-%dT%H:%M:%S} {}[{}]: {}\n", fmt::gmtime(std::time(nullptr)),
+                                          kCleanupProcessName, ::getpid(), line);
+  if (FILE* f = std::fopen((bare->node_dir() + "/vgpu.log").c_str(), "a")) {
+    std::fputs(stamped.c_str(), f);
+    std::fclose(f);
+  }
+}
+
+}  // namespace
+
+std::optional<int> finish_released_if_asked(int argc, char** argv) noexcept {
+  if (argc < 2 || std::string_view(argv[1]) != kFinishReleasedFlag) return std::nullopt;
+  try {
+    std::vector<HeldCleanup> held;
+    for (int i = 2; i < argc; ++i) {
+      auto key = parse_instance_key(argv[i]);
+      if (!key) {
+        log_to_node_file(fmt::format("vgpu: cleanup: argument '{}': expected GPU:GPU-instance-id; nothing done (the "
+                                     "planner's rounds finish released instances)", contract::printable(argv[i])));
+        return 2;
+      }
+      held.push_back({key->first, key->second, 3 + (i - 2)});
+    }
+    auto rt = NodeRuntime::from_environment(kCleanupProcessName);
+    if (!rt) {
+      log_to_node_file(fmt::format("vgpu: cleanup: node not ready: {}; the planner's rounds finish released instances",
+                                   rt.error().message));
+      return 0;
+    }
+    auto& ctx = (*rt)->context();
+    auto result = finish_handed_off_instances(ctx, held);
+    if (!result)
+      (*rt)->log(fmt::format("vgpu: cleanup: {}", result.error().message));
+    else
+      (*rt)->log(fmt::format("vgpu: cleanup: {} instance(s) handed over by an epilog: {} kept idle, {} destroyed, {} "
+                             "quarantined{}", held.size(), result->kept, result->destroyed, result->quarantined,
+                             result->problems.empty() ? "" : "; problems: " + result->problems.front()));
+    // Destroyed instances free space for the plan, as after an epilog that cleaned up itself.
+    (*rt)->poke_planner();
+  } catch (const std::exception& e) {
+    log_to_node_file(std::string("vgpu: cleanup: unexpected: ") + e.what());
+  }
+  return 0;
 }
 
 int release_job(std::string_view program, JobId job, std::string_view reason,

@@ -51,6 +51,12 @@ void release_job_with(NodeRuntime& rt, std::string_view program, JobId job, std:
 // fails, the run tallied.
 void prolog_with(NodeRuntime& rt, const PrologRequest& request, std::chrono::steady_clock::time_point started);
 
+// The cleanup process an epilog hands its released instances to (VGPU_SCRUB_AFTER_EPILOG=on;
+// adapters.h, make_cleanup_process_handoff): when argv is `<program> --finish-released GPU:GI...`,
+// finishes those instances with the locks inherited on descriptors 3, 4, ... and returns the exit
+// status (0: problems are logged to the node's vgpu.log). nullopt for any other argv.
+std::optional<int> finish_released_if_asked(int argc, char** argv) noexcept;
+
 // Whether the ledger names `job` nowhere and no job record of it is left: its epilog has nothing to
 // do (false when unsure: no ledger, one that does not load).
 bool holds_nothing_here(JobId job) noexcept;

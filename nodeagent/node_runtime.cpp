@@ -132,6 +132,13 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   // Shared instances run a CUDA MPS control daemon each (docs/shared-instances.md).
   if (!rt->policy_.share_types.empty())
     rt->mps_ = make_command_mps_control(env_or("VGPU_MPS_ROOT", std::string(kDefaultMpsRoot)));
+  // Whether an epilog waits for its instances' scrub (docs/admin.md, "Scrub after the epilog").
+  const std::string after_epilog = env_or("VGPU_SCRUB_AFTER_EPILOG", "off");
+  if (after_epilog == "on")
+    rt->cleanup_ = make_cleanup_process_handoff();
+  else if (after_epilog != "off")
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("VGPU_SCRUB_AFTER_EPILOG='{}': expected on or off", contract::printable(after_epilog)));
   rt->slurmd_pidfile_ = env_or("VGPU_SLURMD_PIDFILE", "/run/slurmd.pid");
   if (auto pos = rt->slurmd_pidfile_.find("%n"); pos != std::string::npos)
     rt->slurmd_pidfile_.replace(pos, 2, rt->ctx_.node);
@@ -145,6 +152,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->ctx_.viz = rt->viz_.get();
   rt->ctx_.access = rt->access_.get();
   rt->ctx_.mps = rt->mps_.get();
+  rt->ctx_.cleanup_handoff = rt->cleanup_.get();
   rt->ctx_.now = [] { return static_cast<std::int64_t>(std::time(nullptr)); };
   rt->ctx_.log = [self](const std::string& s) { self->log(s); };
   rt->publisher_ = make_split_publisher(rt->ctx_, [self] {

@@ -10,6 +10,9 @@
 //                                     files belong to its job's user; "off": not confined
 //   VGPU_DEVICE_ROOT                  where the driver's /dev and /proc are (default /; tests: a
 //                                     fake driver's tree)
+//   VGPU_SCRUB_AFTER_EPILOG           "on": an epilog hands its job's released instances to a
+//                                     detached cleanup process and returns; "off" (default): it
+//                                     scrubs and destroys them before it returns
 #pragma once
 
 #include <memory>
@@ -44,6 +47,7 @@ class NodeRuntime {
   std::unique_ptr<InstanceAccess> access_;
   std::unique_ptr<SplitPublisher> publisher_;
   std::unique_ptr<MpsControl> mps_;
+  std::unique_ptr<CleanupHandoff> cleanup_;
   std::string slurmd_pidfile_;
   NodeContext ctx_;
 };

@@ -156,6 +156,9 @@ void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The cleanup process an epilog this planner served handed its instances to
+  // (VGPU_SCRUB_AFTER_EPILOG): /proc/self/exe is the planner then.
+  if (auto rc = vgpu::agent::finish_released_if_asked(argc, argv)) return *rc;
   CLI::App app{"vgpu-planner - re-plans this node's GPU partitions toward pending Slurm demand"};
   bool once = false;
   bool verify = false;

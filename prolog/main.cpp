@@ -85,6 +85,8 @@ Logs to <state dir>/<node>/vgpu.log. See docs/admin.md.
 )";
 
 int main(int argc, char** argv) {
+  // The cleanup process a crashed prolog's release handed its instances to (VGPU_SCRUB_AFTER_EPILOG).
+  if (auto rc = vgpu::agent::finish_released_if_asked(argc, argv)) return *rc;
   if (vgpu::agent::answer_help(argc, argv, "vgpu-prolog", kHelp)) return 0;
   const auto started = std::chrono::steady_clock::now();
   std::string alloc = env("VGPU_ALLOC");

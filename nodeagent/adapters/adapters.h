@@ -35,6 +35,15 @@ std::vector<std::string> book_wide_reservations(std::string_view pending_text, s
 // Runs vgpu-scrub ($VGPU_SCRUB or the installed path) with CUDA_VISIBLE_DEVICES=<mig uuid>.
 std::unique_ptr<Scrubber> make_command_scrubber();
 
+// The epilog's cleanup hand-off (VGPU_SCRUB_AFTER_EPILOG=on): `program` (by default this very
+// program, whichever hook or planner runs the epilog) started as `vgpu-cleanup --finish-released
+// GPU:GI...` (argv[0] names the process, not the file), detached, with each instance's cleanup lock
+// on descriptor 3, 4, ...; such a program answers that with finish_released_if_asked()
+// (hook_support.h).
+inline constexpr std::string_view kCleanupProcessName = "vgpu-cleanup";
+inline constexpr std::string_view kFinishReleasedFlag = "--finish-released";
+std::unique_ptr<CleanupHandoff> make_cleanup_process_handoff(std::string program = "/proc/self/exe");
+
 // Runs $VGPU_VIZ (default: vgpu-viz from PATH; its config from $VGPU_VIZ_CONFIG) with the node's
 // policy file, where the viz pools are declared.
 std::unique_ptr<VizLauncher> make_command_viz_launcher(std::string policy_path);
