@@ -25,6 +25,9 @@
 # --hook-service off: the hooks do their own work instead of handing it to the node's planner
 # (nodeagent/hook_service.h). With it on (the default, as installed), a hook's own CPU leaves out
 # the work its planner did for it: that is in the planners' CPU per job and the machine's.
+# --scrub-after-epilog: epilogs hand their scrubs to a detached cleanup process and return
+# (VGPU_SCRUB_AFTER_EPILOG=on); a burst then ends only once every node has finished its scrubs, so
+# that work still counts in the burst's time.
 # --prepare-slots turns on the policy's planner.prepare_slots: the planners make an instance for
 # every planned slot ahead of demand (each burst starts once they have), so prologs only claim.
 set -u
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --scrub-seconds) scrub_seconds=$2; shift 2 ;;
     --hook-service) export VP_HOOK_SERVICE=$2; shift 2 ;;
     --prepare-slots) prepare=1; export VP_PREPARE_SLOTS=true; shift ;;
+    --scrub-after-epilog) export VP_SCRUB_AFTER_EPILOG=on; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -97,6 +101,10 @@ burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records 
   for j in "${ids[@]}"; do
     while squeue -h -j "$j" 2>/dev/null | grep -q .; do sleep 0.1; done
   done
+  # Scrubs handed off by epilogs are still the burst's work: wait until no ledger has one left.
+  if [ "$label" = vgpu ] && [ "${VP_SCRUB_AFTER_EPILOG:-off}" = on ]; then
+    while cat "$VGPU_STATE_DIR"/*/ledger.json 2>/dev/null | grep -Eq '"(scrubbing|destroying)"'; do sleep 0.1; done
+  fi
   t1=$(date +%s.%N)
   cpu_sample "$label" "$rep" after
   for j in "${ids[@]}"; do scontrol show job -o "$j"; done >> "$results/$label.jobs"
@@ -116,9 +124,12 @@ cp "$VC_RUN/log/hook-times.txt" "$results/hooks.txt" 2>/dev/null
 vp_check 2>/dev/null || echo "WARNING: vgpu run ended inconsistent"
 # Epilogs log "<n> instance(s) released, <k> kept idle, ...": with a scrub that succeeds, every
 # released instance whose place is still planned is kept for the next job of its profile.
-kept=$(cat "$VGPU_STATE_DIR"/*/vgpu.log 2>/dev/null | sed -n 's/.*instance(s) released, \([0-9]*\) kept idle.*/\1/p' |
+kept=$(cat "$VGPU_STATE_DIR"/*/vgpu.log 2>/dev/null | sed -n 's/.*instance(s) \(released,\|handed over by an epilog:\) \([0-9]*\) kept idle.*/\2/p' |
   awk '{k += $1} END {print k + 0}')
 echo "instances kept idle by epilogs: $kept"
+if [ "${VP_SCRUB_AFTER_EPILOG:-off}" = on ]; then
+  echo "epilogs that handed their scrubs to a cleanup process: $(cat "$VGPU_STATE_DIR"/*/vgpu.log 2>/dev/null | grep -c 'handed to a cleanup process')"
+fi
 # Hooks that asked their planner and then did the work themselves say why ("...; doing the work
 # here"): how often serving fell back, and the first reason.
 fallback=$(cat "$VC_RUN"/log/prolog.*.log "$VC_RUN"/log/epilog.*.log 2>/dev/null | grep 'doing the work here')
@@ -159,7 +170,7 @@ rm -rf "$VC_RUN"
 build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 sanitized=$(grep -m1 '^VGPU_SANITIZE:' "${VP_BIN:-build}/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build ${build_type:-?} sanitizers ${sanitized:-?}"
-python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}${scrub_seconds:+ --scrub-seconds $scrub_seconds}${prepare:+ --prepare-slots}${VP_HOOK_SERVICE:+ --hook-service $VP_HOOK_SERVICE}" <<'PY'
+python3 - "$results" "$JOBS" "$REPS" "$machine" "$json_out" "$0 $JOBS $REPS${VP_NVML_LATENCY:+ --nvml-latency $VP_NVML_LATENCY}${scrub_seconds:+ --scrub-seconds $scrub_seconds}${prepare:+ --prepare-slots}${VP_HOOK_SERVICE:+ --hook-service $VP_HOOK_SERVICE}${VP_SCRUB_AFTER_EPILOG:+ --scrub-after-epilog}" <<'PY'
 import json, os, re, statistics, sys
 from datetime import datetime
 d, n, reps, machine, json_out, command = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]

@@ -251,6 +251,8 @@ ENV
   # Crash-point matrix (tests/e2e/scenarios/crash_matrix.sh): each node its own arming file.
   # VP_HOOK_SERVICE=off: the hooks do their own work, as without a planner (benchmarks compare).
   [ "${VP_HOOK_SERVICE:-on}" = off ] && echo "export VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  # VP_SCRUB_AFTER_EPILOG=on: epilogs hand their scrubs to a detached cleanup process.
+  [ -n "${VP_SCRUB_AFTER_EPILOG:-}" ] && echo "export VGPU_SCRUB_AFTER_EPILOG=$VP_SCRUB_AFTER_EPILOG" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # Its points kill the hook processes, so the hooks do their own work there (a served hook's work
   # runs in the planner: the matrix's served case turns this off for itself).
   [ "${VP_CRASH_POINTS:-0}" = 1 ] &&

@@ -135,13 +135,15 @@ recover() { # $1 recovery, $2 job (may be empty)
 
 # Without VP_CRASH_ALL=1 (or VP_CRASH_ONLY) only these cases run, to fit the CI budget: every
 # component (prolog, NVML, ledger store, epilog, release, planner) and every recovery, the chained
-# release-and-cancel case and the planner killed while serving a hook among them; the
+# release-and-cancel case, the planner killed while serving a hook and the cleanup process of
+# scrubs after the epilog (started by a hook and by the planner) among them; the
 # epilog-dies-three-times cases wait for the planner's once-a-minute ended-job backstop, so they
 # run with VP_CRASH_ALL=1 only. 10-30 s a case.
 ci_cases="|prolog.after_create|nvml.after_gi_create@prolog|ledger.after_temp_write@prolog\
 |prolog.after_create x2 +planner.after_reconcile_destroy|release.after_destroy@epilog\
 |release.after_ledger_remove@epilog|planner.after_shrink_confirmed\
-|prolog.after_create@served|epilog.after_retire@served|"
+|prolog.after_create@served|epilog.after_retire@served|release.after_scrub@cleanup\
+|release.after_destroy@cleanup+served|"
 
 # One case: arm, drive the workload, wait for the crash, recover, check.
 rows=()
@@ -281,6 +283,23 @@ served on
 run_case "prolog.after_create@served" "prolog.after_create@vgpu-planner" job
 run_case "epilog.after_retire@served" "epilog.after_retire@vgpu-planner" job
 served off
+# Scrubs after the epilog (VGPU_SCRUB_AFTER_EPILOG=on): the epilog hands its job's released
+# instance, with its cleanup lock, to a detached vgpu-cleanup process and returns; these kill that
+# process in the middle. The instance stays released and the next pass (a planner round, or a
+# prolog that claims its slot) finishes it. The second case's epilog is served, so the planner
+# starts the cleanup process.
+after_epilog() { # $1 on | off, for node $node's hooks and its planner (restarted: it serves epilogs)
+  sed -i '/^export VGPU_SCRUB_AFTER_EPILOG=on$/d' "$VC_RUN/etc/vgpu-env/$node.sh"
+  [ "$1" = off ] || echo "export VGPU_SCRUB_AFTER_EPILOG=on" >> "$VC_RUN/etc/vgpu-env/$node.sh"
+  vp_planner_stop "$node"
+  planner_ensure "$node"
+}
+after_epilog on
+run_case "release.after_scrub@cleanup" "release.after_scrub@vgpu-cleanup" job
+served on
+run_case "release.after_destroy@cleanup+served" "release.after_destroy@vgpu-cleanup" job
+served off
+after_epilog off
 fi
 
 scancel "$witness"
