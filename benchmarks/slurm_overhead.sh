@@ -103,7 +103,7 @@ burst() { # $1 label $2 rep: submits $JOBS 1g.10gb jobs at once, waits, records 
   done
   # Scrubs handed off by epilogs are still the burst's work: wait until no ledger has one left.
   if [ "$label" = vgpu ] && [ "${VP_SCRUB_AFTER_EPILOG:-off}" = on ]; then
-    while cat "$VGPU_STATE_DIR"/*/ledger.json 2>/dev/null | grep -Eq '"(scrubbing|destroying)"'; do sleep 0.1; done
+    vp_wait_cleanups_done 120 || echo "WARNING: burst $rep: scrubs still running 120 s after its last job"
   fi
   t1=$(date +%s.%N)
   cpu_sample "$label" "$rep" after

@@ -393,6 +393,16 @@ vp_wait_done() { # $1 job [$2 seconds]: until the job has left the queue
   done
 }
 
+# With VGPU_SCRUB_AFTER_EPILOG=on a job leaves the queue while a cleanup process still scrubs and
+# destroys its instances: until no node's ledger holds an instance in scrubbing or destroying.
+vp_wait_cleanups_done() { # [$1 seconds]
+  local t=0 lim=$(( ${1:-60} * 10 ))
+  while cat "$VGPU_STATE_DIR"/*/ledger.json 2>/dev/null | grep -Eq '"(scrubbing|destroying)"'; do
+    t=$((t + 1)); [ $t -ge $lim ] && { vc_log "instances still being cleaned up after ${1:-60} s"; return 1; }
+    sleep 0.1
+  done
+}
+
 vp_wait_running() { vc_wait_job "$1" RUNNING "${2:-60}"; }
 
 # RUNNING comes while the prolog still works (PrologFlags=Alloc); the batch script's first line

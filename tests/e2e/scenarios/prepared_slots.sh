@@ -52,6 +52,7 @@ echo "planner.after_prepare_create" > "$VC_RUN/crash/n1"
 j=$(vp_sbatch -p infer -w n1 --gres=vgpu:1g.10gb:2 "$job" 1)
 vp_wait_done "$j" 90 || vc_fail "job $j did not end"
 vp_assert_completed "$j"
+vp_wait_cleanups_done 60 || vc_fail "job $j's instances were never destroyed"
 for _ in $(seq 150); do [ -s "$VC_RUN/crash/n1.hits" ] && break; sleep 0.2; done
 [ -s "$VC_RUN/crash/n1.hits" ] || vc_fail "the planner on n1 never reached planner.after_prepare_create"
 echo "crashed: $(cat "$VC_RUN/crash/n1.hits")"
