@@ -253,6 +253,11 @@ Result<EpilogResult> work_released(NodeContext& ctx, const std::vector<InstanceK
 // took before releasing it, to a process of their own (ports.h, CleanupHandoff). How many went;
 // none when none is released (a share whose instance others still use) or the hand-off failed,
 // which is logged: this epilog then cleans them up itself, as without the setting.
+// The job's user loses each instance here, before the epilog returns, not in that process: once
+// the epilog has returned Slurm counts the job as ended, and another job of the same user on the
+// node must not be able to open the instance meanwhile. A shared instance's MPS daemon must quit
+// before that (work_released), so a job with one is not handed off; nor is one whose revoke fails
+// (the epilog quarantines it).
 int hand_off_released(NodeContext& ctx, const std::vector<InstanceKey>& own, const std::deque<NodeLock>& own_locks,
                       const std::string& where) {
   auto ledger = ctx.ledger->load();
@@ -261,12 +266,20 @@ int hand_off_released(NodeContext& ctx, const std::vector<InstanceKey>& own, con
     return 0;
   }
   std::vector<HeldCleanup> held;
+  std::vector<const LedgerInstance*> released;
   for (std::size_t i = 0; i < own.size(); ++i) {
-    const bool released = std::ranges::any_of(
-        ledger->instances, [&](const LedgerInstance& inst) { return key_of(inst) == own[i] && is_released(inst); });
-    if (released) held.push_back({own[i].first, own[i].second, own_locks[i].fd()});
+    auto it = std::ranges::find_if(ledger->instances, [&](const LedgerInstance& inst) {
+      return key_of(inst) == own[i] && is_released(inst);
+    });
+    if (it == ledger->instances.end()) continue;
+    if (shares_of(*ledger, it->profile) > 0) return 0;
+    released.push_back(&*it);
+    held.push_back({own[i].first, own[i].second, own_locks[i].fd()});
   }
   if (held.empty()) return 0;
+  if (ctx.access != nullptr)
+    for (const auto* inst : released)
+      if (!ctx.access->revoke(*inst)) return 0;
   if (auto handed = ctx.cleanup_handoff->hand_off(held); !handed) {
     ctx.log(fmt::format("{}: handing {} instance(s) to a cleanup process: {}; cleaning up here", where, held.size(),
                         handed.error().message));

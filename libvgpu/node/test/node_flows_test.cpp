@@ -1377,6 +1377,36 @@ TEST_F(ConfinedNodeFlows, OnlyTheJobsUserCanOpenItsInstancesUntilTheEpilogTakesT
   for (const auto& inst : next->instances) EXPECT_EQ(access.owner.at(inst.mig_uuid), 1002u);
 }
 
+// Scrubs after the epilog: the job's user loses its instances before the epilog returns (Slurm then
+// counts the job as ended), not later in the cleanup process.
+TEST_F(ConfinedNodeFlows, AnEpilogThatHandsItsScrubOffTakesTheInstancesBackFirst) {
+  RecordingHandoff handoff(ctx);
+  ctx.cleanup_handoff = &handoff;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto first = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", 1001});
+  ASSERT_TRUE(first && !first->rejected) << (first ? first->reason : first.error().message);
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  ASSERT_EQ(epi->handed_off, 2);
+  EXPECT_TRUE(scrubber.scrubbed.empty());
+  for (const auto& inst : first->instances) EXPECT_EQ(access.owner.at(inst.mig_uuid), 0u) << inst.mig_uuid;
+}
+
+// One that cannot be taken back is not handed off: the epilog does the work and quarantines it.
+TEST_F(ConfinedNodeFlows, AnInstanceThatCannotBeTakenBackIsNotHandedOff) {
+  RecordingHandoff handoff(ctx);
+  ctx.cleanup_handoff = &handoff;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto first = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", 1001});
+  ASSERT_TRUE(first && !first->rejected) << (first ? first->reason : first.error().message);
+  access.fail_revoke = true;
+  auto epi = run_epilog(ctx, 42, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  EXPECT_EQ(epi->handed_off, 0);
+  EXPECT_TRUE(handoff.taken.empty());
+  EXPECT_EQ(epi->quarantined, 1);
+}
+
 // A job whose slots all have a prepared (or kept) instance creates nothing, so its prolog takes
 // no hardware lock and never waits behind a create of the planner's (seconds on a real GPU): here
 // the lock is held for the whole prolog, which still finishes and grants its instance.
