@@ -1,6 +1,5 @@
 #include "hook_support.h"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,7 +9,6 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <string>
 
 #include "adapters.h"
@@ -195,14 +193,7 @@ std::optional<std::pair<int, int>> parse_instance_key(std::string_view text) {
 // Before the runtime is up (or when it cannot come up) the node's log is the only place a
 // detached process can say anything: its stderr is /dev/null.
 void log_to_node_file(const std::string& line) {
-  auto bare = NodeRuntime::bare_context();
-  if (!bare) return;
-  const std::string stamped = fmt::format("{:%Y-%m-%dT%H:%M:%S} {}[{}]: {}\n", fmt::gmtime(std::time(nullptr)),
-                                          kCleanupProcessName, ::getpid(), line);
-  if (FILE* f = std::fopen((bare->node_dir() + "/vgpu.log").c_str(), "a")) {
-    std::fputs(stamped.c_str(), f);
-    std::fclose(f);
-  }
+  if (auto bare = NodeRuntime::bare_context()) NodeRuntime::append_to_node_log(*bare, kCleanupProcessName, line);
 }
 
 }  // namespace

@@ -73,14 +73,29 @@ bool signal_pidfile(const std::string& path, int signal) {
   return ::kill(static_cast<pid_t>(pid), signal) == 0;
 }
 
-void NodeRuntime::log(const std::string& line) const {
-  auto now = std::time(nullptr);
-  std::string stamped = fmt::format("{:%Y-%m-%dT%H:%M:%S} {}[{}]: {}\n", fmt::gmtime(now), program_, ::getpid(), line);
-  std::fputs(stamped.c_str(), stderr);
-  if (FILE* f = std::fopen((ctx_.node_dir() + "/vgpu.log").c_str(), "a")) {
+namespace {
+
+std::string stamped_line(std::string_view program, const std::string& line) {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S} {}[{}]: {}\n", fmt::gmtime(std::time(nullptr)), program, ::getpid(), line);
+}
+
+void append_to(const NodeContext& ctx, const std::string& stamped) {
+  if (FILE* f = std::fopen((ctx.node_dir() + "/vgpu.log").c_str(), "a")) {
     std::fputs(stamped.c_str(), f);
     std::fclose(f);
   }
+}
+
+}  // namespace
+
+void NodeRuntime::log(const std::string& line) const {
+  const std::string stamped = stamped_line(program_, line);
+  std::fputs(stamped.c_str(), stderr);
+  append_to(ctx_, stamped);
+}
+
+void NodeRuntime::append_to_node_log(const NodeContext& ctx, std::string_view program, const std::string& line) {
+  append_to(ctx, stamped_line(program, line));
 }
 
 void NodeRuntime::poke_planner() const { (void)signal_pidfile(planner_pidfile(), SIGUSR1); }

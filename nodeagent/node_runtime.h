@@ -31,6 +31,9 @@ class NodeRuntime {
   static Result<NodeContext> bare_context();
   NodeContext& context() { return ctx_; }
   void log(const std::string& line) const;
+  // The same line log() writes to <node dir>/vgpu.log ("<time> <program>[<pid>]: <line>"), for a
+  // process whose runtime could not come up and whose stderr goes nowhere.
+  static void append_to_node_log(const NodeContext& ctx, std::string_view program, const std::string& line);
   // Pokes the node's planner daemon (SIGUSR1) so freed space is re-planned at once.
   void poke_planner() const;
   std::string planner_pidfile() const { return ctx_.node_dir() + "/planner.pid"; }
