@@ -38,18 +38,20 @@ a=$(sub -p infer -A infer-team --gres=vgpu:1g.10gb:2 --wrap 'sleep 8')
 b=$(vp_as_user "$VP_USER_B" sbatch --parsable -o "$VC_RUN/out/%j.out" -p train -A train-team --gres=vgpu:3g.40gb:1 --wrap 'sleep 10')
 c=$(sub -p infer -A infer-team -N2 --gres=vgpu:2g.20gb:1 --wrap 'srun -l hostname; sleep 6')
 d=$(sub -p infer -A infer-team --array=1-3 --gres=vgpu:1g.10gb:1 --wrap 'sleep 5')
-e=$(sub -p train -A train-team --gres=vgpu:4g.40gb:1 --wrap 'sleep 300')
-f=$(sub -p infer -A infer-team --gres=vgpu:2g.20gb:1 --wrap 'echo run; sleep 6')
+e=$(sub -p train -A train-team --gres=vgpu:4g.40gb:1 --wrap 'echo run; sleep 300')
+f=$(sub -p infer -A infer-team --gres=vgpu:2g.20gb:1 --wrap 'echo run; sleep 10')
 for j in "$a" "$b" "$c" "$d" "$e" "$f"; do [ "$j" != refused ] || vc_fail "a submission was refused"; done
 vc_log "jobs: single $a, train ($VP_USER_B) $b, two-node $c, array $d, to cancel $e, to requeue $f"
 
 # A restart while jobs run: slurmctld re-sends nothing twice and loses nothing for slurmdbd.
-vp_wait_running "$e" 90 || vc_fail "job $e did not start"
-vp_wait_running "$f" 90 || vc_fail "job $f did not start"
+# "Run" means their scripts started: a job RUNNING in slurmctld whose batch step slurmd has not
+# launched yet (PrologFlags=Alloc: the launch waits for the prolog) is, after a restart, "missing
+# from batch node" and requeued by slurmctld itself (job_mgr.c, _foreach_purge_missing_jobs).
+vp_wait_started "$e" 90 || vc_fail "job $e did not start its script"
+vp_wait_started "$f" 90 || vc_fail "job $f did not start its script"
 vc_ctld_stop
 vc_ctld_start || vc_fail "slurmctld did not restart"
 vc_log "slurmctld restarted with jobs running"
-vp_wait_started "$f" 60 || vc_fail "job $f did not start its script"
 scontrol requeue "$f" || vc_fail "scontrol requeue $f failed"
 # A requeued job waits out the launch credential's lifetime (job_mgr.c), so that slurmd has
 # forgotten the job and runs the prolog again; VC_CRED_EXPIRE keeps that short here. (Forcing
@@ -80,8 +82,12 @@ sacct_file, history_file, jobs = sys.argv[1], sys.argv[2], sys.argv[3].split()
 a, b, c, d, e, f = jobs
 problems = []
 runs = collections.defaultdict(list)          # raw job id -> [(jobid, account, user, state, start, end, {profile: n})]
+unstarted = collections.defaultdict(list)     # raw job id -> states of runs cancelled before they started
 for line in open(sacct_file):
     raw, jobid, account, user, state, start, end, tres = line.rstrip("\n").split("|")
+    if start == "None":  # no instances, nothing to compare; only its state counts
+        unstarted[int(raw)].append(state.split()[0])
+        continue
     counts = {}
     for item in filter(None, tres.split(",")):
         k, _, v = item.partition("=")
@@ -134,7 +140,7 @@ for raw, (profile, count, nruns) in sorted(expected.items()):
     for h in hist: per_account_hist[(rs[0][1] if rs else "?", profile)] += h["end_time"] - h["start_time"]
     print(f"job {raw:>4} {rs[0][0] if rs else '?':>7} {user:>6} {profile:8} runs {[r[3] for r in rs]}: "
           f"sacct {sacct_count} instance(s) {s_sec} s, ledger history {len(hist)} record(s) {h_sec} s")
-states = {raw: [r[3] for r in rs] for raw, rs in runs.items()}
+states = {raw: [r[3] for r in runs.get(raw, [])] + unstarted.get(raw, []) for raw in set(runs) | set(unstarted)}
 check(states.get(int(e)) == ["CANCELLED"], f"job {e}: states {states.get(int(e))}, want CANCELLED")
 check(sorted(states.get(int(f), [])) == ["COMPLETED", "REQUEUED"], f"job {f}: states {states.get(int(f))}, want REQUEUED then COMPLETED")
 extra = set(history) - set(expected)
