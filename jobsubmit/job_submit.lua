@@ -13,9 +13,11 @@ cannot count shares per user, and an instance's MPS server serves one user at a 
 The table's `shares` part names them: shares = { main = { quarter = "user" } }.
 With the policy's planner.node_features the table has a `prefer` part, and a job on one of its
 partitions that sets no --constraint, --prefer or --nodelist of its own gets a preference (sbatch --prefer):
-a vgpu job for nodes in use (small jobs pack, idle nodes stay whole), any other job for nodes with
-no idle GPU (it leaves the CPUs an idle GPU's next job needs). Slurm tries the preference first
-and then without it, so a preference never keeps a job waiting (docs/policy.md). ]]
+a vgpu job asking only for parts of a GPU (the table's `parts`) for nodes with a partly used GPU
+(it fills a fragment instead of splitting another GPU), any other vgpu job for nodes in use (idle
+nodes stay whole), any other job for nodes with no idle GPU (it leaves the CPUs an idle GPU's next
+job needs). Slurm tries the preference first and then without it, so a preference never keeps a
+job waiting (docs/policy.md). A table from before `part_jobs` gives every vgpu job `gpu_jobs`. ]]
 
 local function conf_dir()
   local conf = os.getenv("SLURM_CONF") or "/etc/slurm/slurm.conf"
@@ -74,14 +76,22 @@ end
 
 -- The node preference above; nothing when the table has none or the job chose its own features
 -- or nodes (Slurm refuses a preference its required nodes lack).
-local function prefer_nodes(job_desc, data, gpu_job)
+-- `requests`: the job's vgpu requests (none for a CPU-only job).
+local function prefer_nodes(job_desc, data, requests)
   local p = data.prefer
   if p == nil or job_desc.prefer ~= nil or job_desc.features ~= nil or job_desc.req_nodes ~= nil then
     return
   end
+  local want = p.cpu_jobs
+  if #requests > 0 then
+    want = p.part_jobs or p.gpu_jobs
+    for _, it in ipairs(requests) do
+      if not (p.parts or {})[it.type] then want = p.gpu_jobs end
+    end
+  end
   for part in string.gmatch(job_desc.partition or data.default or "", "[^,]+") do
     if (p.partitions or {})[part] then
-      job_desc.prefer = gpu_job and p.gpu_jobs or p.cpu_jobs
+      job_desc.prefer = want
       return
     end
   end
@@ -98,7 +108,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   if #requests == 0 then
     -- Not a vgpu job: never refused for the table's sake, at most given a preference.
     local data = load_profiles(true)
-    if data ~= nil then prefer_nodes(job_desc, data, false) end
+    if data ~= nil then prefer_nodes(job_desc, data, requests) end
     return slurm.SUCCESS
   end
 
@@ -135,7 +145,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     slurm.log_user("%s", refused)
     return slurm.ERROR
   end
-  prefer_nodes(job_desc, data, true)
+  prefer_nodes(job_desc, data, requests)
   return slurm.SUCCESS
 end
 

@@ -1,5 +1,7 @@
 #include "vgpu/contract/node_features.h"
 
+#include <algorithm>
+
 namespace vgpu::contract {
 
 std::vector<std::string> parse_feature_list(std::string_view shown) {
@@ -15,17 +17,22 @@ std::vector<std::string> parse_feature_list(std::string_view shown) {
   return out;
 }
 
-std::string with_planner_features(const std::vector<std::string>& current, bool in_use,
-                                  bool no_idle_gpu) {
+PlannerFeatures planner_features_in(const std::vector<std::string>& current) {
+  auto has = [&](std::string_view f) { return std::ranges::find(current, f) != current.end(); };
+  return {has(kFeatureInUse), has(kFeatureNoIdleGpu), has(kFeaturePartlyUsedGpu)};
+}
+
+std::string with_planner_features(const std::vector<std::string>& current, const PlannerFeatures& set) {
   std::string out;
   auto add = [&out](std::string_view f) {
     if (!out.empty()) out += ',';
     out += f;
   };
   for (const auto& f : current)
-    if (f != kFeatureInUse && f != kFeatureNoIdleGpu) add(f);
-  if (in_use) add(kFeatureInUse);
-  if (no_idle_gpu) add(kFeatureNoIdleGpu);
+    if (f != kFeatureInUse && f != kFeatureNoIdleGpu && f != kFeaturePartlyUsedGpu) add(f);
+  if (set.in_use) add(kFeatureInUse);
+  if (set.no_idle_gpu) add(kFeatureNoIdleGpu);
+  if (set.partly_used_gpu) add(kFeaturePartlyUsedGpu);
   return out;
 }
 

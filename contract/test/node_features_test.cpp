@@ -1,4 +1,4 @@
-// The planner's node features: its two are set or cleared, an administrator's own stay in order.
+// The planner's node features: its three are set or cleared, an administrator's own stay in order.
 #include "vgpu/contract/node_features.h"
 
 #include <gtest/gtest.h>
@@ -13,14 +13,24 @@ TEST(NodeFeatures, ParsesScontrolsList) {
   EXPECT_EQ(parse_feature_list("a,,b"), (std::vector<std::string>{"a", "b"}));
 }
 
-TEST(NodeFeatures, SetsThePlannersTwoAndKeepsTheAdministratorsInOrder) {
-  EXPECT_EQ(with_planner_features({}, false, false), "");
-  EXPECT_EQ(with_planner_features({}, true, true), "vgpu_in_use,vgpu_no_idle_gpu");
-  EXPECT_EQ(with_planner_features({"ib", "vgpu_no_idle_gpu", "nvme"}, true, false), "ib,nvme,vgpu_in_use");
-  EXPECT_EQ(with_planner_features({"vgpu_in_use", "ib"}, false, false), "ib");
-  // What is shown is what would be written again: a steady node needs no update.
-  const std::string steady = with_planner_features({"ib"}, true, true);
-  EXPECT_EQ(with_planner_features(parse_feature_list(steady), true, true), steady);
+TEST(NodeFeatures, SetsThePlannersThreeAndKeepsTheAdministratorsInOrder) {
+  EXPECT_EQ(with_planner_features({}, {}), "");
+  EXPECT_EQ(with_planner_features({}, {true, true, true}), kPlannerFeatureList);
+  EXPECT_EQ(with_planner_features({"ib", "vgpu_no_idle_gpu", "nvme"}, {true, false, false}), "ib,nvme,vgpu_in_use");
+  EXPECT_EQ(with_planner_features({"vgpu_partly_used_gpu", "ib"}, {true, false, true}),
+            "ib,vgpu_in_use,vgpu_partly_used_gpu");
+  EXPECT_EQ(with_planner_features({"vgpu_in_use", "ib", "vgpu_partly_used_gpu"}, {}), "ib");
+}
+
+TEST(NodeFeatures, ReadsBackWhatItWrites) {
+  for (const PlannerFeatures set : {PlannerFeatures{}, PlannerFeatures{true, false, true},
+                                    PlannerFeatures{true, true, false}, PlannerFeatures{true, true, true}}) {
+    const std::string written = with_planner_features({"ib"}, set);
+    EXPECT_EQ(planner_features_in(parse_feature_list(written)), set) << written;
+    // What is shown is what would be written again: a steady node needs no update.
+    EXPECT_EQ(with_planner_features(parse_feature_list(written), set), written);
+  }
+  EXPECT_EQ(planner_features_in({"vgpu_in_use_not"}), PlannerFeatures{}) << "whole names only";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy_reader.h"
+#include "vgpu/contract/node_features.h"
 
 namespace vgpu {
 namespace {
@@ -43,11 +44,12 @@ std::string summary(const PolicyFile& policy) {
     // Slurm refuses at submission a preference no node has; nothing else would tell the admin.
     std::string partitions;
     for (const auto& p : policy.partitions) partitions += (partitions.empty() ? "" : ",") + p.name;
-    out += "planner: node features vgpu_in_use and vgpu_no_idle_gpu for the submit filter's preferences\n";
-    out += fmt::format("planner: slurm.conf needs a State=FUTURE node with Features=vgpu_in_use,vgpu_no_idle_gpu in "
+    out += fmt::format("planner: node features {} for the submit filter's preferences\n",
+                       contract::kPlannerFeatureList);
+    out += fmt::format("planner: slurm.conf needs a State=FUTURE node with Features={} in "
                        "partition(s) {} (docs/admin.md); without it Slurm refuses every job the filter gives a "
                        "preference\n",
-                       partitions);
+                       contract::kPlannerFeatureList, partitions);
   }
   for (const auto& [name, image] : policy.images) {
     out += fmt::format("image {}: kernel {}, initrd {}", name, image.kernel, image.initrd);

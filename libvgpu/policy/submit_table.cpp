@@ -38,6 +38,18 @@ std::vector<std::string> types_offered(const PartitionPolicy& partition, const C
   return types;
 }
 
+bool is_part_of_a_gpu(const PolicyFile& policy, const Catalog& catalog, std::string_view type) {
+  if (std::ranges::any_of(policy.share_types, [&](const GpuClass& s) { return s.name == type; })) return true;
+  bool realized = false;
+  for (const auto& model : catalog.models()) {
+    const Profile* p = model.find_profile(type);
+    if (!p) continue;
+    if (p->compute_slices >= model.compute_slices) return false;
+    realized = true;
+  }
+  return realized;  // a viz pool is no profile: never a part
+}
+
 Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog& catalog,
                                         std::string_view default_partition) {
   if (!policy.partition(default_partition))
@@ -66,8 +78,15 @@ Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog&
   }
   out += "}";
   if (policy.planner.node_features) {
-    out += fmt::format(", prefer = {{ gpu_jobs = {}, cpu_jobs = {}, partitions = {{",
-                       lua_string(contract::kFeatureInUse), lua_string(contract::kFeatureNoIdleGpu));
+    out += fmt::format(", prefer = {{ gpu_jobs = {}, part_jobs = {}, cpu_jobs = {}, parts = {{",
+                       lua_string(contract::kFeatureInUse), lua_string(contract::kFeaturePartlyUsedGpu),
+                       lua_string(contract::kFeatureNoIdleGpu));
+    std::vector<std::string> parts;
+    for (const auto& partition : policy.partitions)
+      for (const auto& t : types_offered(partition, catalog))
+        if (is_part_of_a_gpu(policy, catalog, t) && std::ranges::find(parts, t) == parts.end()) parts.push_back(t);
+    for (const auto& t : parts) out += fmt::format(" [{}] = true,", lua_string(t));
+    out += " }, partitions = {";
     for (const auto& partition : policy.partitions) out += fmt::format(" [{}] = true,", lua_string(partition.name));
     out += " } }";
   }

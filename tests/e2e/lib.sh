@@ -111,13 +111,15 @@ JSON
   [ -n "${VP_SHARE_ACROSS_USERS:-}" ] && _vp_policy_set "partitions.$VP_SHARE_ACROSS_USERS.share_across_users" true
   # VP_NODE_WEIGHTS: the planner's node_weights, as its JSON object ({"in_use": A, "idle": B}).
   [ -n "${VP_NODE_WEIGHTS:-}" ] && _vp_policy_set planner.node_weights "$VP_NODE_WEIGHTS"
-  # VP_NODE_FEATURES=1: the planner's node_features, with slurm.conf's FUTURE node holding both.
+  # VP_NODE_FEATURES=1: the planner's node_features, with slurm.conf's FUTURE node holding every
+  # feature the policy summary says it needs.
+  [ -n "${VP_NODE_FEATURES:-}" ] && _vp_policy_set planner.node_features true
+  local summary
+  summary=$("$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json") || vc_fail "generated policy does not check"
   if [ -n "${VP_NODE_FEATURES:-}" ]; then
-    _vp_policy_set planner.node_features true
-    VC_FUTURE_FEATURES=vgpu_in_use,vgpu_no_idle_gpu
+    VC_FUTURE_FEATURES=$(sed -n 's/^planner: slurm.conf needs a State=FUTURE node with Features=\([^ ]*\) in .*/\1/p' <<< "$summary")
+    [ -n "$VC_FUTURE_FEATURES" ] || vc_fail "the policy summary names no features for the FUTURE node: $summary"
   fi
-  "$VP_VGPUCTL" policy check "$VC_RUN/etc/vgpu-policy.json" >/dev/null ||
-    vc_fail "generated policy does not check"
 }
 
 # The viz partition (node n1 only) and its image: the guest tests/viz builds, or with

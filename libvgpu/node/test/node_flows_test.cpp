@@ -1191,7 +1191,8 @@ TEST_F(NodeFlows, NodeWeightFollowsWhetherSlurmHasVgpuAllocatedHere) {
 }
 
 // With planner.node_features the node carries vgpu_in_use while Slurm has any of its vgpu
-// allocated (node_features.h), beside the administrator's own features, and loses it when idle.
+// allocated, and vgpu_partly_used_gpu while a job's 1g.10gb leaves its GPU room (node_features.h),
+// beside the administrator's own features, and loses them when idle.
 TEST_F(NodeFlows, NodeFeaturesFollowWhetherSlurmHasVgpuAllocatedHere) {
   auto has_note = [](const PlannerRoundResult& r, const std::string& text) {
     return std::ranges::any_of(r.notes, [&](const std::string& n) { return n.find(text) != std::string::npos; });
@@ -1207,22 +1208,23 @@ TEST_F(NodeFlows, NodeFeaturesFollowWhetherSlurmHasVgpuAllocatedHere) {
   ASSERT_FALSE(pro->rejected) << pro->reason;
   auto round = run_planner_round(ctx, planner);
   ASSERT_TRUE(round) << round.error().message;
-  EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib", "vgpu_in_use"}));
-  EXPECT_TRUE(has_note(*round, "node features ib -> ib,vgpu_in_use (vgpu allocated here, a GPU idle)"));
+  EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib", "vgpu_in_use", "vgpu_partly_used_gpu"}));
+  EXPECT_TRUE(has_note(*round, "node features ib -> ib,vgpu_in_use,vgpu_partly_used_gpu (vgpu allocated here, "
+                               "a GPU idle, a GPU partly used)"));
   const auto sent = slurm->feature_updates.size();
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(slurm->feature_updates.size(), sent) << "already right: nothing sent";
 
   slurm->features = std::vector<std::string>{"ib"};  // slurmctld reconfigured: slurm.conf's again
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib", "vgpu_in_use"}));
+  EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib", "vgpu_in_use", "vgpu_partly_used_gpu"}));
 
   ASSERT_TRUE(run_epilog(ctx, 42, "completed"));
   slurm->used.clear();
   slurm->feature_refusal = "scontrol: error: Invalid node name specified";
   round = run_planner_round(ctx, planner);
   ASSERT_TRUE(round) << round.error().message;  // a refused update never fails the round
-  EXPECT_TRUE(has_note(*round, "node features: cannot set ib (no vgpu allocated here, a GPU idle): scontrol: error"));
+  EXPECT_TRUE(has_note(*round, "node features: cannot set ib (no vgpu allocated here, a GPU idle, no GPU partly used): scontrol: error"));
   slurm->feature_refusal.clear();
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib"}));

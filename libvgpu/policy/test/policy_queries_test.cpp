@@ -64,9 +64,9 @@ TEST(PolicyQueries, NodeFeaturesAreOnlyWhenAsked) {
   ASSERT_TRUE(policy) << policy.error().message;
   EXPECT_TRUE(policy->planner.node_features);
   const auto text = summary(*policy);
-  EXPECT_NE(text.find("node features vgpu_in_use and vgpu_no_idle_gpu"), std::string::npos);
+  EXPECT_NE(text.find("node features vgpu_in_use,vgpu_no_idle_gpu,vgpu_partly_used_gpu for"), std::string::npos);
   // The anchor node the admin must add, and where: Slurm refuses a preference no node has.
-  EXPECT_NE(text.find("State=FUTURE node with Features=vgpu_in_use,vgpu_no_idle_gpu in partition(s) any,infer"),
+  EXPECT_NE(text.find("State=FUTURE node with Features=vgpu_in_use,vgpu_no_idle_gpu,vgpu_partly_used_gpu in partition(s) any,infer"),
             std::string::npos)
       << text;
   auto off = parse_policy(R"({"version": 1, "partitions": {"any": {}}})", "t.json");

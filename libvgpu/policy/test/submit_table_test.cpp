@@ -36,10 +36,25 @@ TEST(SubmitTable, NodeFeaturesGiveTheFilterItsPreferencesOnThePolicysPartitions)
   p.planner.node_features = true;
   auto table = render_submit_table(p, Catalog::builtin(), "infer");
   ASSERT_TRUE(table) << table.error().message;
-  EXPECT_NE(table->find(R"(}, prefer = { gpu_jobs = "vgpu_in_use", cpu_jobs = "vgpu_no_idle_gpu", )"
-                        R"(partitions = { ["infer"] = true, ["train"] = true, } } })"),
+  EXPECT_NE(table->find(R"(}, prefer = { gpu_jobs = "vgpu_in_use", part_jobs = "vgpu_partly_used_gpu", )"
+                        R"(cpu_jobs = "vgpu_no_idle_gpu", parts = { ["1g.10gb"] = true, ["1g.6gb"] = true, )"
+                        R"(["3g.40gb"] = true, }, partitions = { ["infer"] = true, ["train"] = true, } } })"),
             std::string::npos)
-      << *table;
+      << "7g.80gb is a whole H100, not a part:\n" << *table;
+}
+
+TEST(SubmitTable, APartOfAGpuIsAShareOrSmallerThanTheWholeGpuOnEveryModelThatHasIt) {
+  auto p = policy(R"({"version": 1,
+    "classes": {"small": {"min_memory_gb": 10}, "big": {"min_memory_gb": 70}},
+    "share_types": {"quarter": {"instance": "7g.80gb", "shares": 4}},
+    "partitions": {"all": {}}})");
+  const Catalog catalog = Catalog::with_classes(Catalog::builtin(), p.site_types());
+  EXPECT_TRUE(is_part_of_a_gpu(p, catalog, "1g.10gb"));
+  EXPECT_FALSE(is_part_of_a_gpu(p, catalog, "7g.80gb"));
+  EXPECT_TRUE(is_part_of_a_gpu(p, catalog, "small"));
+  EXPECT_FALSE(is_part_of_a_gpu(p, catalog, "big")) << "7g.80gb on an H100";
+  EXPECT_TRUE(is_part_of_a_gpu(p, catalog, "quarter")) << "a share of a whole-GPU instance";
+  EXPECT_FALSE(is_part_of_a_gpu(p, catalog, "desktop")) << "not a profile: a viz pool";
 }
 
 TEST(SubmitTable, APartitionWithoutAProfileListOffersEveryProfileOfEveryModel) {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Node features steered by the planners with per-job preferences (policy planner.node_features;
-# docs/policy.md): each node carries vgpu_in_use while Slurm has any of its vgpu allocated and
-# vgpu_no_idle_gpu while every GPU holds a job's instance; the submit filter has a vgpu job prefer
-# nodes in use and any other job nodes with no idle GPU, unless the job chose its own constraint.
-# So a small GPU job goes to a node in use where CPU best-fit would pick another, the features
-# come back after `scontrol reconfigure`, and they go when the jobs end. slurm.conf's FUTURE node
-# holds both features, so a preference is valid while no real node has it. No node drains.
+# docs/policy.md): each node carries vgpu_in_use while Slurm has any of its vgpu allocated,
+# vgpu_no_idle_gpu while every GPU holds a job's instance, and vgpu_partly_used_gpu while a GPU
+# holds some and has room left; the submit filter has a job asking for parts of a GPU prefer nodes
+# with a partly used GPU, any other vgpu job nodes in use and any other job nodes with no idle GPU,
+# unless the job chose its own constraint. So a small GPU job goes to the partly used GPU where CPU
+# best-fit, or a preference for nodes in use, would pick another node, the features come back after
+# `scontrol reconfigure`, and they go when the jobs end. slurm.conf's FUTURE node holds every
+# feature, so a preference is valid while no real node has it. No node drains.
 set -u
 VP_NODE_FEATURES=1
 . "$(dirname "$0")/../lib.sh"
@@ -28,19 +30,28 @@ for n in $VC_NODES; do wait_features "$n" "" || vc_fail "$n has features while i
 
 # Slurm 22.05 shows no job's preference (scontrol and squeue print Prefer=(null) even for
 # sbatch --prefer), so the filter's preferences are checked by where the jobs go.
-echo "--- a GPU job on n3 tags it vgpu_in_use"
+echo "--- a small GPU job on n3 tags it vgpu_in_use and vgpu_partly_used_gpu"
 first=$(vp_sbatch -p infer -w n3 -n1 --gres=vgpu:1g.10gb:1 "$job" 300)
 vp_wait_started "$first" 60 || vc_fail "job $first did not start"
-wait_features n3 vgpu_in_use || vc_fail "n3 not tagged while job $first holds vgpu there"
+wait_features n3 vgpu_in_use,vgpu_partly_used_gpu || vc_fail "n3 not tagged while job $first holds a 1g.10gb there"
 
-echo "--- a CPU-only job on n1; n1 and n3 now have one CPU free each"
+echo "--- a CPU-only job on n1; a whole-GPU job on n2, which is in use but has no GPU partly used"
 cpu=$(vp_sbatch -p infer -w n1 -n1 "$job" 300)
 vp_wait_started "$cpu" 60 || vc_fail "CPU-only job $cpu did not start"
+# Not -w: Slurm refuses at submission a type the named node does not advertise yet.
+whole1=$(vp_sbatch -p train -x n1,n3 -n1 --gres=vgpu:7g.80gb:1 "$job" 300)
+vp_wait_started "$whole1" 120 || vc_fail "job $whole1 did not start"
+[ "$(squeue -h -j "$whole1" -o %N)" = n2 ] || vc_fail "job $whole1 is not on n2"
+wait_features n2 vgpu_in_use || vc_fail "n2 not tagged vgpu_in_use alone with one whole GPU busy"
 
-echo "--- a small GPU job prefers nodes in use: n3, where CPU best-fit's tie would take n1"
+echo "--- a small GPU job prefers a partly used GPU: n3, where CPU best-fit's tie would take n1"
+echo "    and a preference for nodes in use n2 (each node has one CPU free)"
 small=$(vp_sbatch -p infer -n1 --gres=vgpu:1g.10gb:1 "$job" 2)
 vp_wait_done "$small" 60 || vc_fail "job $small did not end"
-[ "$(node_of "$small")" = n3 ] || vc_fail "job $small ran on $(node_of "$small"), not on n3, the node in use"
+[ "$(node_of "$small")" = n3 ] || vc_fail "job $small ran on $(node_of "$small"), not on n3, the partly used GPU"
+scancel "$whole1"
+vp_wait_done "$whole1" 60 || vc_fail "job $whole1 did not end"
+wait_features n2 "" || vc_fail "n2 kept vgpu_in_use with nothing allocated"
 
 echo "--- one job on both GPUs of a node other than n1: that node has no idle GPU"
 scancel "$first"

@@ -23,8 +23,13 @@ std::vector<std::string> types_offered(const PartitionPolicy& partition, const C
 // job `--exclusive=user`; "any": the partition shares instances across users). `default_partition` is the one slurm.conf marks Default=YES (a
 // job that names no partition is checked against it); it must be a partition of the policy.
 // With planner.node_features, also the preferences the filter gives jobs on the policy's
-// partitions (vgpu/contract/node_features.h): GPU jobs prefer nodes in use, other jobs nodes with
-// no idle GPU.
+// partitions (vgpu/contract/node_features.h): a job asking only for types that are parts of a GPU
+// (is_part_of_a_gpu; listed in the table) prefers nodes with a partly used GPU, any other GPU job
+// nodes in use, other jobs nodes with no idle GPU.
+// A share type, or a profile or class smaller than the whole GPU (fewer compute slices) on every
+// model of `catalog` that has it. Not a viz pool.
+bool is_part_of_a_gpu(const PolicyFile& policy, const Catalog& catalog, std::string_view type);
+
 Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog& catalog,
                                         std::string_view default_partition);
 
