@@ -96,8 +96,8 @@ TEST(NodeWeights, ApplyToCpuOnlyJobsToo) {
 }
 
 // Node features with per-job preferences (sbatch --prefer): a CPU-only job goes to a node whose
-// GPUs are all busy before one with an idle GPU, even one with fewer free CPUs, and a GPU job to
-// a node in use; with no preferred node usable each still starts wherever Slurm would put it.
+// GPUs are all busy before one with an idle GPU, even one with fewer free CPUs, and a whole-GPU job
+// to a node in use; with no preferred node usable each still starts wherever Slurm would put it.
 TEST(NodePreferences, CpuOnlyJobsSpareNodesWithIdleGpusAndGpuJobsPack) {
   ClusterShape shape({{1, 32000, 65536}, {1, 4000, 65536}, {2, 16000, 65536}});
   MigPacker packer(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, false, true);
@@ -111,15 +111,34 @@ TEST(NodePreferences, CpuOnlyJobsSpareNodesWithIdleGpusAndGpuJobsPack) {
   auto a = packer.allocate(cpu);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->node, 1) << "no node without an idle GPU: CPU best-fit";
-  auto b = packer.allocate(share(950, 1000));  // too big for the open instance's 900
+  auto b = packer.allocate(whole(1, 1000));
   ASSERT_TRUE(b);
   EXPECT_EQ(b->node, 2) << "node 2 is in use: its second GPU, not node 0's or node 1's idle one";
   auto c = packer.allocate(cpu);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->node, 2) << "node 2 has no idle GPU left: preferred over node 1's fewer CPUs";
-  auto d = packer.allocate(share(950, 1000));
+  auto d = packer.allocate(whole(1, 1000));
   ASSERT_TRUE(d);
   EXPECT_EQ(d->node, 1) << "no node in use has room: the fallback, CPU best-fit";
+}
+
+// A job for a part of a GPU prefers a node where a GPU is partly used, so it fills that GPU rather
+// than splitting an idle one, although CPU best-fit, and a preference for nodes in use, would pick
+// a node whose only busy GPU is held whole.
+TEST(NodePreferences, PartsOfAGpuFillPartlyUsedGpus) {
+  ClusterShape shape({{2, 16000, 65536}, {2, 32000, 65536}});
+  MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7, false, true);
+  EXPECT_EQ(packer.name(), "planner+prefer");
+  auto three = packer.allocate(share(400, 1000));  // 3g.40gb
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three->node, 0) << "no partly used GPU yet: CPU best-fit";
+  auto big = packer.allocate(whole(1, 28000));
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->node, 1) << "node 0, in use, lacks the CPUs: the fallback";
+  auto small = packer.allocate(share(100, 1000));  // 1g.10gb
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->node, 0) << "node 0's GPU is partly used; node 1 (in use, fewer CPUs) would split its idle GPU";
+  EXPECT_EQ(small->parts.front().gpu, three->parts.front().gpu);
 }
 
 TEST(RealNodeShapes, HostCpuAndMemoryRefuseATaskEvenWithFreeGpus) {

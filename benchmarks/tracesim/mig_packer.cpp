@@ -109,8 +109,18 @@ int MigPacker::choose_node(const MappedTask& task, auto&& usable) {
   auto free_cpu = [&](int n) { return free_cpu_milli(n); };
   if (node_preferences_) {
     auto empty = [&](int n) { return node_empty_gpus_[static_cast<std::size_t>(n)]; };
+    auto partly_used_gpu = [&](int n) {
+      for (int g = shape_.first_gpu(n); g < shape_.end_gpu(n); ++g)
+        if (int used = gpu_used_slices(g); used > 0 && used < model_->compute_slices) return true;
+      return false;
+    };
+    // The submit filter's rule (is_part_of_a_gpu): a share, or a profile smaller than the GPU.
+    const bool part_of_a_gpu =
+        task.kind == TaskKind::sharing && task.gpus == 1 &&
+        (mode_ == Mode::shared || (task.profile && task.profile->compute_slices < model_->compute_slices));
     auto preferred = [&](int n) {
       if (task.kind == TaskKind::cpu_only) return empty(n) == 0;  // feature "no idle GPU"
+      if (part_of_a_gpu) return partly_used_gpu(n);                // feature "partly used GPU"
       return empty(n) < shape_.end_gpu(n) - shape_.first_gpu(n);  // feature "in use"
     };
     int node = slurm_node_choice(shape_.nodes(), task.cpu_milli,

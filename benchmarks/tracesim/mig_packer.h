@@ -16,8 +16,10 @@
 // Slurm while any of its GPUs is in use and heavy while all are idle, so Slurm's choice packs; as
 // in Slurm, the weights order the nodes for CPU-only jobs as well. With `node_preferences` (policy
 // planner.node_features) the planners instead tag their nodes with Slurm
-// features, "in use" (any GPU busy) and "no idle GPU", and each job prefers one (sbatch --prefer,
-// set by the submit filter): GPU jobs the nodes in use, CPU-only jobs the nodes with no idle GPU.
+// features, "in use" (any GPU busy), "partly used GPU" (a GPU with some but not all of its compute
+// slices held) and "no idle GPU", and each job prefers one (sbatch --prefer, set by the submit
+// filter): jobs for a part of a GPU the partly used GPUs, other GPU jobs the nodes in use, CPU-only
+// jobs the nodes with no idle GPU.
 // Slurm tries a job with its preferred features first and without them when that fails
 // (job_scheduler.c queues both), so a preference never keeps a job from starting.
 // With a PublishedScheduler the shared mode's node and GPU are chosen by FGD's or BestFit's score
