@@ -3,11 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <optional>
 
+#include "gpu_use.h"
 #include "vgpu/contract/node_features.h"
-#include "vgpu/core/catalog.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/ports.h"
 
@@ -16,36 +14,10 @@ namespace vgpu::node {
 WantedFeatures wanted_node_features(const NodeGres& node, const Ledger& ledger, const Catalog& base) {
   WantedFeatures want;
   want.in_use = vgpu_in_use_here(node, ledger);
-  // Per GPU, the places jobs hold and how many compute slices each takes; keyed by place, so a
-  // claimed slot and the instance made for it count once.
-  std::optional<Catalog> own;
-  if (!ledger.classes.empty()) own.emplace(Catalog::with_classes(base, ledger.classes));
-  const Catalog& catalog = own ? *own : base;
-  std::map<int, std::map<Placement, int>> held;
-  auto hold = [&](int gpu, const std::string& profile, const Placement& where) {
-    int slices = 1;  // unknown here (the ledger's own check reports it): held, size unknown
-    for (const auto& g : ledger.gpus)
-      if (g.index == gpu)
-        if (const GpuModel* m = catalog.find_model(g.model))
-          if (const Profile* p = m->find_profile(profile)) slices = p->compute_slices;
-    held[gpu][where] = slices;
-  };
-  for (const auto& inst : ledger.instances)
-    if (inst.job) hold(inst.gpu, inst.profile, inst.placement);
-  for (const auto& group : ledger.share_groups)
-    if (!group.holders.empty()) hold(group.gpu, group.type, group.placement);
-  for (const auto& slot : ledger.plan.slots)
-    if (slot.claimed_by_job) hold(slot.gpu, slot.profile, slot.placement);
-  want.no_idle_gpu = !ledger.gpus.empty() && std::ranges::all_of(ledger.gpus, [&](const LedgerGpu& g) {
-    return held.contains(g.index);
-  });
-  want.partly_used_gpu = std::ranges::any_of(ledger.gpus, [&](const LedgerGpu& g) {
-    auto it = held.find(g.index);
-    const GpuModel* m = catalog.find_model(g.model);
-    if (it == held.end() || !m) return false;
-    int used = 0;
-    for (const auto& [where, slices] : it->second) used += slices;
-    return used < m->compute_slices;
+  const std::vector<GpuUse> use = gpu_use(ledger, base);
+  want.no_idle_gpu = !use.empty() && std::ranges::all_of(use, [](const GpuUse& u) { return u.held; });
+  want.partly_used_gpu = std::ranges::any_of(use, [](const GpuUse& u) {
+    return u.held && u.compute_slices > 0 && u.held_slices < u.compute_slices;
   });
   return want;
 }

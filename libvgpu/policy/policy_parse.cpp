@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -38,24 +39,45 @@ namespace {
 std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, const Json& value,
                                                             const FieldPath& path) {
   if (!expect_object(d, value, path)) return std::nullopt;
-  reject_unknown_fields(d, value, path, {"in_use", "idle", "comment"});
-  std::optional<int> in_use, idle;
-  for (auto [field, target] : {std::pair{"in_use", &in_use}, std::pair{"idle", &idle}}) {
+  reject_unknown_fields(d, value, path, {"in_use", "idle", "base", "per_free_gpu", "comment"});
+  if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
+  const bool by_free = member(value, "base") || member(value, "per_free_gpu");
+  const std::array by_use_fields{"in_use", "idle"}, by_free_fields{"base", "per_free_gpu"};
+  for (const char* other : by_free ? by_use_fields : by_free_fields)
+    if (member(value, other))
+      d.at_value(path.key(other), fmt::format("not with {}: a node's weight follows either its use (in_use, idle) "
+                                              "or its free capacity (base, per_free_gpu)",
+                                              by_free ? "base and per_free_gpu" : "in_use and idle"));
+  std::optional<int> first, second;
+  const auto& fields = by_free ? by_free_fields : by_use_fields;
+  for (auto [field, target] : {std::pair{fields[0], &first}, std::pair{fields[1], &second}}) {
     if (const Json* v = member(value, field))
       *target = read_int(d, *v, path.key(field), 1, 2147483647);
     else
       missing(d, path.key(field));
   }
-  if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
-  if (!in_use || !idle) return std::nullopt;
-  if (*in_use >= *idle) {
+  if (!first || !second) return std::nullopt;
+  if (by_free) {
+    const long long most = *first + static_cast<long long>(PlannerKnobs::kMaxGpusPerNode) * *second;
+    if (most > 2147483647) {
+      d.at_value(path.key("per_free_gpu"),
+                 fmt::format("base + {} x per_free_gpu is {}, above Slurm's largest weight 2147483647",
+                             PlannerKnobs::kMaxGpusPerNode, most));
+      return std::nullopt;
+    }
+    PlannerKnobs::NodeWeights w;
+    w.base = *first;
+    w.per_free_gpu = *second;
+    return w;
+  }
+  if (*first >= *second) {
     d.at_value(path.key("in_use"),
                fmt::format("must be below idle ({}): Slurm fills the lightest nodes first, and "
                            "nodes in use are the ones to fill",
-                           *idle));
+                           *second));
     return std::nullopt;
   }
-  return PlannerKnobs::NodeWeights{*in_use, *idle};
+  return PlannerKnobs::NodeWeights{*first, *second};
 }
 
 }  // namespace

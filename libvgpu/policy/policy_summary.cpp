@@ -38,8 +38,13 @@ std::string summary(const PolicyFile& policy) {
   out += fmt::format("planner: re-plan every {} s, starvation after {} s{}\n", policy.planner.period_s,
                      policy.planner.starvation_s,
                      policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
-  if (const auto& w = policy.planner.node_weights)
-    out += fmt::format("planner: node weight {} while any vgpu is allocated, {} when idle\n", w->in_use, w->idle);
+  if (const auto& w = policy.planner.node_weights) {
+    if (w->by_free_capacity())
+      out += fmt::format("planner: node weight {} + {} per free GPU (the fullest nodes first)\n", w->base,
+                         w->per_free_gpu);
+    else
+      out += fmt::format("planner: node weight {} while any vgpu is allocated, {} when idle\n", w->in_use, w->idle);
+  }
   if (policy.planner.node_features) {
     // Slurm refuses at submission a preference no node has; nothing else would tell the admin.
     std::string partitions;
@@ -88,8 +93,12 @@ std::string summary_json(const PolicyFile& policy) {
                 {"starvation_s", policy.planner.starvation_s}}},
               {"images", json::object()},
               {"partitions", json::object()}};
-  if (const auto& w = policy.planner.node_weights)
-    doc["planner"]["node_weights"] = {{"in_use", w->in_use}, {"idle", w->idle}};
+  if (const auto& w = policy.planner.node_weights) {
+    if (w->by_free_capacity())
+      doc["planner"]["node_weights"] = {{"base", w->base}, {"per_free_gpu", w->per_free_gpu}};
+    else
+      doc["planner"]["node_weights"] = {{"in_use", w->in_use}, {"idle", w->idle}};
+  }
   if (policy.planner.node_features) doc["planner"]["node_features"] = true;
   for (const auto& [name, image] : policy.images) {
     json j = {{"kernel", image.kernel}, {"initrd", image.initrd}};

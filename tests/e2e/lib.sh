@@ -417,6 +417,21 @@ vp_wait_started() { # $1 job [$2 seconds]
   done
 }
 
+# Every node's Slurm weight, "n1:w n2:w ...", and a wait until it is as expected (policy
+# planner.node_weights).
+vp_node_weights() {
+  local n out=""
+  for n in $VC_NODES; do out+="$n:$(scontrol -o show node "$n" | grep -o 'Weight=[0-9]*' | cut -d= -f2) "; done
+  echo "${out% }"
+}
+vp_wait_node_weights() { # $1 "n1:w n2:w ..." [$2 seconds]
+  local t=0 lim=$(( ${2:-30} * 5 ))
+  until [ "$(vp_node_weights)" = "$1" ]; do
+    t=$((t + 1)); [ $t -ge $lim ] && { vc_log "weights $(vp_node_weights), expected $1"; return 1; }
+    sleep 0.2
+  done
+}
+
 vp_verify_node() { # ledger == hardware == advertisement == job records
   ( . "$VC_RUN/etc/vgpu-env/$1.sh"; "$VP_PLANNER" --verify )
 }

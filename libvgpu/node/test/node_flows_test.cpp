@@ -1190,6 +1190,30 @@ TEST_F(NodeFlows, NodeWeightFollowsWhetherSlurmHasVgpuAllocatedHere) {
   EXPECT_EQ(slurm->weight, 20u);
 }
 
+// With planner.node_weights by free capacity the weight follows what the node's GPUs have left:
+// Slurm tries the fullest nodes first (node_weight.h). Two idle H100s: 100 + 2 x 700.
+TEST_F(NodeFlows, NodeWeightByFreeCapacityFollowsWhatTheJobsHold) {
+  PlannerKnobs::NodeWeights by_free;
+  by_free.base = 100;
+  by_free.per_free_gpu = 700;
+  policy.planner.node_weights = by_free;
+  auto round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round) << round.error().message;
+  EXPECT_EQ(slurm->weight, 1500u);
+  auto pro = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:1", std::nullopt});
+  ASSERT_TRUE(pro) << pro.error().message;
+  ASSERT_FALSE(pro->rejected) << pro->reason;
+  round = run_planner_round(ctx, planner);
+  ASSERT_TRUE(round);
+  EXPECT_EQ(slurm->weight, 1400u) << "one of 14 slices held";
+  std::string notes;
+  for (const auto& n : round->notes) notes += n + "; ";
+  EXPECT_NE(notes.find("node weight 1500 -> 1400 (1.86 GPU(s) free)"), std::string::npos) << notes;
+  ASSERT_TRUE(run_epilog(ctx, 42, "completed"));
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(slurm->weight, 1500u);
+}
+
 // With planner.node_features the node carries vgpu_in_use while Slurm has any of its vgpu
 // allocated, and vgpu_partly_used_gpu while a job's 1g.10gb leaves its GPU room (node_features.h),
 // beside the administrator's own features, and loses them when idle.

@@ -86,6 +86,19 @@ TEST(PolicyQueries, NodeWeightsAreReadAsGiven) {
   EXPECT_NE(summary(*policy).find("node weight 10 while any vgpu is allocated, 20 when idle"), std::string::npos);
 }
 
+TEST(PolicyQueries, NodeWeightsByFreeCapacityAreReadAsGiven) {
+  auto policy = parse_policy(
+      R"({"version": 1, "planner": {"node_weights": {"base": 100, "per_free_gpu": 1000}},
+          "partitions": {"any": {}}})",
+      "t.json");
+  ASSERT_TRUE(policy) << policy.error().message;
+  ASSERT_TRUE(policy->planner.node_weights.has_value());
+  EXPECT_TRUE(policy->planner.node_weights->by_free_capacity());
+  EXPECT_EQ(policy->planner.node_weights->base, 100);
+  EXPECT_EQ(policy->planner.node_weights->per_free_gpu, 1000);
+  EXPECT_NE(summary(*policy).find("node weight 100 + 1000 per free GPU (the fullest nodes first)"), std::string::npos);
+}
+
 TEST(PolicyQueries, NodesAndGpus) {
   EXPECT_TRUE(part("train").allows_node("gpu01"));
   EXPECT_TRUE(part("train").allows_node("gpu16"));

@@ -10,23 +10,14 @@ VP_NODE_WEIGHTS='{"in_use": 10, "idle": 20}'
 trap 'vp_finish $?' EXIT
 vp_start
 job=$(vp_job_script)
-weight_of() { scontrol -o show node "$1" | grep -o 'Weight=[0-9]*' | cut -d= -f2; }
-weights() { local n out=""; for n in $VC_NODES; do out+="$n:$(weight_of "$n") "; done; echo "${out% }"; }
-wait_weights() { # $1 "n1:w n2:w ..." [$2 seconds]
-  local t=0 lim=$(( ${2:-30} * 5 ))
-  until [ "$(weights)" = "$1" ]; do
-    t=$((t + 1)); [ $t -ge $lim ] && { vc_log "weights $(weights), expected $1"; return 1; }
-    sleep 0.2
-  done
-}
 
 echo "--- idle nodes get the idle weight"
-wait_weights "n1:20 n2:20 n3:20" || vc_fail "the planners did not set the idle weight"
+vp_wait_node_weights "n1:20 n2:20 n3:20" || vc_fail "the planners did not set the idle weight"
 
 echo "--- a GPU job on n3 makes it light"
 first=$(vp_sbatch -p infer -w n3 --gres=vgpu:1g.10gb:1 "$job" 300)
 vp_wait_started "$first" 60 || vc_fail "job $first did not start"
-wait_weights "n1:20 n2:20 n3:10" || vc_fail "n3 did not become light while job $first holds vgpu there"
+vp_wait_node_weights "n1:20 n2:20 n3:10" || vc_fail "n3 did not become light while job $first holds vgpu there"
 
 echo "--- a CPU-only job makes n1 the tighter node by CPUs; the next GPU job still goes to n3"
 cpu=$(vp_sbatch -p infer -w n1 -n1 "$job" 300)
@@ -39,12 +30,12 @@ grep -q 'NODE=n3$' "$VC_RUN/out/$small.out" ||
 
 echo "--- scontrol reconfigure restores slurm.conf's weight; the planners set theirs again"
 vc_reconfigure
-wait_weights "n1:20 n2:20 n3:10" 60 || vc_fail "weights not restored after reconfigure"
+vp_wait_node_weights "n1:20 n2:20 n3:10" 60 || vc_fail "weights not restored after reconfigure"
 grep -h "node weight" "$VC_RUN"/log/planner.n3.log | tail -3 || true
 
 echo "--- the last job ends: n3 is heavy again"
 for j in "$first" "$cpu" "$small"; do scancel "$j" 2>/dev/null; done
 for j in "$first" "$cpu" "$small"; do vp_wait_done "$j" 60 || vc_fail "job $j did not end"; done
-wait_weights "n1:20 n2:20 n3:20" || vc_fail "n3 kept the in-use weight with nothing allocated"
+vp_wait_node_weights "n1:20 n2:20 n3:20" || vc_fail "n3 kept the in-use weight with nothing allocated"
 vp_check || vc_fail "inconsistent at the end"
 vc_log "PASS node_weights"

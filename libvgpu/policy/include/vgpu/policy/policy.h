@@ -29,19 +29,29 @@ struct PlannerKnobs {
   // it: a create (seconds on a real H100) leaves the job's way to its first command. Off by
   // default: instances then stand on GPUs no job uses (docs/policy.md says what that costs).
   bool prepare_slots = false;
-  // Node weights the planner gives its node in slurmctld (`scontrol update Weight=`): `in_use`
-  // while Slurm has any vgpu of the node allocated, `idle` otherwise (in_use < idle). Slurm fills
-  // the lightest nodes first, so small jobs pack onto nodes already in use and idle nodes stay
-  // whole for wide jobs. Absent: the planner never touches a node's weight.
+  // Node weights the planner gives its node in slurmctld (`scontrol update Weight=`). Slurm fills
+  // the lightest nodes first. One of two forms:
+  // - by use: `in_use` while Slurm has any vgpu of the node allocated, `idle` otherwise
+  //   (in_use < idle), so small jobs pack onto nodes already in use and idle nodes stay whole;
+  // - by free capacity (per_free_gpu > 0): `base` + `per_free_gpu` x the node's free GPU capacity
+  //   in GPUs (node/gpu_use.h), so Slurm tries the fullest nodes first: a best fit on GPUs where
+  //   Slurm's own choice best-fits CPUs.
+  // Absent: the planner never touches a node's weight.
   struct NodeWeights {
     int in_use = 0;
     int idle = 0;
+    int base = 0;
+    int per_free_gpu = 0;
+    [[nodiscard]] bool by_free_capacity() const { return per_free_gpu > 0; }
   };
+  // The most GPUs the free-capacity form assumes a node has, for its bound on base + per_free_gpu.
+  static constexpr int kMaxGpusPerNode = 64;
   std::optional<NodeWeights> node_weights;
   // The planner tags its node with Slurm features (vgpu/contract/node_features.h): "in use" while
-  // any vgpu of it is allocated, "no idle GPU" while every GPU has a job's instance, for the
-  // submit filter's per-job preferences (GPU jobs pack, CPU-only jobs spare idle GPUs' CPUs).
-  // slurm.conf must declare both on a FUTURE node (docs/admin.md).
+  // any vgpu of it is allocated, "partly used GPU" while a GPU is held in part, "no idle GPU"
+  // while every GPU has a job's instance, for the submit filter's per-job preferences (parts of
+  // GPUs fill split GPUs, other GPU jobs pack, CPU-only jobs spare idle GPUs' CPUs). slurm.conf
+  // must declare all three on a FUTURE node (docs/admin.md).
   bool node_features = false;
 };
 
