@@ -58,7 +58,8 @@ TEST(SlurmNodeChoice, TheLightestNodesWinBeforeTheTightestOnCpus) {
 TEST(NodeWeights, ASmallGpuTaskGoesToTheNodeInUseNotToAnIdleOneWithFewerCpus) {
   auto run = [](bool weights) {
     ClusterShape shape({{1, 4000, 65536}, {1, 8000, 65536}});
-    MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7, weights);
+    MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7,
+                     weights ? NodeWeighting::by_use : NodeWeighting::none);
     auto first = packer.allocate(share(100, 1000));  // node 0: 3000 CPUs left
     MappedTask cpu;
     cpu.kind = TaskKind::cpu_only;
@@ -71,7 +72,7 @@ TEST(NodeWeights, ASmallGpuTaskGoesToTheNodeInUseNotToAnIdleOneWithFewerCpus) {
   };
   EXPECT_EQ(run(false), 1);
   EXPECT_EQ(run(true), 0);
-  EXPECT_EQ(MigPacker(h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7, true).name(),
+  EXPECT_EQ(MigPacker(h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7, NodeWeighting::by_use).name(),
             "shared+weights");
 }
 
@@ -81,7 +82,8 @@ TEST(NodeWeights, ASmallGpuTaskGoesToTheNodeInUseNotToAnIdleOneWithFewerCpus) {
 TEST(NodeWeights, ApplyToCpuOnlyJobsToo) {
   auto run = [](bool weights) {
     ClusterShape shape({{1, 32000, 65536}, {1, 4000, 65536}});
-    MigPacker packer(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, weights);
+    MigPacker packer(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7,
+                     weights ? NodeWeighting::by_use : NodeWeighting::none);
     auto gpu = packer.allocate(share(100, 5000));  // only node 0 has the CPUs
     EXPECT_TRUE(gpu && gpu->node == 0);
     MappedTask cpu;
@@ -100,7 +102,7 @@ TEST(NodeWeights, ApplyToCpuOnlyJobsToo) {
 // to a node in use; with no preferred node usable each still starts wherever Slurm would put it.
 TEST(NodePreferences, CpuOnlyJobsSpareNodesWithIdleGpusAndGpuJobsPack) {
   ClusterShape shape({{1, 32000, 65536}, {1, 4000, 65536}, {2, 16000, 65536}});
-  MigPacker packer(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, false, true);
+  MigPacker packer(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, NodeWeighting::none, true);
   EXPECT_EQ(packer.name(), "shared+prefer");
   auto first = packer.allocate(share(100, 5000));  // nothing in use yet: CPU best-fit, node 0 fits
   ASSERT_TRUE(first);
@@ -127,7 +129,7 @@ TEST(NodePreferences, CpuOnlyJobsSpareNodesWithIdleGpusAndGpuJobsPack) {
 // a node whose only busy GPU is held whole.
 TEST(NodePreferences, PartsOfAGpuFillPartlyUsedGpus) {
   ClusterShape shape({{2, 16000, 65536}, {2, 32000, 65536}});
-  MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7, false, true);
+  MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7, NodeWeighting::none, true);
   EXPECT_EQ(packer.name(), "planner+prefer");
   auto three = packer.allocate(share(400, 1000));  // 3g.40gb
   ASSERT_TRUE(three);
@@ -139,6 +141,30 @@ TEST(NodePreferences, PartsOfAGpuFillPartlyUsedGpus) {
   ASSERT_TRUE(small);
   EXPECT_EQ(small->node, 0) << "node 0's GPU is partly used; node 1 (in use, fewer CPUs) would split its idle GPU";
   EXPECT_EQ(small->parts.front().gpu, three->parts.front().gpu);
+}
+
+// Node weights by free capacity: Slurm tries the fullest node that can run the job first, a best
+// fit on GPUs, where its own choice best-fits CPUs; CPU-only jobs see the weights too.
+TEST(NodeWeights, ByFreeCapacityTheFullestNodeIsTriedFirst) {
+  ClusterShape shape({{2, 8000, 65536}, {2, 32000, 65536}});
+  MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7,
+                   NodeWeighting::by_free_capacity, true);
+  EXPECT_EQ(packer.name(), "planner+prefer+fill");
+  auto big = packer.allocate(whole(1, 1000));
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->node, 0) << "both idle, equally free: CPU best-fit";
+  MappedTask cpu;
+  cpu.kind = TaskKind::cpu_only;
+  cpu.cpu_milli = 6000;
+  auto c = packer.allocate(cpu);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->node, 0) << "no node without an idle GPU: the weights, node 0 is fuller";
+  auto next = packer.allocate(whole(1, 1000));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->node, 0) << "node 0 has one GPU free, node 1 two: the fuller first";
+  auto last = packer.allocate(whole(1, 1000));
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->node, 1) << "node 0 is full";
 }
 
 TEST(RealNodeShapes, HostCpuAndMemoryRefuseATaskEvenWithFreeGpus) {

@@ -10,7 +10,7 @@
 namespace vgpu::bench {
 
 MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice,
-                     int share_min_slices, bool node_weights, bool node_preferences)
+                     int share_min_slices, NodeWeighting node_weights, bool node_preferences)
     : Packer(model, std::move(shape)),
       mode_(mode),
       node_choice_(node_choice),
@@ -47,11 +47,15 @@ std::string_view MigPacker::name() const {
   if (published_ == PublishedScheduler::bestfit) return "bestfit-twin";
   switch (mode_) {
     case Mode::planner:
-      return node_preferences_ ? "planner+prefer" : node_weights_ ? "planner+weights" : "planner";
+      if (node_preferences_)
+        return node_weights_ == NodeWeighting::by_free_capacity ? "planner+prefer+fill" : "planner+prefer";
+      return node_weights_ == NodeWeighting::by_use ? "planner+weights" : "planner";
     case Mode::firstfit: return "firstfit";
     case Mode::whole: return "whole";
     case Mode::shared:
-      return node_preferences_ ? "shared+prefer" : node_weights_ ? "shared+weights" : "shared";
+      if (node_preferences_)
+        return node_weights_ == NodeWeighting::by_free_capacity ? "shared+prefer+fill" : "shared+prefer";
+      return node_weights_ == NodeWeighting::by_use ? "shared+weights" : "shared";
   }
   return "?";
 }
@@ -100,11 +104,22 @@ int MigPacker::gpu_in_node(int node, int profile_index) {
 }
 
 int MigPacker::choose_node(const MappedTask& task, auto&& usable) {
-  // The weights planner.node_weights gives, in_use 1 and idle 2: only their order matters.
+  // The weights planner.node_weights gives: by use, in_use 1 and idle 2 (only their order matters);
+  // by free capacity, the node's free thousandths of a GPU (base and scale change no order).
   auto weight = [&](int n) -> long long {
-    if (!node_weights_) return 1;
-    const int gpus = shape_.end_gpu(n) - shape_.first_gpu(n);
-    return node_empty_gpus_[static_cast<std::size_t>(n)] == gpus ? 2 : 1;
+    switch (node_weights_) {
+      case NodeWeighting::none: return 1;
+      case NodeWeighting::by_use: {
+        const int gpus = shape_.end_gpu(n) - shape_.first_gpu(n);
+        return node_empty_gpus_[static_cast<std::size_t>(n)] == gpus ? 2 : 1;
+      }
+      case NodeWeighting::by_free_capacity: {
+        long long free = 0;
+        for (int g = shape_.first_gpu(n); g < shape_.end_gpu(n); ++g) free += free_milli(g);
+        return free;
+      }
+    }
+    return 1;
   };
   auto free_cpu = [&](int n) { return free_cpu_milli(n); };
   if (node_preferences_) {

@@ -38,6 +38,11 @@ namespace vgpu::bench {
 // A published scheduler choosing node and GPU by its own score, over every node with room.
 enum class PublishedScheduler { none, fgd, bestfit };
 
+// How the planners steer their nodes' Slurm weights (policy planner.node_weights): not at all, by
+// use (in_use below idle), or by free capacity (base + per_free_gpu x free GPUs, so Slurm tries the
+// fullest nodes first; the twin weighs free capacity in thousandths of a GPU, shares' room included).
+enum class NodeWeighting { none, by_use, by_free_capacity };
+
 class MigPacker final : public Packer {
  public:
   enum class Mode { planner, firstfit, whole, shared };
@@ -45,7 +50,7 @@ class MigPacker final : public Packer {
   // measured best; docs/benchmarks.md).
   MigPacker(const GpuModel& model, ClusterShape shape, Mode mode,
             NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7,
-            bool node_weights = false, bool node_preferences = false);
+            NodeWeighting node_weights = NodeWeighting::none, bool node_preferences = false);
   // FGD's or BestFit's choice in the shared mode with whole-GPU shared instances, which is their
   // resource model (fractional GPUs without isolation); `typical`: FGD's target workload.
   MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler,
@@ -93,7 +98,7 @@ class MigPacker final : public Packer {
   NodeChoice node_choice_;
   PublishedScheduler published_ = PublishedScheduler::none;
   Fragmentation fragmentation_{{}};
-  bool node_weights_;
+  NodeWeighting node_weights_;
   bool node_preferences_;
   int share_min_slices_;
   LayoutStates states_;

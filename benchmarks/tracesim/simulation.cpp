@@ -28,7 +28,8 @@ std::size_t index_of(const GpuModel& model, const Profile* p) {
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
                                     const StaticPlan& plan, NodeChoice node_choice,
                                     int share_min_slices, const std::vector<TaskShape>& typical) {
-  auto mig = [&](MigPacker::Mode mode, bool node_weights = false, bool node_preferences = false) {
+  auto mig = [&](MigPacker::Mode mode, NodeWeighting node_weights = NodeWeighting::none,
+                 bool node_preferences = false) {
     return std::make_unique<MigPacker>(model, std::move(shape), mode, node_choice,
                                        share_min_slices, node_weights, node_preferences);
   };
@@ -37,10 +38,14 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
     case PolicyKind::firstfit: return mig(MigPacker::Mode::firstfit);
     case PolicyKind::planner: return mig(MigPacker::Mode::planner);
     case PolicyKind::shared: return mig(MigPacker::Mode::shared);
-    case PolicyKind::planner_weighted: return mig(MigPacker::Mode::planner, true);
-    case PolicyKind::shared_weighted: return mig(MigPacker::Mode::shared, true);
-    case PolicyKind::planner_preferring: return mig(MigPacker::Mode::planner, false, true);
-    case PolicyKind::shared_preferring: return mig(MigPacker::Mode::shared, false, true);
+    case PolicyKind::planner_weighted: return mig(MigPacker::Mode::planner, NodeWeighting::by_use);
+    case PolicyKind::shared_weighted: return mig(MigPacker::Mode::shared, NodeWeighting::by_use);
+    case PolicyKind::planner_preferring: return mig(MigPacker::Mode::planner, NodeWeighting::none, true);
+    case PolicyKind::shared_preferring: return mig(MigPacker::Mode::shared, NodeWeighting::none, true);
+    case PolicyKind::planner_preferring_filling:
+      return mig(MigPacker::Mode::planner, NodeWeighting::by_free_capacity, true);
+    case PolicyKind::shared_preferring_filling:
+      return mig(MigPacker::Mode::shared, NodeWeighting::by_free_capacity, true);
     case PolicyKind::static_mig:
       return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
     case PolicyKind::fgd_twin:
