@@ -5,31 +5,18 @@
 #include <gtest/gtest.h>
 
 #include "../node_weight.h"
+#include "held_ledger.h"
 
 namespace vgpu::node {
 namespace {
 
-Ledger two_h100s() {
-  Ledger l;
-  l.node = "n1";
-  l.gpus = {LedgerGpu{0, "GPU-0", "H100-80GB", "0000:00:06.0"}, LedgerGpu{1, "GPU-1", "H100-80GB", "0000:00:07.0"}};
-  return l;
-}
-
-LedgerInstance held(int gpu, std::optional<JobId> job, std::string profile, Placement where) {
-  LedgerInstance i;
-  i.gpu = gpu;
-  i.profile = std::move(profile);
-  i.placement = where;
-  i.job = job;
-  i.state = job ? InstanceState::ready : InstanceState::idle;
-  return i;
-}
+using test::instance;
+using test::two_h100s;
 
 TEST(GpuUse, CountsEachHeldPlaceOnceAndIdleInstancesAsFree) {
   Ledger l = two_h100s();
-  l.instances.push_back(held(0, 42, "3g.40gb", {4, 4}));
-  l.instances.push_back(held(0, std::nullopt, "4g.40gb", {0, 4}));  // kept idle for the next job
+  l.instances.push_back(instance(0, 42, "3g.40gb", {4, 4}));
+  l.instances.push_back(instance(0, std::nullopt, "4g.40gb", {0, 4}));  // kept idle for the next job
   l.plan.slots.push_back(PlanSlot{0, "3g.40gb", {4, 4}, JobId{42}});  // the claim the instance serves
   l.plan.slots.push_back(PlanSlot{1, "1g.10gb", {0, 1}, std::nullopt});  // offered, not claimed
   const auto use = gpu_use(l, Catalog::builtin());

@@ -5,25 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "held_ledger.h"
+
 namespace vgpu::node {
 namespace {
 
-Ledger two_gpus() {
-  Ledger l;
-  l.node = "n1";
-  l.gpus = {LedgerGpu{0, "GPU-0", "H100-80GB", "0000:00:06.0"}, LedgerGpu{1, "GPU-1", "H100-80GB", "0000:00:07.0"}};
-  return l;
-}
-
-LedgerInstance instance(int gpu, std::optional<JobId> job, std::string profile = "1g.10gb", Placement where = {0, 1}) {
-  LedgerInstance i;
-  i.gpu = gpu;
-  i.profile = std::move(profile);
-  i.placement = where;
-  i.job = job;
-  i.state = job ? InstanceState::ready : InstanceState::idle;
-  return i;
-}
+using test::instance;
+Ledger two_gpus() { return test::two_h100s(); }
 
 TEST(NodeFeatures, NoIdleGpuOnlyWhenEveryGpuHasAJobsInstanceShareOrClaim) {
   const NodeGres slurm{};
