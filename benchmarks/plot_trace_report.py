@@ -18,6 +18,7 @@ TRACES = ["default", "gpushare40", "multigpu20"]
 COLORS = {"whole": "#888888", "static": "#d08c30", "firstfit": "#4a78b5", "planner": "#3a9a50",
           "shared": "#8a4fb0", "planner+weights": "#1f5e2e", "shared+weights": "#4f2670",
           "planner+prefer": "#7cc48a", "shared+prefer": "#c39be0",
+          "planner+fill": "#2f7d8c", "shared+fill": "#b0407a",
           "planner+prefer+fill": "#b5e0bd", "shared+prefer+fill": "#e3cff0",
           "fgd-twin": "#222222", "bestfit-twin": "#bbbbbb"}
 

@@ -35,7 +35,7 @@ run() {  # run <output.json> <args...>: records the exact command for the report
 # FGD's experiment: the real 1,213 nodes (each GPU an H100-80GB), host CPU and memory, 1.3x tuning;
 # FGD's and BestFit's own choices run in this twin first, to check it against their published numbers.
 arrival_policies=fgd-twin,bestfit-twin,whole,static,firstfit,planner,shared,planner+weights,shared+weights
-arrival_policies+=,planner+prefer,shared+prefer,planner+prefer+fill,shared+prefer+fill
+arrival_policies+=,planner+prefer,shared+prefer,planner+fill,shared+fill,planner+prefer+fill,shared+prefer+fill
 for t in default gpushare40 multigpu20; do
   run "$out/$t.json" --trace "$traces/openb_pod_list_$t.csv" --nodes "$traces/openb_node_list_gpu_node.csv" \
     --published "$traces/fgd_published.csv" --seeds "$seeds" --policy "$arrival_policies"

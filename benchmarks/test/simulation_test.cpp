@@ -29,7 +29,8 @@ SimOptions sample_options() {
   o.policies = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
                 PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
                 PolicyKind::shared_weighted, PolicyKind::planner_preferring,
-                PolicyKind::shared_preferring, PolicyKind::planner_preferring_filling,
+                PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
+                PolicyKind::planner_preferring_filling,
                 PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin};
   o.seeds = 2;
   o.gpus = 64;
@@ -139,7 +140,7 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
 
 TEST(Simulation, ReportCarriesTheRequiredFields) {
   auto j = to_json(sample_result());
-  ASSERT_EQ(j["results"].size(), 13u);
+  ASSERT_EQ(j["results"].size(), 15u);
   EXPECT_EQ(j.begin().key(), "trace");
   EXPECT_TRUE(j.contains("ceilings_fgd_unallocated_pct"));
   for (const auto& e : j["results"]) {

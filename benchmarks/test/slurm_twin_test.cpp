@@ -150,6 +150,9 @@ TEST(NodeWeights, ByFreeCapacityTheFullestNodeIsTriedFirst) {
   MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7,
                    NodeWeighting::by_free_capacity, true);
   EXPECT_EQ(packer.name(), "planner+prefer+fill");
+  EXPECT_EQ(MigPacker(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, NodeWeighting::by_free_capacity)
+                .name(),
+            "shared+fill");
   auto big = packer.allocate(whole(1, 1000));
   ASSERT_TRUE(big);
   EXPECT_EQ(big->node, 0) << "both idle, equally free: CPU best-fit";

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   app.add_option("--trace", opt.trace_path, "openb pod-list CSV")->required();
   app.add_option("--policy", policies,
                  "comma-separated: whole,static,firstfit,planner,shared,planner+weights,"
-                 "shared+weights,planner+prefer,shared+prefer,planner+prefer+fill,shared+prefer+fill, "
+                 "shared+weights,planner+prefer,shared+prefer,planner+fill,shared+fill,planner+prefer+fill,"
+                 "shared+prefer+fill, "
                  "and FGD's published schedulers "
                  "run in this twin: fgd-twin,bestfit-twin");
   app.add_option("--nodes", opt.nodes_path,

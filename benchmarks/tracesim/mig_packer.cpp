@@ -49,12 +49,14 @@ std::string_view MigPacker::name() const {
     case Mode::planner:
       if (node_preferences_)
         return node_weights_ == NodeWeighting::by_free_capacity ? "planner+prefer+fill" : "planner+prefer";
+      if (node_weights_ == NodeWeighting::by_free_capacity) return "planner+fill";
       return node_weights_ == NodeWeighting::by_use ? "planner+weights" : "planner";
     case Mode::firstfit: return "firstfit";
     case Mode::whole: return "whole";
     case Mode::shared:
       if (node_preferences_)
         return node_weights_ == NodeWeighting::by_free_capacity ? "shared+prefer+fill" : "shared+prefer";
+      if (node_weights_ == NodeWeighting::by_free_capacity) return "shared+fill";
       return node_weights_ == NodeWeighting::by_use ? "shared+weights" : "shared";
   }
   return "?";

@@ -130,14 +130,15 @@ enum class NodeChoice { slurm, best };
 
 // planner_weighted / shared_weighted: the same with the planners steering node weights;
 // planner_preferring / shared_preferring: with node features and per-job preferences instead
-// (mig_packer.h); planner_preferring_filling / shared_preferring_filling: those, and node weights
-// by free capacity (Slurm tries the fullest nodes first).
+// (mig_packer.h); planner_filling / shared_filling: node weights by free capacity instead (Slurm
+// tries the fullest nodes first); planner_preferring_filling / shared_preferring_filling: both.
 // fgd_twin / bestfit_twin: the published schedulers FGD's paper compares, run in this twin on
 // their own resource model (fractional GPUs, no isolation): the check of the twin against their
 // published numbers, not policies of ours.
 enum class PolicyKind {
   whole, static_mig, firstfit, planner, shared, planner_weighted, shared_weighted,
-  planner_preferring, shared_preferring, planner_preferring_filling, shared_preferring_filling,
+  planner_preferring, shared_preferring, planner_filling, shared_filling, planner_preferring_filling,
+  shared_preferring_filling,
   fgd_twin, bestfit_twin
 };
 

@@ -15,6 +15,8 @@ std::string_view policy_name(PolicyKind kind) {
     case PolicyKind::shared_weighted: return "shared+weights";
     case PolicyKind::planner_preferring: return "planner+prefer";
     case PolicyKind::shared_preferring: return "shared+prefer";
+    case PolicyKind::planner_filling: return "planner+fill";
+    case PolicyKind::shared_filling: return "shared+fill";
     case PolicyKind::planner_preferring_filling: return "planner+prefer+fill";
     case PolicyKind::shared_preferring_filling: return "shared+prefer+fill";
     case PolicyKind::fgd_twin: return "fgd-twin";
@@ -30,7 +32,8 @@ bool reshapes_nodes(PolicyKind kind) {
 
 bool grants_shares(PolicyKind kind) {
   return kind == PolicyKind::shared || kind == PolicyKind::shared_weighted ||
-         kind == PolicyKind::shared_preferring || kind == PolicyKind::shared_preferring_filling ||
+         kind == PolicyKind::shared_preferring || kind == PolicyKind::shared_filling ||
+         kind == PolicyKind::shared_preferring_filling ||
          kind == PolicyKind::fgd_twin || kind == PolicyKind::bestfit_twin;
 }
 
@@ -38,12 +41,14 @@ Result<PolicyKind> parse_policy(std::string_view name) {
   for (auto k : {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
                  PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
                  PolicyKind::shared_weighted, PolicyKind::planner_preferring,
-                 PolicyKind::shared_preferring, PolicyKind::planner_preferring_filling,
+                 PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
+                 PolicyKind::planner_preferring_filling,
                  PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin})
     if (policy_name(k) == name) return k;
   return fail(ErrorCode::invalid_argument,
               fmt::format("policy '{}': unknown (whole, static, firstfit, planner, shared, "
-                          "planner+weights, shared+weights, planner+prefer, shared+prefer, planner+prefer+fill, "
+                          "planner+weights, shared+weights, planner+prefer, shared+prefer, planner+fill, shared+fill, "
+                          "planner+prefer+fill, "
                           "shared+prefer+fill, fgd-twin, bestfit-twin)",
                           name));
 }

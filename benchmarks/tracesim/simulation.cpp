@@ -42,6 +42,8 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
     case PolicyKind::shared_weighted: return mig(MigPacker::Mode::shared, NodeWeighting::by_use);
     case PolicyKind::planner_preferring: return mig(MigPacker::Mode::planner, NodeWeighting::none, true);
     case PolicyKind::shared_preferring: return mig(MigPacker::Mode::shared, NodeWeighting::none, true);
+    case PolicyKind::planner_filling: return mig(MigPacker::Mode::planner, NodeWeighting::by_free_capacity);
+    case PolicyKind::shared_filling: return mig(MigPacker::Mode::shared, NodeWeighting::by_free_capacity);
     case PolicyKind::planner_preferring_filling:
       return mig(MigPacker::Mode::planner, NodeWeighting::by_free_capacity, true);
     case PolicyKind::shared_preferring_filling:
