@@ -25,9 +25,7 @@ TEST(TypicalShapes, MostCommonGpuShapesUntilTheCoverageWithFrequenciesSummingToO
   for (int i = 0; i < 6; ++i) tasks.push_back(share(500));
   for (int i = 0; i < 3; ++i) tasks.push_back(whole(1));
   tasks.push_back(whole(2, 4000));
-  MappedTask cpu;
-  cpu.kind = TaskKind::cpu_only;
-  cpu.cpu_milli = 1000;
+  const MappedTask cpu = cpu_only(1000);
   for (int i = 0; i < 20; ++i) tasks.push_back(cpu);
 
   auto all = typical_shapes(tasks, 1.0);

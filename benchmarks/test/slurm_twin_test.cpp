@@ -61,9 +61,7 @@ TEST(NodeWeights, ASmallGpuTaskGoesToTheNodeInUseNotToAnIdleOneWithFewerCpus) {
     MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7,
                      weights ? NodeWeighting::by_use : NodeWeighting::none);
     auto first = packer.allocate(share(100, 1000));  // node 0: 3000 CPUs left
-    MappedTask cpu;
-    cpu.kind = TaskKind::cpu_only;
-    cpu.cpu_milli = 6000;
+    const MappedTask cpu = cpu_only(6000);
     auto host = packer.allocate(cpu);  // only node 1 has them: 2000 left, its GPU idle
     EXPECT_TRUE(first && host && first->node == 0 && host->node == 1);
     auto next = packer.allocate(share(100, 1000));
@@ -86,9 +84,7 @@ TEST(NodeWeights, ApplyToCpuOnlyJobsToo) {
                      weights ? NodeWeighting::by_use : NodeWeighting::none);
     auto gpu = packer.allocate(share(100, 5000));  // only node 0 has the CPUs
     EXPECT_TRUE(gpu && gpu->node == 0);
-    MappedTask cpu;
-    cpu.kind = TaskKind::cpu_only;
-    cpu.cpu_milli = 1000;
+    const MappedTask cpu = cpu_only(1000);
     auto host = packer.allocate(cpu);
     EXPECT_TRUE(host);
     return host ? host->node : -1;
@@ -107,9 +103,7 @@ TEST(NodePreferences, CpuOnlyJobsSpareNodesWithIdleGpusAndGpuJobsPack) {
   auto first = packer.allocate(share(100, 5000));  // nothing in use yet: CPU best-fit, node 0 fits
   ASSERT_TRUE(first);
   EXPECT_EQ(first->node, 2) << "the fewest CPUs that suffice (node 1 lacks them)";
-  MappedTask cpu;
-  cpu.kind = TaskKind::cpu_only;
-  cpu.cpu_milli = 1000;
+  const MappedTask cpu = cpu_only(1000);
   auto a = packer.allocate(cpu);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->node, 1) << "no node without an idle GPU: CPU best-fit";
@@ -156,9 +150,7 @@ TEST(NodeWeights, ByFreeCapacityTheFullestNodeIsTriedFirst) {
   auto big = packer.allocate(whole(1, 1000));
   ASSERT_TRUE(big);
   EXPECT_EQ(big->node, 0) << "both idle, equally free: CPU best-fit";
-  MappedTask cpu;
-  cpu.kind = TaskKind::cpu_only;
-  cpu.cpu_milli = 6000;
+  const MappedTask cpu = cpu_only(6000);
   auto c = packer.allocate(cpu);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->node, 0) << "no node without an idle GPU: the weights, node 0 is fuller";
@@ -190,9 +182,7 @@ TEST(RealNodeShapes, HostCpuAndMemoryRefuseATaskEvenWithFreeGpus) {
 TEST(RealNodeShapes, CpuOnlyTasksTakeHostResourcesOnly) {
   ClusterShape shape({{1, 4000, 8192}});
   MigPacker packer(h100(), shape, MigPacker::Mode::planner);
-  MappedTask cpu;
-  cpu.kind = TaskKind::cpu_only;
-  cpu.cpu_milli = 3000;
+  const MappedTask cpu = cpu_only(3000);
   auto a = packer.allocate(cpu);
   ASSERT_TRUE(a);
   EXPECT_TRUE(a->parts.empty());

@@ -30,4 +30,12 @@ inline MappedTask whole(int gpus, long long cpu = 0) {
   return t;
 }
 
+// No GPU at all: host CPUs only.
+inline MappedTask cpu_only(long long cpu) {
+  MappedTask t;
+  t.kind = TaskKind::cpu_only;
+  t.cpu_milli = cpu;
+  return t;
+}
+
 }  // namespace vgpu::bench
