@@ -135,7 +135,11 @@ def check(run, plan_path, table_path):
     # must still end as planned). Counted and shown, not a failure: never a cancellation.
     requeue_re = re.compile(r"(vgpu: prolog: job (\d+): vgpu: requeued: .*)")
     requeued = []
-    created = collections.defaultdict(set)   # (node, job) -> {(profile, uuid)}
+    last_requeue = {}  # job -> time of its last requeue by a prolog, on any node
+    created = collections.defaultdict(set)   # (node, job) -> {(profile, uuid)}, over every run
+    # What the job's last run got on each node: its last "ready" line there. A job requeued by
+    # one node's prolog may already have had instances created (and released) on another.
+    last_ready = {}  # (node, job) -> (time, {(profile, uuid)})
     history = collections.defaultdict(list)  # (node, job) -> [record]
     hw = {}
     for n in nodes:
@@ -148,11 +152,16 @@ def check(run, plan_path, table_path):
                 q = requeue_re.search(line)
                 if q:
                     requeued.append(f"{n}: {q.group(1)}")
+                    job = int(q.group(2))
+                    last_requeue[job] = max(last_requeue.get(job, ""), line.split(" ", 1)[0])
                 m = ready_re.search(line)
                 if m:
+                    run_insts = set()
                     for item in m.group(2).split(","):
                         profile, uuid = item.split("=", 1)
-                        created[(n, int(m.group(1)))].add((profile, uuid))
+                        run_insts.add((profile, uuid))
+                    created[(n, int(m.group(1)))] |= run_insts
+                    last_ready[(n, int(m.group(1)))] = (line.split(" ", 1)[0], run_insts)
         hist = os.path.join(state_dir, n, "history.jsonl")
         if os.path.exists(hist):
             text = open(hist).read()
@@ -193,9 +202,12 @@ def check(run, plan_path, table_path):
         per_node[n]["history"] += len(keyed)
 
     # Jobs: the expected end state, and the instances each one that ran got.
-    by_job_nodes = collections.defaultdict(dict)  # job -> node -> {(profile, uuid)}
-    for (n, job), insts in created.items():
-        by_job_nodes[job][n] = insts
+    # A requeued job's last run starts after its last requeue: its prolog runs only once the
+    # epilog of the requeued run ended (log times are ISO seconds, so they compare as strings).
+    by_job_nodes = collections.defaultdict(dict)  # job -> node -> {(profile, uuid)} of its last run
+    for (n, job), (when, insts) in last_ready.items():
+        if when > last_requeue.get(job, ""):
+            by_job_nodes[job][n] = insts
     states = collections.Counter()
     overalloc = []  # Slurm allocated what the node's plan could not place: the prolog cancelled it
     tasks_seen = collections.Counter()
@@ -260,7 +272,7 @@ def check(run, plan_path, table_path):
             continue
         if tasks_seen[idx] != spec["tasks"]:
             problems.append(f"plan #{idx}: {tasks_seen[idx]} Slurm job(s) seen, expected {spec['tasks']}")
-    for job in by_job_nodes:
+    for job in {job for _, job in created}:
         if job not in rows:
             problems.append(f"job {job}: instances were created for a job the soak did not submit")
 
