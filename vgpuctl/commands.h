@@ -23,6 +23,7 @@ void add_catalog_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_policy_command(CLI::App& app, int& exit_code);
 void add_status_command(CLI::App& app, int& exit_code);
+void add_slurm_check_command(CLI::App& app, int& exit_code);
 void add_submit_table_command(CLI::App& app, int& exit_code);
 
 }  // namespace vgpuctl

@@ -1,4 +1,4 @@
-// vgpuctl: the admin's window into slurm-vgpu (catalog, policy check, planning, node status).
+// vgpuctl: the admin's window into slurm-vgpu (catalog, policy and Slurm checks, planning, node status).
 #include <cstdio>
 #include <exception>
 
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   vgpuctl::add_submit_table_command(app, exit_code);
   vgpuctl::add_policy_command(app, exit_code);
   vgpuctl::add_accounting_tres_command(app, exit_code);
+  vgpuctl::add_slurm_check_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

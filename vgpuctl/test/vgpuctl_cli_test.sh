@@ -57,4 +57,18 @@ out=$("$vgpuctl" report --state-dir "$empty" 2>&1); rc=$?
 out=$("$vgpuctl" job 7 --state-dir "$empty" 2>&1); rc=$?
 rmdir "$empty"
 [ $rc = 2 ] && [[ $out == *"job: no node ledgers under"* ]] || fail "job on an empty dir: rc=$rc $out"
+# slurm-check: --from reads captured scontrol outputs; one missing is an I/O error (2), a failing
+# scontrol too, and a configuration without PrologFlags=Alloc is an error (1).
+captured=$(mktemp -d)
+printf 'GresTypes               = vgpu\nPrologFlags             = (null)\nProlog                  = /usr/sbin/vgpu-prolog\nEpilog                  = /usr/sbin/vgpu-epilog\nJobSubmitPlugins        = lua\nSLURM_VERSION           = 22.05.8\n' > "$captured/config.txt"
+: > "$captured/partitions.txt"
+out=$("$vgpuctl" slurm-check "$example" --from "$captured" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"slurm-check: $captured/nodes.txt: cannot open"* ]] || fail "slurm-check missing capture: rc=$rc $out"
+: > "$captured/nodes.txt"
+out=$("$vgpuctl" slurm-check "$example" --from "$captured" 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"error: PrologFlags = '(null)' lacks Alloc"* ]] &&
+  [[ $out == *"checked against Slurm 22.05.8: 1 error(s), "* ]] || fail "slurm-check without Alloc: rc=$rc $out"
+rm -r "$captured"
+out=$("$vgpuctl" slurm-check "$example" --scontrol false 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"slurm-check: \`false show config\` failed (exit status 1)"* ]] || fail "slurm-check failing scontrol: rc=$rc $out"
 echo "vgpuctl CLI: all checks passed"

@@ -13,6 +13,11 @@ VP_NODE_FEATURES=1
 . "$(dirname "$0")/../lib.sh"
 trap 'vp_finish $?' EXIT
 vp_start
+# The admin's check of slurm.conf against the policy (vgpuctl slurm-check) reads this cluster's
+# FUTURE node, its three features and every type it declares, as this release's scontrol prints them.
+out=$("$VP_VGPUCTL" slurm-check "$VC_RUN/etc/vgpu-policy.json" 2>&1) ||
+  vc_fail "slurm-check refused the harness's configuration: $out"
+echo "$out" | grep -q ": 0 error(s), 0 warning(s)$" || vc_fail "slurm-check found something: $out"
 job=$(vp_job_script)
 # A node's ActiveFeatures; none is "" (slurm.conf's absent features print "(null)", cleared ones "").
 features_of() { scontrol -o show node "$1" | grep -o 'ActiveFeatures=[^ ]*' | cut -d= -f2 | sed 's/^(null)$//'; }

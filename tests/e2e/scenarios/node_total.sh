@@ -16,6 +16,18 @@ trap 'vp_finish $?' EXIT
 VC_PROFILES="$VC_PROFILES eighth"
 vp_start
 vp_check || vc_fail "inconsistent right after start"
+# vgpuctl slurm-check against this release's scontrol: the FUTURE node declares the share type, so
+# the policy passes; the same policy with planner.node_features fails, naming the features this
+# cluster's FUTURE node lacks (it has none), and exits 1.
+out=$("$VP_VGPUCTL" slurm-check "$VC_RUN/etc/vgpu-policy.json" 2>&1) || vc_fail "slurm-check: $out"
+echo "$out" | grep -q ": 2 partition(s) checked against Slurm [0-9.]*: 0 error(s)" || vc_fail "slurm-check: $out"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.setdefault("planner", {})["node_features"]=True
+json.dump(p, open(sys.argv[2], "w"))' "$VC_RUN/etc/vgpu-policy.json" "$VC_RUN/etc/features-policy.json"
+if out=$("$VP_VGPUCTL" slurm-check "$VC_RUN/etc/features-policy.json" 2>&1); then
+  vc_fail "slurm-check passed a policy with node features on a cluster without them: $out"
+fi
+echo "$out" | grep -q "^error: partition infer: no FUTURE node of it has the feature(s) vgpu_in_use, vgpu_no_idle_gpu, vgpu_partly_used_gpu" ||
+  vc_fail "slurm-check did not name the missing features: $out"
 
 jobs=()
 for _ in 1 2 3; do jobs+=("$(vp_sbatch -p infer --gres=vgpu:eighth:1 --wrap "sleep 4")")

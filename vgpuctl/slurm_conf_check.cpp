@@ -1,0 +1,248 @@
+#include "slurm_conf_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <ranges>
+#include <set>
+#include <string_view>
+
+#include "vgpu/base/text_split.h"
+#include "vgpu/contract/node_features.h"
+#include "vgpu/node/slurm_text.h"
+#include "vgpu/policy/accounting_tres.h"
+#include "vgpu/policy/policy_hostlist.h"
+#include "vgpu/policy/submit_table.h"
+
+namespace vgpuctl {
+namespace {
+
+constexpr std::string_view kGres = "vgpu";
+
+// `scontrol show config`: "Key                     = value" per line.
+std::map<std::string, std::string, std::less<>> parse_config(std::string_view text) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (std::string_view line : vgpu::split_view(text, '\n')) {
+    auto eq = line.find(" = ");
+    if (eq == std::string_view::npos) continue;
+    out[std::string(vgpu::trim_view(line.substr(0, eq)))] = std::string(vgpu::trim_view(line.substr(eq + 3)));
+  }
+  return out;
+}
+
+// One `-o` line: "Key=value Key=value ...". Values with blanks (OS=, Reason=) lose their tail,
+// which none of the keys read here has.
+std::map<std::string, std::string, std::less<>> parse_record(std::string_view line) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (std::string_view token : vgpu::split_view(line, ' ')) {
+    auto eq = token.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    out.emplace(std::string(token.substr(0, eq)), std::string(token.substr(eq + 1)));
+  }
+  return out;
+}
+
+std::string value_of(const std::map<std::string, std::string, std::less<>>& m, std::string_view key) {
+  auto it = m.find(key);
+  return it == m.end() ? std::string() : it->second;
+}
+
+// "Alloc,Contain" has "alloc"; Slurm prints plugin lists with or without their "type/" prefix.
+bool list_has(std::string_view list, std::string_view item) {
+  for (std::string_view entry : vgpu::split_view(list, ',')) {
+    entry = vgpu::trim_view(entry);
+    if (auto slash = entry.rfind('/'); slash != std::string_view::npos) entry = entry.substr(slash + 1);
+    if (entry.size() == item.size() &&
+        std::ranges::equal(entry, item, [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+      return true;
+  }
+  return false;
+}
+
+bool is_unset(std::string_view value) { return value.empty() || value == "(null)" || value == "none"; }
+
+// Slurm 23.02 and later allow several prologs and print them as "Prolog[0]", "Prolog[1]", ...;
+// 22.05 prints one "Prolog".
+bool hook_set(const std::map<std::string, std::string, std::less<>>& config, std::string_view hook) {
+  return std::ranges::any_of(config, [&](const auto& kv) {
+    const std::string_view key = kv.first;
+    return (key == hook || (key.starts_with(hook) && key.substr(hook.size()).starts_with("["))) && !is_unset(kv.second);
+  });
+}
+
+struct SlurmNode {
+  std::string name;
+  bool future = false;
+  std::map<std::string, int> vgpu;  // configured Gres= counts of vgpu, by type
+  std::vector<std::string> features;
+};
+
+std::string joined(const std::vector<std::string>& items) { return fmt::format("{}", fmt::join(items, ", ")); }
+
+void check_config(const std::map<std::string, std::string, std::less<>>& config, const vgpu::PolicyFile& policy,
+                  const vgpu::Catalog& catalog, std::vector<SlurmConfFinding>& out) {
+  auto error = [&](std::string m) { out.push_back({true, std::move(m)}); };
+  auto warning = [&](std::string m) { out.push_back({false, std::move(m)}); };
+  if (!list_has(value_of(config, "GresTypes"), kGres))
+    error(fmt::format("GresTypes = '{}' lacks vgpu: slurmctld and slurmd do not load gres/vgpu, and every "
+                      "--gres=vgpu request is refused (docs/slurm.md)",
+                      value_of(config, "GresTypes")));
+  if (!list_has(value_of(config, "PrologFlags"), "Alloc"))
+    error(fmt::format("PrologFlags = '{}' lacks Alloc: the prolog must create a job's instances when it is "
+                      "allocated, on every node, before any step or its batch script starts (docs/slurm.md)",
+                      value_of(config, "PrologFlags")));
+  for (std::string_view hook : {"Prolog", "Epilog"})
+    if (!hook_set(config, hook))
+      error(fmt::format("{} is not set: {} (vgpu-{} in docs/slurm.md)", hook,
+                        hook == "Prolog" ? "no job gets its instances" : "no job's instances are released",
+                        hook == "Prolog" ? "prolog" : "epilog"));
+  if (!list_has(value_of(config, "JobSubmitPlugins"), "lua"))
+    warning(fmt::format("JobSubmitPlugins = '{}' lacks lua: without the submit filter an untyped --gres=vgpu:N "
+                        "takes the padding type 'free', and a type the partition does not offer pends forever "
+                        "instead of being refused at submission (docs/admin.md, the job_submit filter)",
+                        value_of(config, "JobSubmitPlugins")));
+  if (value_of(config, "AccountingStorageType").ends_with("slurmdbd")) {
+    const std::string have_text = value_of(config, "AccountingStorageTRES");
+    std::set<std::string_view> have;
+    for (std::string_view tres : vgpu::split_view(have_text, ',')) have.insert(vgpu::trim_view(tres));
+    std::vector<std::string> missing;
+    const std::string wanted = vgpu::render_accounting_tres(policy, catalog);
+    for (std::string_view tres : vgpu::split_view(wanted, ','))
+      if (!have.contains(tres)) missing.emplace_back(tres);
+    if (!missing.empty())
+      warning(fmt::format("AccountingStorageTRES lacks {}: sacct and sreport do not show those instances by "
+                          "type (`vgpuctl accounting-tres POLICY` prints the whole value; docs/accounting.md)",
+                          joined(missing)));
+  }
+}
+
+void check_partition(const vgpu::PartitionPolicy& partition, const vgpu::PolicyFile& policy,
+                     const vgpu::Catalog& catalog,
+                     const std::map<std::string, std::map<std::string, std::string, std::less<>>>& slurm_partitions,
+                     const std::vector<SlurmNode>& nodes, std::vector<SlurmConfFinding>& out) {
+  const std::string where = fmt::format("partition {}", partition.name);
+  auto it = slurm_partitions.find(partition.name);
+  if (it == slurm_partitions.end()) {
+    out.push_back({false, fmt::format("{}: in the policy, not in slurmctld's partitions: the policy's rules for it "
+                                      "apply to no job",
+                                      where)});
+    return;
+  }
+  const std::string node_expr = value_of(it->second, "Nodes");
+  std::optional<vgpu::Hostlist> members;
+  if (node_expr != "ALL") {
+    auto parsed = vgpu::Hostlist::parse(is_unset(node_expr) ? std::string_view() : std::string_view(node_expr));
+    if (!parsed) {
+      out.push_back({true, fmt::format("{}: cannot read its Nodes = '{}': {}", where, node_expr, parsed.error().message)});
+      return;
+    }
+    members = std::move(*parsed);
+  }
+  auto in_partition = [&](const SlurmNode& n) { return !members || members->matches(n.name); };
+
+  std::vector<const SlurmNode*> anchors;
+  int largest_total = 0;
+  for (const auto& n : nodes) {
+    if (!in_partition(n)) continue;
+    if (n.future) {
+      anchors.push_back(&n);
+    } else if (partition.allows_node(n.name)) {
+      int total = 0;
+      for (const auto& [type, count] : n.vgpu) total += count;
+      largest_total = std::max(largest_total, total);
+    }
+  }
+  auto anchor_names = [&] {
+    std::vector<std::string> names;
+    for (const auto* a : anchors) names.push_back(a->name);
+    return names.empty() ? std::string("it has none") : fmt::format("its FUTURE nodes: {}", joined(names));
+  };
+
+  std::vector<std::string> undeclared, short_declared;
+  for (const auto& type : vgpu::types_offered(partition, catalog)) {
+    int most = 0;
+    for (const auto* a : anchors)
+      if (auto c = a->vgpu.find(type); c != a->vgpu.end()) most = std::max(most, c->second);
+    if (most == 0)
+      undeclared.push_back(type);
+    else if (most < largest_total)
+      short_declared.push_back(fmt::format("{}:{}", type, most));
+  }
+  if (!undeclared.empty())
+    out.push_back({true, fmt::format("{}: no FUTURE node of it declares vgpu:{} ({}): while no node advertises such "
+                                     "an instance, slurmctld refuses a job asking for one ('Requested node "
+                                     "configuration is not available'); declare every type the partition offers "
+                                     "on a FUTURE node listed in it (docs/slurm.md)",
+                                     where, fmt::join(undeclared, ", vgpu:"), anchor_names())});
+  if (!short_declared.empty())
+    out.push_back({false, fmt::format("{}: its FUTURE nodes declare vgpu:{}, fewer than the largest node total {}: "
+                                      "a job asking for more of such a type on one node is refused though a node "
+                                      "could serve it",
+                                      where, fmt::join(short_declared, ", vgpu:"), largest_total)});
+
+  if (policy.planner.node_features) {
+    const auto wanted = vgpu::contract::parse_feature_list(vgpu::contract::kPlannerFeatureList);
+    std::vector<std::string> best_missing = wanted;
+    for (const auto* a : anchors) {
+      std::vector<std::string> missing;
+      for (const auto& f : wanted)
+        if (std::ranges::find(a->features, f) == a->features.end()) missing.push_back(f);
+      if (missing.size() < best_missing.size()) best_missing = missing;
+    }
+    if (!best_missing.empty())
+      out.push_back({true, fmt::format("{}: no FUTURE node of it has the feature(s) {} ({}): with "
+                                       "planner.node_features the submit filter gives jobs a preference for them, "
+                                       "and slurmctld refuses a preference no node of the partition has ('Invalid "
+                                       "preferred feature specification'); declare Features={} on a FUTURE node "
+                                       "listed in it (docs/admin.md, Node features)",
+                                       where, joined(best_missing), anchor_names(), vgpu::contract::kPlannerFeatureList)});
+  }
+}
+
+}  // namespace
+
+int SlurmConfCheck::errors() const {
+  return static_cast<int>(std::ranges::count_if(findings, [](const auto& f) { return f.error; }));
+}
+
+SlurmConfCheck check_slurm_conf(const vgpu::PolicyFile& policy, const vgpu::Catalog& catalog,
+                                const SlurmViews& slurm) {
+  SlurmConfCheck result;
+  const auto config = parse_config(slurm.config);
+  result.slurm_version = value_of(config, "SLURM_VERSION");
+  check_config(config, policy, catalog, result.findings);
+
+  std::map<std::string, std::map<std::string, std::string, std::less<>>> partitions;
+  for (std::string_view line : vgpu::split_view(slurm.partitions, '\n')) {
+    auto record = parse_record(line);
+    if (auto name = value_of(record, "PartitionName"); !name.empty()) partitions[name] = std::move(record);
+  }
+  std::vector<SlurmNode> nodes;
+  for (std::string_view line : vgpu::split_view(slurm.nodes, '\n')) {
+    auto record = parse_record(line);
+    SlurmNode node;
+    node.name = value_of(record, "NodeName");
+    if (node.name.empty()) continue;
+    // "FUTURE", and on some releases with flags: "FUTURE+CLOUD".
+    node.future = vgpu::split_view(value_of(record, "State"), '+').front() == "FUTURE";
+    auto counts = vgpu::parse_gres_counts(value_of(record, "Gres"), kGres);
+    if (!counts) {
+      result.findings.push_back({true, fmt::format("node {}: cannot read its Gres = '{}': {}", node.name,
+                                                   value_of(record, "Gres"), counts.error().message)});
+      continue;
+    }
+    node.vgpu = std::move(*counts);
+    node.features = vgpu::contract::parse_feature_list(value_of(record, "AvailableFeatures"));
+    nodes.push_back(std::move(node));
+  }
+
+  for (const auto& partition : policy.partitions) {
+    check_partition(partition, policy, catalog, partitions, nodes, result.findings);
+    ++result.partitions_checked;
+  }
+  return result;
+}
+
+}  // namespace vgpuctl
