@@ -33,8 +33,9 @@ run() {  # run <output.json> <args...>: records the exact command for the report
   "$TRACESIM" "$@" --json >"$dest"
 }
 # FGD's experiment: the real 1,213 nodes (each GPU an H100-80GB), host CPU and memory, 1.3x tuning;
-# FGD's and BestFit's own choices run in this twin first, to check it against their published numbers.
-arrival_policies=fgd-twin,bestfit-twin,whole,static,firstfit,planner,shared,planner+weights,shared+weights
+# FGD's and BestFit's own choices run in this twin first, to check it against their published numbers;
+# then FGD's choice with dedicated instances, what a per-job choice would be worth for those.
+arrival_policies=fgd-twin,bestfit-twin,fgd-mig,whole,static,firstfit,planner,shared,planner+weights,shared+weights
 arrival_policies+=,planner+prefer,shared+prefer,planner+fill,shared+fill,planner+prefer+fill,shared+prefer+fill
 for t in default gpushare40 multigpu20; do
   run "$out/$t.json" --trace "$traces/openb_pod_list_$t.csv" --nodes "$traces/openb_node_list_gpu_node.csv" \

@@ -95,6 +95,43 @@ TEST(PublishedSchedulers, FgdFillsAFragmentBeforeBreakingAnIdleGpu) {
   EXPECT_EQ(one->node, 0);
 }
 
+TEST(TypicalShapes, InMigUnitsASharingTaskCountsAsItsProfile) {
+  std::vector<MappedTask> tasks{share(100), share(120), share(500), whole(1)};
+  auto shapes = typical_mig_shapes(tasks, h100(), 1.0);
+  ASSERT_EQ(shapes.size(), 3u) << "100 and 120 thousandths are both a 1g.10gb";
+  EXPECT_EQ(shapes[0].milli, 1000 / 7);
+  EXPECT_DOUBLE_EQ(shapes[0].frequency, 0.5);
+  EXPECT_EQ(shapes[1].milli, 4000 / 7) << "a 4g.40gb for half a GPU";
+  EXPECT_EQ(shapes[2].milli, 1000);
+}
+
+// fgd-mig: FGD's choice with dedicated instances. A small task goes into the GPU a 4g.40gb
+// already split, as a MIG instance of its own, rather than breaking an idle GPU that the typical
+// whole-GPU task could use.
+TEST(PublishedSchedulers, FgdMigFillsASplitGpuWithADedicatedInstance) {
+  ClusterShape shape({{1, 64'000, 0}, {1, 64'000, 0}});
+  std::vector<TaskShape> typical{{1, 1000, 1000, 0.5}, {1, 1000 / 7, 1000, 0.5}};
+  CheckingPacker fgd(std::make_unique<MigPacker>(h100(), shape, PublishedScheduler::fgd, typical,
+                                                 MigPacker::Mode::planner));
+  EXPECT_EQ(fgd.name(), "fgd-mig");
+  auto first = fgd.allocate(whole(1));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->node, 0);
+  auto big = fgd.allocate(share(500));  // a 4g.40gb, on the only GPU left
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->node, 1);
+  fgd.release(*first);
+  auto small = fgd.allocate(share(100));
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->node, 1) << "into the split GPU, not node 0's idle one";
+  EXPECT_EQ(small->parts[0].share_milli, 0) << "a dedicated instance, no share";
+  EXPECT_EQ(small->parts[0].profile->name, "1g.10gb");
+  EXPECT_EQ(fgd.allocated_slices(), 5) << "4g.40gb and 1g.10gb: rounded to their profiles";
+  auto one = fgd.allocate(whole(1));
+  ASSERT_TRUE(one) << "node 0's GPU stayed whole";
+  EXPECT_EQ(one->node, 0);
+}
+
 TEST(PublishedSchedulers, BestFitTakesTheNodeLeftFullestAndHonoursHostLimits) {
   ClusterShape shape({{2, 64'000, 65536}, {1, 64'000, 65536}, {1, 500, 65536}});
   CheckingPacker bestfit(

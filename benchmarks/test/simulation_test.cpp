@@ -31,7 +31,8 @@ SimOptions sample_options() {
                 PolicyKind::shared_weighted, PolicyKind::planner_preferring,
                 PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
                 PolicyKind::planner_preferring_filling,
-                PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin};
+                PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin,
+                PolicyKind::fgd_mig};
   o.seeds = 2;
   o.gpus = 64;
   return o;
@@ -59,13 +60,15 @@ TEST(Simulation, NoPolicyEverExceedsCapacityOrOverlapsInstances) {
   auto seq = arrival_sequence(tasks, 64'000, 0);
   StaticPlan plan = choose_static_plan(h100(), 64, arrival_demand(h100(), tasks, 64'000));
   const auto typical = typical_shapes(tasks);
+  const auto typical_mig = typical_mig_shapes(tasks, h100());
   for (auto kind : sample_options().policies) {
     SCOPED_TRACE(std::string(policy_name(kind)));
-    CheckingPacker arrivals(make_packer(kind, h100(), shape, plan, NodeChoice::slurm, 7, typical));
+    const auto& shapes = kind == PolicyKind::fgd_mig ? typical_mig : typical;
+    CheckingPacker arrivals(make_packer(kind, h100(), shape, plan, NodeChoice::slurm, 7, shapes));
     ArrivalOutcome a = run_arrivals(arrivals, tasks, seq);
     EXPECT_GT(arrivals.allocations(), 10);
     EXPECT_LE(a.peak_allocated_slices, a.capacity_slices);
-    CheckingPacker replay(make_packer(kind, h100(), shape, plan, NodeChoice::slurm, 7, typical));
+    CheckingPacker replay(make_packer(kind, h100(), shape, plan, NodeChoice::slurm, 7, shapes));
     ReplayOutcome r = run_replay(replay, trace, tasks);
     EXPECT_EQ(replay.allocated_slices(), 0) << "every task released at the end";
     EXPECT_EQ(r.started + r.never_started, r.tasks);
@@ -140,7 +143,7 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
 
 TEST(Simulation, ReportCarriesTheRequiredFields) {
   auto j = to_json(sample_result());
-  ASSERT_EQ(j["results"].size(), 15u);
+  ASSERT_EQ(j["results"].size(), sample_options().policies.size());
   EXPECT_EQ(j.begin().key(), "trace");
   EXPECT_TRUE(j.contains("ceilings_fgd_unallocated_pct"));
   for (const auto& e : j["results"]) {

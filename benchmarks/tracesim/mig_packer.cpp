@@ -33,8 +33,10 @@ MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeC
 }
 
 MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler,
-                     std::vector<TaskShape> typical)
-    : MigPacker(model, std::move(shape), Mode::shared, NodeChoice::best, model.compute_slices) {
+                     std::vector<TaskShape> typical, Mode mode)
+    : MigPacker(model, std::move(shape), mode, NodeChoice::best, model.compute_slices) {
+  if (mode != Mode::shared && mode != Mode::planner)
+    throw std::invalid_argument("a published scheduler chooses for shared or dedicated instances only");
   published_ = scheduler;
   fragmentation_ = Fragmentation(std::move(typical));
   for (int n = 0; n < shape_.nodes(); ++n)
@@ -43,7 +45,7 @@ MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, PublishedSchedul
 }
 
 std::string_view MigPacker::name() const {
-  if (published_ == PublishedScheduler::fgd) return "fgd-twin";
+  if (published_ == PublishedScheduler::fgd) return mode_ == Mode::planner ? "fgd-mig" : "fgd-twin";
   if (published_ == PublishedScheduler::bestfit) return "bestfit-twin";
   switch (mode_) {
     case Mode::planner:
@@ -342,24 +344,60 @@ Allocation MigPacker::share_on(int gpu, const MappedTask& task, int milli) {
   return a;
 }
 
+double MigPacker::published_score(double frag_before, NodeFree after, const MappedTask& task) {
+  if (shape_.host_constrained()) after.cpu_milli -= task.cpu_milli;
+  if (published_ != PublishedScheduler::fgd) return best_fit_score(after);
+  // FGD scores a node 0-100 as the integer part of 100 * sigmoid(-change / 1000); taken as they
+  // do, with the lowest node and GPU on ties (its simulator's own tie-break is the Kubernetes
+  // scheduler's random pick, which measured worse here: docs/benchmarks.md).
+  const double change = fragmentation_.of(after) - frag_before;
+  return -std::floor(100.0 / (1.0 + std::exp(change / 1000.0)));
+}
+
+std::optional<Allocation> MigPacker::allocate_published_instance(const MappedTask& task) {
+  const int pi = states_.profile_index(*task.profile);
+  const int milli = profile_milli(*task.profile, *model_);
+  int best_gpu = -1;
+  double best = 0;
+  for (int n = 0; n < shape_.nodes(); ++n) {
+    if (!host_fits(n, task)) continue;
+    const NodeFree before = node_free(n);
+    const double frag_before = published_ == PublishedScheduler::fgd ? fragmentation_.of(before) : 0;
+    for (int i = 0; i < before.gpus; ++i) {
+      const int gpu = shape_.first_gpu(n) + i;
+      if (held(gpu) || !choice(gpu_state_[static_cast<std::size_t>(gpu)], pi).ok) continue;
+      NodeFree after = before;
+      auto& free = after.gpu_milli[static_cast<std::size_t>(i)];
+      free = static_cast<std::int16_t>(std::max(0, free - milli));
+      const double score = published_score(frag_before, after, task);
+      if (best_gpu < 0 || score < best) {  // ties: the lowest node and GPU
+        best = score;
+        best_gpu = gpu;
+      }
+    }
+  }
+  if (best_gpu < 0) return std::nullopt;
+  const PlacementChoice c = choice(gpu_state_[static_cast<std::size_t>(best_gpu)], pi);
+  set_state(best_gpu, c.next);
+  Allocation a;
+  take_host(shape_.node_of(best_gpu), task, a);
+  a.parts.push_back(AllocationPart{best_gpu, task.profile, c.where, 0});
+  return a;
+}
+
 std::optional<Allocation> MigPacker::allocate_published(const MappedTask& task) {
+  const int gpus = task.kind == TaskKind::cpu_only ? 0 : task.gpus;
+  if (mode_ == Mode::planner && gpus == 1) return allocate_published_instance(task);
   const bool sharing = task.kind == TaskKind::sharing;
   const int milli = sharing ? static_cast<int>(task.requested_milli) : 1000;
-  const int gpus = task.kind == TaskKind::cpu_only ? 0 : task.gpus;
-  const bool fgd = published_ == PublishedScheduler::fgd;
   int best_node = -1, best_gpu = -1;
   double best = 0;
   for (int n = 0; n < shape_.nodes(); ++n) {
     if (!host_fits(n, task)) continue;
     const NodeFree before = node_free(n);
-    const double frag_before = fgd ? fragmentation_.of(before) : 0;
-    auto consider = [&](int gpu, NodeFree after) {
-      if (shape_.host_constrained()) after.cpu_milli -= task.cpu_milli;
-      double score = fgd ? fragmentation_.of(after) - frag_before : best_fit_score(after);
-      // FGD scores a node 0-100 as the integer part of 100 * sigmoid(-change / 1000); taken as
-      // they do, with the lowest node and GPU on ties (its simulator's own tie-break is the
-      // Kubernetes scheduler's random pick, which measured worse here: docs/benchmarks.md).
-      if (fgd) score = -std::floor(100.0 / (1.0 + std::exp(score / 1000.0)));
+    const double frag_before = published_ == PublishedScheduler::fgd ? fragmentation_.of(before) : 0;
+    auto consider = [&](int gpu, const NodeFree& after) {
+      const double score = published_score(frag_before, after, task);
       if (best_node < 0 || score < best) {  // ties: the lowest node and GPU
         best = score;
         best_node = n;

@@ -23,7 +23,9 @@
 // Slurm tries a job with its preferred features first and without them when that fails
 // (job_scheduler.c queues both), so a preference never keeps a job from starting.
 // With a PublishedScheduler the shared mode's node and GPU are chosen by FGD's or BestFit's score
-// over the whole cluster instead (published_scores.h): their schedulers, run in this twin.
+// over the whole cluster instead (published_scores.h): their schedulers, run in this twin. In the
+// planner mode the same score chooses where a dedicated instance goes (fgd-mig): among every GPU
+// of every node where the planner's rule can place the task's profile.
 #pragma once
 
 #include <vector>
@@ -52,9 +54,10 @@ class MigPacker final : public Packer {
             NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7,
             NodeWeighting node_weights = NodeWeighting::none, bool node_preferences = false);
   // FGD's or BestFit's choice in the shared mode with whole-GPU shared instances, which is their
-  // resource model (fractional GPUs without isolation); `typical`: FGD's target workload.
+  // resource model (fractional GPUs without isolation), or in the planner mode with dedicated
+  // instances; `typical`: FGD's target workload.
   MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler,
-            std::vector<TaskShape> typical);
+            std::vector<TaskShape> typical, Mode mode = Mode::shared);
 
   [[nodiscard]] std::string_view name() const override;
   std::optional<Allocation> allocate(const MappedTask& task) override;
@@ -79,6 +82,10 @@ class MigPacker final : public Packer {
   std::optional<Allocation> allocate_node(const MappedTask& task);
   std::optional<Allocation> allocate_share(const MappedTask& task);
   std::optional<Allocation> allocate_published(const MappedTask& task);
+  std::optional<Allocation> allocate_published_instance(const MappedTask& task);
+  // The published scheduler's score for a node going from fragmentation `frag_before` to `after`
+  // once `task` is placed on it (lower is better).
+  double published_score(double frag_before, NodeFree after, const MappedTask& task);
   // Opens a shared instance for a first share of `milli` on `gpu`, or joins its tightest one.
   Allocation share_on(int gpu, const MappedTask& task, int milli);
   // The task's whole GPUs: the lowest empty unheld GPUs of `node` (the caller checked there are

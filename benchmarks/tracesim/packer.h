@@ -135,11 +135,14 @@ enum class NodeChoice { slurm, best };
 // fgd_twin / bestfit_twin: the published schedulers FGD's paper compares, run in this twin on
 // their own resource model (fractional GPUs, no isolation): the check of the twin against their
 // published numbers, not policies of ours.
+// fgd_mig: FGD's choice per job (its score over every node) with dedicated MIG instances, its
+// typical shapes rounded to their profiles: what a fragmentation-aware choice in slurmctld would
+// be worth for dedicated instances. No Slurm lever makes it; a reference, not a policy.
 enum class PolicyKind {
   whole, static_mig, firstfit, planner, shared, planner_weighted, shared_weighted,
   planner_preferring, shared_preferring, planner_filling, shared_filling, planner_preferring_filling,
   shared_preferring_filling,
-  fgd_twin, bestfit_twin
+  fgd_twin, bestfit_twin, fgd_mig
 };
 
 std::string_view policy_name(PolicyKind kind);

@@ -21,6 +21,7 @@ std::string_view policy_name(PolicyKind kind) {
     case PolicyKind::shared_preferring_filling: return "shared+prefer+fill";
     case PolicyKind::fgd_twin: return "fgd-twin";
     case PolicyKind::bestfit_twin: return "bestfit-twin";
+    case PolicyKind::fgd_mig: return "fgd-mig";
   }
   return "?";
 }
@@ -43,13 +44,14 @@ Result<PolicyKind> parse_policy(std::string_view name) {
                  PolicyKind::shared_weighted, PolicyKind::planner_preferring,
                  PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
                  PolicyKind::planner_preferring_filling,
-                 PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin})
+                 PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin,
+                 PolicyKind::fgd_mig})
     if (policy_name(k) == name) return k;
   return fail(ErrorCode::invalid_argument,
               fmt::format("policy '{}': unknown (whole, static, firstfit, planner, shared, "
                           "planner+weights, shared+weights, planner+prefer, shared+prefer, planner+fill, shared+fill, "
                           "planner+prefer+fill, "
-                          "shared+prefer+fill, fgd-twin, bestfit-twin)",
+                          "shared+prefer+fill, fgd-twin, bestfit-twin, fgd-mig)",
                           name));
 }
 

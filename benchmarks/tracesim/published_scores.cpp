@@ -6,12 +6,20 @@
 
 namespace vgpu::bench {
 
-std::vector<TaskShape> typical_shapes(std::span<const MappedTask> tasks, double coverage) {
+int profile_milli(const Profile& profile, const GpuModel& model) {
+  return 1000 * profile.compute_slices / model.compute_slices;
+}
+
+namespace {
+
+std::vector<TaskShape> most_common_shapes(std::span<const MappedTask> tasks, double coverage,
+                                          const GpuModel* mig_model) {
   std::map<std::tuple<long long, int, int>, int> count;  // (cpu, gpus, milli) -> tasks
   int gpu_tasks = 0;
   for (const auto& t : tasks) {
     if (t.kind != TaskKind::sharing && t.kind != TaskKind::whole_gpu) continue;
     int milli = t.kind == TaskKind::sharing ? static_cast<int>(t.requested_milli) : 1000;
+    if (mig_model && t.kind == TaskKind::sharing && t.profile) milli = profile_milli(*t.profile, *mig_model);
     ++count[{t.cpu_milli, t.gpus, milli}];
     ++gpu_tasks;
   }
@@ -30,6 +38,17 @@ std::vector<TaskShape> typical_shapes(std::span<const MappedTask> tasks, double 
   }
   for (auto& s : out) s.frequency /= covered;
   return out;
+}
+
+}  // namespace
+
+std::vector<TaskShape> typical_shapes(std::span<const MappedTask> tasks, double coverage) {
+  return most_common_shapes(tasks, coverage, nullptr);
+}
+
+std::vector<TaskShape> typical_mig_shapes(std::span<const MappedTask> tasks, const GpuModel& model,
+                                          double coverage) {
+  return most_common_shapes(tasks, coverage, &model);
 }
 
 long long NodeFree::gpu_total() const {

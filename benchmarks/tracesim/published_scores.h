@@ -32,6 +32,13 @@ struct TaskShape {
 // `coverage` of the GPU tasks, their frequencies renormalised; CPU-only tasks are left out (they
 // fragment no GPU), as in FGD's default.
 std::vector<TaskShape> typical_shapes(std::span<const MappedTask> tasks, double coverage = 0.95);
+// The same with each sharing task counted as the dedicated MIG instance it is given on `model`
+// (its profile's compute slices in thousandths of the GPU) instead of what it asked for.
+std::vector<TaskShape> typical_mig_shapes(std::span<const MappedTask> tasks, const GpuModel& model,
+                                          double coverage = 0.95);
+
+// A profile's compute slices in thousandths of a GPU of `model`, as a dedicated instance takes them.
+int profile_milli(const Profile& profile, const GpuModel& model);
 
 // A node's free resources as both scores see them. GPUs beyond kMaxGpus are not modelled (openb's
 // widest node has 8).

@@ -52,6 +52,9 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
       return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
     case PolicyKind::fgd_twin:
       return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::fgd, typical);
+    case PolicyKind::fgd_mig:
+      return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::fgd, typical,
+                                         MigPacker::Mode::planner);
     case PolicyKind::bestfit_twin:
       return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::bestfit,
                                          std::vector<TaskShape>{});
@@ -151,6 +154,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
 
   r.capacity_slices = static_cast<long long>(shape.gpus()) * m.compute_slices;
   const std::vector<TaskShape> typical = typical_shapes(tasks);
+  const std::vector<TaskShape> typical_mig = typical_mig_shapes(tasks, m);
   long long capacity_milli = 1000LL * shape.gpus();
 
   std::vector<std::vector<int>> sequences;
@@ -166,6 +170,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
   for (PolicyKind kind : options.policies) {
     PolicyResult pr;
     pr.policy = kind;
+    const std::vector<TaskShape>& shapes = kind == PolicyKind::fgd_mig ? typical_mig : typical;
     StaticPlan arrivals_plan, replay_plan;
     if (kind == PolicyKind::static_mig) {
       arrivals_plan = choose_static_plan(m, shape.gpus(), arrival_demand(m, tasks, capacity_milli));
@@ -174,7 +179,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
     auto t0 = Clock::now();
     for (const auto& seq : sequences) {
       auto packer = make_packer(kind, m, shape, arrivals_plan, options.node_choice,
-                                options.share_min_slices, typical);
+                                options.share_min_slices, shapes);
       pr.per_seed.push_back(run_arrivals(*packer, tasks, seq));
     }
     pr.arrival_seconds_per_seed = seconds_since(t0) / options.seeds;
@@ -186,7 +191,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       }
       auto t1 = Clock::now();
       auto packer = make_packer(kind, m, shape, replay_plan, options.node_choice,
-                                options.share_min_slices, typical);
+                                options.share_min_slices, shapes);
       ReplayOptions replay_options;
       replay_options.util_buckets = options.util_buckets;
       replay_options.reserve_after_s = options.reserve_after_s;
@@ -196,7 +201,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       pr.replay_seconds = seconds_since(t1);
       for (int s = 1; s <= options.replay_seeds; ++s) {
         auto jittered = make_packer(kind, m, shape, replay_plan, options.node_choice,
-                                    options.share_min_slices, typical);
+                                    options.share_min_slices, shapes);
         replay_options.jitter_seed = static_cast<std::uint64_t>(s);
         replay_options.jitter_s = options.jitter_s;
         pr.jittered.push_back(run_replay(*jittered, trace, tasks, replay_options));

@@ -81,7 +81,7 @@ std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& tra
                                          long long capacity_slices);
 
 // The packer for a policy; `plan` is used only by the static policy, `typical` (FGD's target
-// workload, typical_shapes()) only by fgd-twin.
+// workload) only by fgd-twin (typical_shapes()) and fgd-mig (typical_mig_shapes()).
 std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
                                     const StaticPlan& plan,
                                     NodeChoice node_choice = NodeChoice::slurm,
