@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <ranges>
@@ -55,7 +56,9 @@ bool list_has(std::string_view list, std::string_view item) {
     entry = vgpu::trim_view(entry);
     if (auto slash = entry.rfind('/'); slash != std::string_view::npos) entry = entry.substr(slash + 1);
     if (entry.size() == item.size() &&
-        std::ranges::equal(entry, item, [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+        std::ranges::equal(entry, item, [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        }))
       return true;
   }
   return false;
