@@ -147,6 +147,7 @@ void check_partition(const vgpu::PartitionPolicy& partition, const vgpu::PolicyF
 
   std::vector<const SlurmNode*> anchors;
   int largest_total = 0;
+  std::string largest_node;
   for (const auto& n : nodes) {
     if (!in_partition(n)) continue;
     if (n.future) {
@@ -154,7 +155,10 @@ void check_partition(const vgpu::PartitionPolicy& partition, const vgpu::PolicyF
     } else if (partition.allows_node(n.name)) {
       int total = 0;
       for (const auto& [type, count] : n.vgpu) total += count;
-      largest_total = std::max(largest_total, total);
+      if (total > largest_total) {
+        largest_total = total;
+        largest_node = n.name;
+      }
     }
   }
   auto anchor_names = [&] {
@@ -180,10 +184,11 @@ void check_partition(const vgpu::PartitionPolicy& partition, const vgpu::PolicyF
                                      "on a FUTURE node listed in it (docs/slurm.md)",
                                      where, fmt::join(undeclared, ", vgpu:"), anchor_names())});
   if (!short_declared.empty())
-    out.push_back({false, fmt::format("{}: its FUTURE nodes declare vgpu:{}, fewer than the largest node total {}: "
-                                      "a job asking for more of such a type on one node is refused though a node "
-                                      "could serve it",
-                                      where, fmt::join(short_declared, ", vgpu:"), largest_total)});
+    out.push_back({false, fmt::format("{}: its FUTURE nodes declare vgpu:{}, below node {}'s total of {}: where a "
+                                      "node can hold more of such a type than declared, a job asking for that many "
+                                      "on one node is refused; declare each type at the largest node total "
+                                      "(docs/slurm.md)",
+                                      where, fmt::join(short_declared, ", vgpu:"), largest_node, largest_total)});
 
   if (policy.planner.node_features) {
     const auto wanted = vgpu::contract::parse_feature_list(vgpu::contract::kPlannerFeatureList);

@@ -125,8 +125,13 @@ _vc_munge_start() {
 # Real nodes: the constant total as free plus the permanent zero type (docs/slurm.md). The
 # placeholder declares every profile at its maximum so valid requests pend instead of being rejected.
 _vc_gres_line() { # $1 node
-  local total p
+  local total p n
   total=$(vc_total_of "$1")
+  if [ "${1:-}" = future ]; then
+    # The placeholder declares every type at the largest node total (docs/slurm.md), so a mixed
+    # cluster's MI300X node (16) is not capped by the H100 nodes' 14.
+    for n in $VC_NODES; do [ "$(vc_total_of "$n")" -gt "$total" ] && total=$(vc_total_of "$n"); done
+  fi
   local line="vgpu:never:0,vgpu:free:$total"
   if [ "${1:-}" = future ]; then for p in $VC_PROFILES ${VC_SHARE_TYPES:-}; do line+=",vgpu:${p%%:*}:$total"; done; fi
   echo "$line"
