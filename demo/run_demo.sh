@@ -26,6 +26,9 @@ VP_IDLE_LAYOUT='["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb", "cpx.24g
 # As a large site would run it: demand is published once per period for all node planners.
 VP_PUBLISH_DEMAND=${VP_PUBLISH_DEMAND:-1}
 vp_start 2>/dev/null
+echo "== the admin's check of this cluster's slurm.conf against the policy (vgpuctl slurm-check)"
+"$VP_VGPUCTL" slurm-check "$VC_RUN/etc/vgpu-policy.json" | sed 's/^/   /'
+[ "${PIPESTATUS[0]}" = 0 ] || vc_fail "vgpuctl slurm-check found errors in the demo's configuration"
 
 amd_every=$([ "$(vp_kind_of n3)" = mi300x ] && echo 3 || echo 0)
 python3 "$here/trace_slice.py" "$trace" --jobs "${DEMO_JOBS:-30}" --inference "${DEMO_INFERENCE:-12}" --amd-every "$amd_every" \
