@@ -18,12 +18,12 @@ namespace vgpuctl {
 namespace {
 
 struct Source {
-  const char* command;  // what runs, and what to capture into `file` for --from
+  const char* args;  // scontrol's arguments: what runs, and what to capture into `file` for --from
   const char* file;
 };
-constexpr Source kConfig{"scontrol show config", "config.txt"};
-constexpr Source kPartitions{"scontrol show partition -o", "partitions.txt"};
-constexpr Source kNodes{"scontrol --future show node -o", "nodes.txt"};
+constexpr Source kConfig{"show config", "config.txt"};
+constexpr Source kPartitions{"show partition -o", "partitions.txt"};
+constexpr Source kNodes{"--future show node -o", "nodes.txt"};
 
 // stdout of `command`, or why not. stderr is left to the terminal: scontrol says there why it
 // cannot reach slurmctld.
@@ -69,10 +69,10 @@ void add_slurm_check_command(CLI::App& app, int& exit_code) {
   auto scontrol = std::make_shared<std::string>("scontrol");
   cmd->add_option("POLICY", *file, "The policy JSON file")->required();
   cmd->add_option("--from", *from,
-                  fmt::format("Read captured outputs instead of asking slurmctld: DIR/{} ({}), DIR/{} ({}), "
-                              "DIR/{} ({})",
-                              kConfig.file, kConfig.command, kPartitions.file, kPartitions.command, kNodes.file,
-                              kNodes.command));
+                  fmt::format("Read captured outputs instead of asking slurmctld: DIR/{} (scontrol {}), "
+                              "DIR/{} (scontrol {}), DIR/{} (scontrol {})",
+                              kConfig.file, kConfig.args, kPartitions.file, kPartitions.args, kNodes.file,
+                              kNodes.args));
   cmd->add_option("--scontrol", *scontrol, "The scontrol to run (default: scontrol on PATH)");
   cmd->callback([file, from, scontrol, &exit_code] {
     auto policy = vgpu::load_policy_file(*file);
@@ -85,8 +85,7 @@ void add_slurm_check_command(CLI::App& app, int& exit_code) {
     for (auto [source, into] : {std::pair{kConfig, &views.config}, std::pair{kPartitions, &views.partitions},
                                 std::pair{kNodes, &views.nodes}}) {
       std::string why;
-      std::string command = source.command;
-      command.replace(0, std::string_view("scontrol").size(), *scontrol);
+      const std::string command = fmt::format("{} {}", *scontrol, source.args);
       auto text = from->empty() ? run(command, why) : read_file(fmt::format("{}/{}", *from, source.file), why);
       if (!text) {
         fmt::print(stderr, "vgpuctl: slurm-check: {}\n", why);
