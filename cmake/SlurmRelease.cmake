@@ -142,8 +142,12 @@ function(vgpu_add_gres_plugin target)
       set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
     endif()
     # --no-undefined turns a missing Slurm symbol into a build error instead of a slurmd fatal().
+    # The C++ runtime is linked in, hidden by the version script: slurmstepd loads the plugin for
+    # every job step, and loading and relocating the shared libstdc++ (which no Slurm daemon
+    # loads otherwise) doubled the cost of that load (docs/benchmarks.md, "Loading the plugin").
     target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,-rpath,${libdir}
-      -Wl,--version-script=${PROJECT_SOURCE_DIR}/gres_plugin/slurm/exports.map)
+      -Wl,--version-script=${PROJECT_SOURCE_DIR}/gres_plugin/slurm/exports.map
+      -static-libstdc++ -static-libgcc)
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/gres_plugin/slurm/exports.map)
     target_link_libraries(${target} PRIVATE ${library})
     if(slurmd_version)

@@ -63,10 +63,14 @@ std::vector<std::string> required_symbols(std::uint32_t version) {
   return syms;
 }
 
+// Loaded once and never closed, as a Slurm daemon keeps its plugins for its whole life (gres
+// plugins survive reconfigure). The plugin carries its own C++ runtime, which sets aside its
+// exception emergency pool when loaded; a dlclose would orphan that pool each time.
 struct Plugin {
-  void* handle = ::dlopen(env("VGPU_GRES_PLUGIN").c_str(), RTLD_NOW | RTLD_LOCAL);
-  ~Plugin() {
-    if (handle) ::dlclose(handle);
+  void* handle = load();
+  static void* load() {
+    static void* const once = ::dlopen(env("VGPU_GRES_PLUGIN").c_str(), RTLD_NOW | RTLD_LOCAL);
+    return once;
   }
 };
 
@@ -108,4 +112,21 @@ TEST(GresVgpuPlugin, HidesItsCxxInternals) {
   ASSERT_NE(plugin.handle, nullptr) << ::dlerror();
   EXPECT_EQ(::dlsym(plugin.handle, "_ZN4vgpu4gres19parse_advertisementESt17basic_string_viewIcSt11char_traitsIcEES4_"),
             nullptr);
+}
+
+// slurmstepd loads the plugin for every job step, and no Slurm daemon loads the shared C++ runtime
+// otherwise: the plugin carries its own (cmake/SlurmRelease.cmake; benchmarks/plugin_load.sh).
+TEST(GresVgpuPlugin, NeedsNoSharedCxxRuntime) {
+  const std::string plugin = env("VGPU_GRES_PLUGIN");
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(("readelf -d '" + plugin + "' 2>&1").c_str(), "r"), ::pclose);
+  ASSERT_NE(pipe, nullptr);
+  std::string needed;
+  std::array<char, 512> line{};
+  while (std::fgets(line.data(), line.size(), pipe.get()) != nullptr) {
+    const std::string text(line.data());
+    if (text.find("(NEEDED)") != std::string::npos) needed += text;
+  }
+  ASSERT_NE(needed.find("libc.so"), std::string::npos) << "readelf -d " << plugin << " listed no libc:\n" << needed;
+  EXPECT_EQ(needed.find("libstdc++"), std::string::npos) << needed;
+  EXPECT_EQ(needed.find("libgcc_s"), std::string::npos) << needed;
 }
