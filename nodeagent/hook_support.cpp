@@ -12,6 +12,7 @@
 #include <string>
 
 #include "adapters.h"
+#include "hook_front.h"
 #include "hook_service.h"
 #include "node_runtime.h"
 #include "vgpu/base/text_split.h"
@@ -81,13 +82,10 @@ std::string alloc_from_slurm(JobId job, const std::string& partition) {
 std::optional<JobId> job_id_from_env(std::string_view program) {
   const char* id = std::getenv("SLURM_JOB_ID");
   const std::string text = id ? id : "";
-  JobId job = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), job);
-  if (ec != std::errc() || p != text.data() + text.size() || job == 0) {
+  auto job = parse_job_id(text);
+  if (!job)
     std::fprintf(stderr, "vgpu: %.*s: SLURM_JOB_ID '%s' is not a job id\n", static_cast<int>(program.size()),
                  program.data(), text.c_str());
-    return std::nullopt;
-  }
   return job;
 }
 

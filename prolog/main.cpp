@@ -14,12 +14,12 @@
 // hook_service.h): no NVML, policy or fork in this process. A planner that dies while serving is
 // seen as the end of the socket, and the work then runs here under the supervisor above.
 #include <fmt/format.h>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "hook_front.h"
 #include "hook_support.h"
 #include "node_runtime.h"
 #include "adapters.h"
@@ -34,15 +34,7 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-// SLURM_JOB_UID, whole and decimal; anything else is no uid (the prolog then refuses the job on a
-// node that confines instances).
-std::optional<unsigned> job_uid() {
-  const std::string text = env("SLURM_JOB_UID");
-  unsigned uid = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-  return uid;
-}
+std::optional<unsigned> job_uid() { return vgpu::agent::parse_job_uid(env("SLURM_JOB_UID")); }
 
 int prolog(vgpu::JobId job, const std::string& alloc, std::chrono::steady_clock::time_point started) {
   try {

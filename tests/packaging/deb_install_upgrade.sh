@@ -79,7 +79,7 @@ trap 'rc=$?; vp_stop >/dev/null 2>&1; purge_all; rm -rf "$pkgdir"; exit $rc' EXI
 dpkg -i $(debs "$version") >"$pkgdir/dpkg-install.log" 2>&1 \
   || { echo "FAIL: dpkg -i: $(tail -5 "$pkgdir/dpkg-install.log")"; exit 1; }
 plugin_dir=$(dpkg -L "$plugin_pkg" | grep '/gres_vgpu.so$' | xargs dirname)
-for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-epilog /usr/sbin/vgpu-planner /usr/sbin/vgpu-mps /usr/bin/vgpuctl /usr/bin/vgpu-viz \
+for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-prolog-work /usr/sbin/vgpu-epilog /usr/sbin/vgpu-epilog-work /usr/sbin/vgpu-planner /usr/sbin/vgpu-mps /usr/bin/vgpuctl /usr/bin/vgpu-viz \
          /usr/lib/systemd/system/vgpu-planner@.service /etc/slurm-vgpu/policy.json.example \
          /etc/slurm-vgpu/planner.env /usr/share/slurm-vgpu/job_submit.lua "$plugin_dir/gres_vgpu.so" \
          /usr/libexec/slurm-vgpu/viz/desktop/build-desktop-image.sh /usr/share/slurm-vgpu/ood/bc_vgpu_viz/form.yml; do
@@ -127,7 +127,7 @@ vp_check || vc_fail "nodes inconsistent after the upgrade"
 vp_stop
 
 purge_all
-left=$(for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-planner /usr/bin/vgpuctl /etc/slurm-vgpu "$plugin_dir/gres_vgpu.so"; do
+left=$(for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-prolog-work /usr/sbin/vgpu-planner /usr/bin/vgpuctl /etc/slurm-vgpu "$plugin_dir/gres_vgpu.so"; do
   [ -e "$f" ] && echo "$f"; done)
 [ -z "$left" ] || vc_fail "dpkg --purge left: $left"
 echo "PASS: installed, ran, upgraded $version -> $version.1 under a running job, purged"

@@ -1,0 +1,47 @@
+// What slurmd runs as Prolog and Epilog: a small front end that hands the job to the node's
+// planner (hook_service.h) and exits, and otherwise executes the program that does the work here
+// (vgpu-prolog-work, vgpu-epilog-work: everything the hooks were before, next to it). slurmd starts
+// it for every job, so it links nothing but the contract and this, and carries its own C++ runtime:
+// no policy, NVML, fmt or shared libstdc++ to load when the planner serves (docs/benchmarks.md,
+// "A hook front end").
+//
+// It hands over only what the hook itself would hand over unasked; everything else (arguments,
+// a prolog without VGPU_ALLOC, an epilog of a job without a job record here, VGPU_HOOK_SERVICE=off,
+// a node name or job id the work program must report) goes to the work program unchanged, which
+// decides as it always did. A planner that declines, or does not listen, is not asked twice: the
+// work program runs with VGPU_HOOK_SERVICE=off.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "vgpu/base/job_id.h"
+#include "vgpu/contract/hook_request.h"
+
+namespace vgpu::agent {
+
+// A decimal job id, whole, not 0.
+std::optional<JobId> parse_job_id(std::string_view text);
+// SLURM_JOB_UID, whole and decimal; anything else is no uid (the prolog then refuses the job on a
+// node that confines instances).
+std::optional<unsigned> parse_job_uid(std::string_view text);
+
+struct FrontHandover {
+  contract::HookRequest request;
+  std::string socket_path;
+};
+using EnvLookup = std::function<const char*(const char*)>;
+using FileExists = std::function<bool(const std::string&)>;
+// The request to hand the planner for this hook run, or none when the work program decides.
+// `hostname` is this host's name (the last source of the node's name, as for the work program).
+std::optional<FrontHandover> front_handover(contract::HookKind kind, int argc, const EnvLookup& env,
+                                            std::string_view hostname, const FileExists& exists,
+                                            std::int64_t started_ns);
+
+// The work program of `kind` next to the front end at `self` (its resolved path).
+std::string work_program_path(std::string_view self, contract::HookKind kind);
+
+}  // namespace vgpu::agent
