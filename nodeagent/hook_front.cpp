@@ -1,8 +1,9 @@
 #include "hook_front.h"
 
 #include <charconv>
-#include <cstring>
+#include <cstdio>
 
+#include "hook_service.h"
 #include "vgpu/contract/node_files.h"
 
 namespace vgpu::agent {
@@ -54,6 +55,18 @@ std::optional<FrontHandover> front_handover(contract::HookKind kind, int argc, c
     return std::nullopt;
   }
   return h;
+}
+
+bool served_by_planner(const std::string& socket_path, const contract::HookRequest& request) {
+  auto d = delegate_to_planner(socket_path, request);
+  if (d.served) {
+    std::fwrite(d.output.data(), 1, d.output.size(), stderr);
+    return true;
+  }
+  if (!d.why_not.empty())
+    std::fprintf(stderr, "vgpu: %s: job %u: %s; doing the work here\n",
+                 std::string(contract::hook_kind_name(request.kind)).c_str(), request.job, d.why_not.c_str());
+  return false;
 }
 
 std::string work_program_path(std::string_view self, contract::HookKind kind) {

@@ -41,6 +41,11 @@ std::optional<FrontHandover> front_handover(contract::HookKind kind, int argc, c
                                             std::string_view hostname, const FileExists& exists,
                                             std::int64_t started_ns);
 
+// Hands `request` to the planner listening at `socket_path`: true when the planner did the work
+// (what the work printed is copied to stderr, for slurmd's log); otherwise false, with a line on
+// stderr saying why when there is a reason, and the caller does the work.
+bool served_by_planner(const std::string& socket_path, const contract::HookRequest& request);
+
 // The work program of `kind` next to the front end at `self` (its resolved path).
 std::string work_program_path(std::string_view self, contract::HookKind kind);
 

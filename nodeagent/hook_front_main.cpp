@@ -1,6 +1,7 @@
 // vgpu-prolog and vgpu-epilog as slurmd runs them: the front end of hook_front.h, built once per
 // hook (VGPU_HOOK_KIND). Always exits as the work program would: 0, unless the work program itself
 // cannot be started, which is a broken installation and said so.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,10 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <sys/stat.h>
 
 #include "hook_front.h"
-#include "hook_service.h"
 
 namespace {
 
@@ -41,14 +40,7 @@ int main(int argc, char** argv) {
         },
         started);
     if (handover) {
-      auto d = vgpu::agent::delegate_to_planner(handover->socket_path, handover->request);
-      if (d.served) {
-        std::fwrite(d.output.data(), 1, d.output.size(), stderr);
-        return 0;
-      }
-      if (!d.why_not.empty())
-        std::fprintf(stderr, "vgpu: %s: job %u: %s; doing the work here\n", hook.c_str(), handover->request.job,
-                     d.why_not.c_str());
+      if (vgpu::agent::served_by_planner(handover->socket_path, handover->request)) return 0;
       ::setenv("VGPU_HOOK_SERVICE", "off", 1);  // asked once: the work program does not ask again
     }
   } catch (...) {

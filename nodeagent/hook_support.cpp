@@ -133,15 +133,7 @@ bool handed_to_planner(const contract::HookRequest& request) noexcept {
     if (!hook_service_enabled()) return false;
     auto bare = NodeRuntime::bare_context();
     if (!bare) return false;
-    auto d = delegate_to_planner(contract::hook_socket_path(bare->state_dir, bare->node), request);
-    if (d.served) {
-      std::fwrite(d.output.data(), 1, d.output.size(), stderr);
-      return true;
-    }
-    if (!d.why_not.empty())
-      std::fprintf(stderr, "vgpu: %s: job %u: %s; doing the work here\n",
-                   std::string(contract::hook_kind_name(request.kind)).c_str(), request.job, d.why_not.c_str());
-    return false;
+    return served_by_planner(contract::hook_socket_path(bare->state_dir, bare->node), request);
   } catch (...) {
     return false;  // runs in the hook's supervising process, which must not die: do the work here
   }

@@ -2,13 +2,20 @@
 // handed it, and leaves every other case to the work program, unchanged.
 #include "hook_front.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "hook_service.h"
 #include "vgpu/contract/node_files.h"
 
 namespace vgpu::agent {
@@ -113,6 +120,38 @@ TEST(HookFront, DefaultStateDirAndPolicyAreTheContracts) {
   ASSERT_TRUE(h);
   EXPECT_EQ(h->socket_path, contract::hook_socket_path(contract::resolve_state_dir(nullptr), "n1"));
   EXPECT_EQ(h->request.policy, contract::resolve_policy_path(nullptr));
+}
+
+// The planner's side of one hand-over, as in hook_service_test.cpp; `decline` empty serves.
+bool hand_over_once(const std::string& path, std::optional<std::string> decline, std::string& stderr_text) {
+  auto listener = HookListener::open(path);
+  if (!listener) return false;
+  const contract::HookRequest request{HookKind::prolog, 42, "alice", 1000u, "infer", "1g.10gb:1", "/p", 1};
+  testing::internal::CaptureStderr();
+  auto client = std::async(std::launch::async, [&] { return served_by_planner(path, request); });
+  pollfd p{listener->fd(), POLLIN, 0};
+  if (::poll(&p, 1, 5000) != 1) return false;
+  (void)listener->serve_one([&](const contract::HookRequest&) { return decline; },
+                            [](const contract::HookRequest&) { std::fprintf(stderr, "created 1g.10gb\n"); });
+  const bool served = client.get();
+  stderr_text = testing::internal::GetCapturedStderr();
+  return served;
+}
+
+TEST(HookFront, AServedHookCopiesWhatTheWorkPrintedAndADeclinedOneSaysWhy) {
+  const auto dir = std::filesystem::temp_directory_path() / ("vgpu-hookfront-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "hook.sock").string();
+  std::string text;
+  EXPECT_TRUE(hand_over_once(path, std::nullopt, text));
+  EXPECT_EQ(text, "created 1g.10gb\n");
+  EXPECT_FALSE(hand_over_once(path, std::string("policy /p changed"), text));
+  EXPECT_EQ(text, "vgpu: prolog: job 42: the planner declined: policy /p changed; doing the work here\n");
+  testing::internal::CaptureStderr();
+  const contract::HookRequest request{HookKind::epilog, 7, "", std::nullopt, "", "", "/p", 1};
+  EXPECT_FALSE(served_by_planner(path, request));  // no planner listening: the hook works itself, silently
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(HookFront, WorkProgramLiesNextToTheFrontEnd) {
