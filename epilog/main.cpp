@@ -1,6 +1,7 @@
-// vgpu-epilog: slurmd's Epilog. Releases, scrubs and destroys the job's instances, then pokes the
-// planner. Always exits 0 (a failing Epilog drains the node); unfinished work stays in the ledger
-// and the planner's next round completes it.
+// vgpu-epilog-work: the work of slurmd's Epilog, run by the vgpu-epilog front end
+// (nodeagent/hook_front.h) under the same argv[0] when the planner does not serve the job. Releases,
+// scrubs and destroys the job's instances, then pokes the planner. Always exits 0 (a failing Epilog
+// drains the node); unfinished work stays in the ledger and the planner's next round completes it.
 //
 // The work runs in a child process: when a signal kills it (before or after the job's instances
 // were released), this supervisor runs it again, up to three times; the epilog is idempotent. A

@@ -1,4 +1,6 @@
-// vgpu-prolog: slurmd's Prolog (with PrologFlags=Alloc). Creates the job's MIG instances.
+// vgpu-prolog-work: the work of slurmd's Prolog (with PrologFlags=Alloc), run by the vgpu-prolog
+// front end (nodeagent/hook_front.h) under the same argv[0] when the planner does not serve the job.
+// Creates the job's MIG instances.
 // Always exits 0: a failing Prolog drains the node, so problems cancel the job with a reason
 // instead (see run_prolog) and are logged.
 //
