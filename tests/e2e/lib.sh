@@ -503,6 +503,7 @@ print(",".join(sorted(i["mig_uuid"] for n in d for g in n["gpus"] for i in g["in
 vp_finish() { # trap handler: stop, keep the run dir only on failure or with VC_KEEP=1
   local rc=$1
   vp_stop >/dev/null 2>&1
+  [ -n "${VC_RUN:-}" ] || return 0  # failed before the cluster was made
   if [ "$rc" = 0 ] && [ "${VC_KEEP:-0}" != 1 ]; then rm -rf "$VC_RUN"; else echo "run dir kept: $VC_RUN" >&2; fi
 }
 

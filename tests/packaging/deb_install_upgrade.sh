@@ -75,7 +75,8 @@ dpkg --purge slurm-vgpu-gres-old-test >/dev/null 2>&1
 log "slurm-vgpu $version refused beside a 0.2.0 plugin: $(grep -m1 breaks "$pkgdir/dpkg-breaks.log")"
 
 purge_all
-trap 'rc=$?; vp_stop >/dev/null 2>&1; purge_all; rm -rf "$pkgdir"; exit $rc' EXIT
+# vp_finish stops the cluster and keeps its run directory only when the test failed.
+trap 'rc=$?; vp_finish $rc; purge_all; rm -rf "$pkgdir"; exit $rc' EXIT
 dpkg -i $(debs "$version") >"$pkgdir/dpkg-install.log" 2>&1 \
   || { echo "FAIL: dpkg -i: $(tail -5 "$pkgdir/dpkg-install.log")"; exit 1; }
 plugin_dir=$(dpkg -L "$plugin_pkg" | grep '/gres_vgpu.so$' | xargs dirname)
