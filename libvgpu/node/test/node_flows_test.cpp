@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "node_doubles.h"
+#include "node_flows_fixture.h"
 #include "vgpu/node/epilog.h"
 #include "vgpu/node/planner.h"
 #include "vgpu/node/prolog.h"
@@ -21,61 +22,7 @@ namespace vgpu {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kPolicy = R"({
-  "version": 1,
-  "planner": {"period_s": 5, "starvation_s": 120},
-  "partitions": {
-    "gpu": {
-      "profiles": ["1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"],
-      "max_instances_per_job": 4,
-      "max_instances_per_user": 5,
-      "nodes": ["n1"],
-      "idle_layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
-      "scrub": "optional"
-    }
-  }
-})";
-
-class NodeFlows : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() / fmt::format("vgpu-node-test-{}-{}", ::getpid(), counter++);
-    fs::remove_all(dir);
-    fs::create_directories(dir / "n1");
-    auto p = parse_policy(kPolicy, "test-policy.json");
-    ASSERT_TRUE(p) << p.error().message;
-    policy = std::move(*p);
-    store = std::make_unique<LedgerStore>((dir / "n1").string());
-    slurm = std::make_unique<testing::FakeSlurm>((dir / "n1" / "advertisement.json").string());
-    testing::wire_test_node(ctx, dir.string(), policy, *store, backend, *slurm, scrubber, publisher);
-    ctx.now = [this] { return clock; };
-    ctx.log = [this](const std::string& s) { logs.push_back(s); };
-    ctx.confirm_timeout_ms = 2000;
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
-  std::map<std::string, int> advertised() { return *read_advertised_counts(ctx); }
-  std::string all_logs() {
-    std::string s;
-    for (const auto& l : logs) s += l + "\n";
-    return s;
-  }
-
-  static inline int counter = 0;
-  fs::path dir;
-  PolicyFile policy;
-  std::unique_ptr<LedgerStore> store;
-  testing::MemoryBackend backend{*Catalog::builtin().find_model("H100-80GB"), 2};
-  std::unique_ptr<testing::FakeSlurm> slurm;
-  testing::ScriptedScrubber scrubber;
-  NodeContext ctx;
-  PlannerState planner;
-  testing::CountingPublisher publisher;
-  int& sighups = publisher.published;
-  std::int64_t clock = 1'800'000'000;
-  std::vector<std::string> logs;
-};
+using testing::NodeFlows;
 
 TEST_F(NodeFlows, FirstRoundAdvertisesTheIdleLayoutAndSignalsSlurmd) {
   auto r = run_planner_round(ctx, planner);
