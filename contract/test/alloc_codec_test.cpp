@@ -63,6 +63,7 @@ TEST(AllocCodec, ReadingIsStrict) {
            {"1g.10gb:+1", "count must be a whole number"},
            {"../x:1", "type is not a vgpu type name"},
            {"1g.10gb:1,", "expected <type>:<count>"},
+           {"1g.10gb:2,1g.10gb:3", "type 1g.10gb is named twice"},
        }) {
     auto r = parse_alloc(text);
     ASSERT_FALSE(r) << text;

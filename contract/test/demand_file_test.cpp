@@ -59,5 +59,36 @@ TEST_F(DemandFile, AFileOthersCanWriteIsRefused) {
   EXPECT_NE(r.error().message.find("mode 0664 (want root or uid"), std::string::npos) << r.error().message;
 }
 
+// A FIFO at the path (chmod 644, so it passes the mode check) used to hang the planner in open(2)
+// for good; it is refused at once now, as is a device or a directory.
+TEST_F(DemandFile, AFifoAtThePathIsRefusedWithoutBlocking) {
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  auto r = read_demand_file(posix_file_system(), path, ::geteuid(), now());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::unavailable);
+  EXPECT_NE(r.error().message.find("not a regular file"), std::string::npos) << r.error().message;
+  auto device = read_demand_file(posix_file_system(), "/dev/zero", ::geteuid(), now());
+  ASSERT_FALSE(device);
+  EXPECT_NE(device.error().message.find("not a regular file"), std::string::npos) << device.error().message;
+}
+
+// A symlink to any fresh root-owned file used to be read as demand.
+TEST_F(DemandFile, ASymlinkAtThePathIsNeverFollowed) {
+  const std::string target = dir + "/target.txt";
+  ASSERT_TRUE(write_demand_file(posix_file_system(), target, "42|train|1|2026-11-22T20:50:01|Resources|N/A\n"));
+  fs::create_symlink(target, path);
+  auto r = read_demand_file(posix_file_system(), path, ::geteuid(), now());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("a symbolic link (never followed)"), std::string::npos) << r.error().message;
+}
+
+TEST_F(DemandFile, AFileOverTheSizeCapIsRefusedBeforeItIsRead) {
+  ASSERT_TRUE(write_demand_file(posix_file_system(), path, "x\n"));
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>((16u << 20) + 1)), 0);
+  auto r = read_demand_file(posix_file_system(), path, ::geteuid(), now());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("over the 16777216 byte limit"), std::string::npos) << r.error().message;
+}
+
 }  // namespace
 }  // namespace vgpu::contract

@@ -216,7 +216,8 @@ _vc_job_submit_write() { # the filter, plus its data: valid profiles per partiti
     printf '}, shares = {\n  main = {'
     for p in ${VC_SHARE_TYPES:-}; do printf '["%s"] = "%s",' "${p%%:*}" "${p#*:}"; done
     echo "},"
-    echo "} }"
+    # VC_PER_JOB_LIMIT: the policy's max_instances_per_job for main, as vgpuctl submit-table writes it.
+    echo "}${VC_PER_JOB_LIMIT:+, limits = { main = { per_job = $VC_PER_JOB_LIMIT } }} }"
   } > "$VC_RUN/etc/vgpu_profiles.lua"
 }
 

@@ -57,6 +57,15 @@ TEST(GresRequest, TypeNamesFollowTheContractsOneAlphabet) {
   }
 }
 
+TEST(GresRequest, ATypeAskedForTwiceIsRefusedNotSummed) {
+  auto r = parse_vgpu_gres("vgpu:1g.10gb:2,gpu:1,vgpu:1g.10gb:3");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "gres 'vgpu:1g.10gb:3': type 1g.10gb is asked for more than once; ask for it once with the total count");
+  EXPECT_FALSE(parse_vgpu_alloc("1g.10gb:2,1g.10gb:3"));
+  EXPECT_TRUE(parse_vgpu_gres("vgpu:1g.10gb:2,vgpu:2g.20gb:3"));
+}
+
 TEST(GresRequest, AllocSummaryRoundTrips) {
   auto r = parse_vgpu_alloc("1g.10gb:2,7g.80gb:1");
   ASSERT_TRUE(r);

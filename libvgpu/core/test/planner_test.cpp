@@ -141,6 +141,15 @@ RandomNode random_node() {
   return n;
 }
 
+TEST(Planner, AHugeQueueOfOneProfileStopsTryingOnceItNoLongerFits) {
+  auto gpus = empty_node(8);
+  std::vector<Demand> demand(50'000, Demand{"2g.20gb", 4096, false});
+  Plan plan = plan_node(gpus, {}, demand);
+  EXPECT_EQ(plan.counts().at("2g.20gb"), 8 * 3);
+  EXPECT_EQ(plan.notes.size(), demand.size());
+  EXPECT_EQ(plan.notes[1], "demand #2 2g.20gb x4096: 0 planned");
+}
+
 RC_GTEST_PROP(PlannerProperty, EveryPlanIsJointlyPlaceable, ()) {
   RandomNode n = random_node();
   Plan plan = plan_node(n.gpus, n.config, n.demand);

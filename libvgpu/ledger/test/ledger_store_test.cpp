@@ -288,6 +288,19 @@ TEST(LedgerStore, SymlinkedLedgerIsNotFollowed) {
       << r.error().message;
 }
 
+// A FIFO at the ledger's path used to block the reader in open(2): refused at once now.
+TEST(LedgerStore, AFifoAtTheLedgersPathIsRefusedWithoutBlocking) {
+  ScratchDir scratch;
+  LedgerStore store(scratch.ledger_dir());
+  ASSERT_TRUE(store.replace(sample_ledger()));
+  std::filesystem::remove(store.ledger_path());
+  ASSERT_EQ(::mkfifo(store.ledger_path().c_str(), 0600), 0);
+  auto r = store.load();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::unavailable);
+  EXPECT_NE(r.error().message.find("not a regular file"), std::string::npos) << r.error().message;
+}
+
 TEST(LedgerStore, LockWaitTimesOutWithAClearError) {
   ScratchDir scratch;
   LedgerStore store(scratch.ledger_dir(), waiting_at_most(150ms));

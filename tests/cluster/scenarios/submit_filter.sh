@@ -3,6 +3,7 @@
 # message listing the partition's valid profiles; valid typed requests pass.
 set -u
 VC_SHARE_TYPES="quarter:user half:any"
+VC_PER_JOB_LIMIT=4
 . "$(dirname "$0")/../lib.sh"
 trap 'vc_finish $?' EXIT
 vc_start
@@ -21,6 +22,15 @@ echo "$out" | grep -q "unknown profile '9g.99gb'" || vc_fail "srun refusal uncle
 
 j=$(vc_sbatch --gres=vgpu:1g.10gb:1 --wrap true) || vc_fail "valid typed request refused"
 scancel "$j"
+
+# The per-job cap counts every type of the job (4 here), and a type is named once.
+out=$(sbatch -o /dev/null --gres=vgpu:1g.10gb:3,vgpu:3g.40gb:2 --wrap true 2>&1) && vc_fail "5 instances over a cap of 4 accepted: $out"
+echo "$out" | grep -q "5 instances asked for per node; partition main allows 4 per job" || vc_fail "cap refusal unclear: $out"
+j=$(vc_sbatch --gres=vgpu:1g.10gb:2,vgpu:3g.40gb:2 --wrap true) || vc_fail "4 instances under a cap of 4 refused"
+scancel "$j"
+# Slurm may refuse a repeated type itself; if it passes it on, the filter refuses it.
+out=$(sbatch -o /dev/null --gres=vgpu:1g.10gb:1,vgpu:1g.10gb:2 --wrap true 2>&1) && vc_fail "a repeated type was accepted: $out"
+echo "$out" | grep -q "vgpu: .*" && ! echo "$out" | grep -q "is asked for more than once" && vc_fail "repeated-type refusal unclear: $out"
 
 # A share is asked alone, one per node; one user's by default (Slurm counts shares, not whose).
 expect_share_refused() { # sbatch args
