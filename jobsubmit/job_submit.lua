@@ -32,23 +32,79 @@ local function load_profiles(quiet)
   return nil
 end
 
--- Yields {type=..., count=...} for every vgpu item of a TRES string such as
--- "gres:vgpu:3g.40gb:1,gres:gpu:1" or "gres/vgpu:2".
+-- A count as the C++ parser takes it: a whole number from 1 to 4096, digits only.
+local function parse_count(text)
+  if not text:match("^%d+$") or #text > 8 then return nil end
+  local n = math.tointeger(tonumber(text))
+  if n == nil or n < 1 or n > 4096 then return nil end
+  return n
+end
+
+-- Splits on a separator and keeps empty fields ("a,,b" -> a, "", b), as the C++ parser does.
+local function split(text, sep)
+  local out, start = {}, 1
+  while true do
+    local at = text:find(sep, start, true)
+    if at == nil then
+      out[#out + 1] = text:sub(start)
+      return out
+    end
+    out[#out + 1] = text:sub(start, at - 1)
+    start = at + 1
+  end
+end
+
+-- The vgpu items of a TRES string such as "gres:vgpu:3g.40gb:1,gres:gpu:1" or "gres/vgpu:small:2":
+-- a list of {type=..., count=...}, or nil for a string the nodes would refuse. The grammar is the C++
+-- parser's (libvgpu/core/gres_request.cpp: parse_vgpu_gres), and jobsubmit/test holds this one to
+-- its verdicts; an untyped item has type nil and is refused by the caller with its own message.
 local function vgpu_items(tres)
   local items = {}
   if tres == nil then return items end
-  for item in string.gmatch(tres, "[^,]+") do
-    local rest = item:gsub("^gres[:/]", "")
-    local name, spec = rest:match("^([^:]+):?(.*)$")
-    if name == "vgpu" then
-      local typ, count = spec:match("^([^:]+):(%d+)$")
-      if typ == nil then
-        if spec:match("^%d*$") then typ, count = nil, spec else typ, count = spec, "1" end
+  for _, entry in ipairs(split(tres, ",")) do
+    if entry:sub(1, 5) == "gres/" then entry = entry:sub(6) end
+    local fields = split(entry, ":")
+    if fields[1] == "gres" then table.remove(fields, 1) end
+    if #fields == 0 or fields[1] == "" then return nil end
+    if fields[1] == "vgpu" then
+      if #fields == 1 or (#fields == 2 and parse_count(fields[2])) then
+        table.insert(items, { type = nil, count = fields[2] or "" })
+      elseif #fields > 3 then
+        return nil
+      else
+        local count = "1"
+        if #fields == 3 then
+          if parse_count(fields[3]) == nil then return nil end
+          count = tostring(parse_count(fields[3]))
+        end
+        table.insert(items, { type = fields[2], count = count })
       end
-      table.insert(items, { type = typ, count = count })
     end
   end
   return items
+end
+
+-- Each type once per field (the nodes refuse a repeated type: VGPU_ALLOC names each type once),
+-- and the partition's per-job cap over the sum of a job's counts per node, as the prolog counts.
+-- Returns an error message or nil.
+local function check_counts(requests, data, partition)
+  local seen, per_node = {}, 0
+  for _, it in ipairs(requests) do
+    local key = it.field .. ":" .. it.type
+    if seen[key] then
+      return string.format("vgpu: type '%s' is asked for more than once; ask for it once with the total " ..
+                           "count (--gres=vgpu:%s:<total>)", it.type, it.type)
+    end
+    seen[key] = true
+    if it.field == "tres_per_node" then per_node = per_node + tonumber(it.count) end
+  end
+  for p in string.gmatch(partition or "", "[^,]+") do
+    local cap = ((data.limits or {})[p] or {}).per_job
+    if cap ~= nil and per_node > cap then
+      return string.format("vgpu: %d instances asked for per node; partition %s allows %d per job", per_node, p, cap)
+    end
+  end
+  return nil
 end
 
 -- The share rules above, for requests that passed the type check. Returns an error message or nil.
@@ -100,7 +156,13 @@ end
 function slurm_job_submit(job_desc, part_list, submit_uid)
   local requests = {}
   for _, field in ipairs({ "tres_per_node", "tres_per_job", "tres_per_socket", "tres_per_task" }) do
-    for _, it in ipairs(vgpu_items(job_desc[field])) do
+    local items = vgpu_items(job_desc[field])
+    if items == nil then
+      slurm.log_user("vgpu: '%s' is not a vgpu request the nodes accept: ask for vgpu:<type>[:<count>], " ..
+                     "a count from 1 to 4096, each type once (e.g. --gres=vgpu:1g.10gb:2)", tostring(job_desc[field]))
+      return slurm.ERROR
+    end
+    for _, it in ipairs(items) do
       it.field = field
       table.insert(requests, it)
     end
@@ -140,7 +202,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       return slurm.ERROR
     end
   end
-  local refused = check_shares(job_desc, requests, data, partition)
+  local refused = check_counts(requests, data, partition) or check_shares(job_desc, requests, data, partition)
   if refused ~= nil then
     slurm.log_user("%s", refused)
     return slurm.ERROR

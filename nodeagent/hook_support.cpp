@@ -149,7 +149,14 @@ std::chrono::steady_clock::time_point from_monotonic_ns(std::int64_t ns) {
 }
 
 void prolog_with(NodeRuntime& rt, const PrologRequest& req, std::chrono::steady_clock::time_point started) {
-  auto result = run_prolog(rt.context(), req);
+  // Every prolog ends with a verdict: served, requeued or cancelled with a reason. An exception
+  // (a defect) is an error like any other, never an exit 0 that leaves the job started bare.
+  Result<PrologResult> result = fail(ErrorCode::internal, "");
+  try {
+    result = run_prolog(rt.context(), req);
+  } catch (const std::exception& e) {
+    result = fail(ErrorCode::internal, fmt::format("prolog: job {}: unexpected: {}", req.job, e.what()));
+  }
   if (!result) {
     rt.log(result.error().message);
     (void)rt.context().slurm->reject_job(req.job, "vgpu: " + result.error().message);

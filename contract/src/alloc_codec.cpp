@@ -64,6 +64,10 @@ Result<std::vector<AllocItem>> parse_alloc(std::string_view text) {
       if (digits) n = n * 10 + (c - '0');
     }
     if (!digits || n < 1 || n > 4096) return bad("count must be a whole number from 1 to 4096");
+    // The plugin writes each type once with its count; a repeat is not summed, since a sum
+    // would let a forged value pass a per-type check with a total no check saw.
+    if (std::ranges::any_of(items, [&](const AllocItem& i) { return i.type == type; }))
+      return bad("type " + std::string(type) + " is named twice (each type once, with its total)");
     items.push_back({std::string(type), n});
     start = end + 1;
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include <ranges>
@@ -60,6 +61,11 @@ Result<std::vector<GresRequest>> parse_vgpu_gres(std::string_view text) {
     GresRequest req;
     auto type = parse_type(fields[1], entry);
     if (!type) return std::unexpected(type.error());
+    // Refused rather than summed: Slurm keeps one count per type, and VGPU_ALLOC names each once.
+    if (std::ranges::any_of(out, [&](const GresRequest& r) { return r.type == *type; }))
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("gres '{}': type {} is asked for more than once; ask for it once with the total count",
+                              entry, *type));
     req.type = std::move(*type);
     if (fields.size() == 3) {
       auto count = parse_count(fields[2], entry);

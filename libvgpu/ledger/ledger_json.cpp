@@ -83,9 +83,8 @@ std::string read_string(const json& obj, std::string_view key, const std::string
   if (!v.is_string()) bad(field, fmt::format("{}: expected a string, got {}", brief(v), type_name(v)));
   const auto& s = v.get_ref<const std::string&>();
   if (s.empty() && !allow_empty) bad(field, "must not be empty");
-  if (s.size() > 256) bad(field, fmt::format("{}: longer than 256 characters", brief(v)));
-  for (unsigned char c : s)
-    if (std::iscntrl(c)) bad(field, fmt::format("{}: contains a control character", brief(v)));
+  // The rule every writer checks first (contract/names.h), so nothing a job brings is refused here.
+  if (auto problem = contract::record_text_problem(s); !problem.empty()) bad(field, fmt::format("{}: {}", brief(v), problem));
   return s;
 }
 

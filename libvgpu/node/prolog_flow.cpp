@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -11,6 +12,8 @@
 #include "node_model.h"
 #include "share_prolog.h"
 #include "vgpu/contract/alloc_codec.h"
+#include "vgpu/contract/names.h"
+#include "vgpu/contract/strict_json.h"
 #include "vgpu/core/gres_request.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/base/text_split.h"
@@ -32,6 +35,33 @@ int held_by_user(const Ledger& ledger, const std::string& user, JobId except) {
       return h.job != except && h.user == user;
     }));
   return n;
+}
+
+// What the job holds on this node, type -> count: its claimed slots, its live instances and its
+// shares. A prolog run again for the job (after a crash) asks for exactly this; one that asks for
+// anything else must not change it.
+std::map<std::string, int> held_by_job(const Ledger& l, JobId job) {
+  std::map<std::string, int> held;
+  for (const auto& s : l.plan.slots)
+    if (s.claimed_by_job == job) ++held[s.profile];
+  for (const auto& i : l.instances)
+    if (i.job == job && (i.state == InstanceState::creating || i.state == InstanceState::ready)) ++held[i.profile];
+  for (const auto& g : l.share_groups)
+    held[g.type] += static_cast<int>(std::ranges::count_if(g.holders, [&](const ShareHolder& h) { return h.job == job; }));
+  std::erase_if(held, [](const auto& entry) { return entry.second == 0; });
+  return held;
+}
+
+std::map<std::string, int> asked_by(const std::vector<GresRequest>& requests) {
+  std::map<std::string, int> asked;
+  for (const auto& r : requests) asked[r.type] += r.count;
+  return asked;
+}
+
+std::string counts_text(const std::map<std::string, int>& counts) {
+  std::string out;
+  for (const auto& [type, n] : counts) out = contract::append_alloc_item(out, type, static_cast<std::uint64_t>(n));
+  return out;
 }
 
 // When Slurm allocated more than the plan has slots for (it should not happen: the advertisement
@@ -145,6 +175,10 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
     return result;
   };
 
+  // The user's name goes into the ledger and its history as it is: one the ledger's own reader
+  // would refuse would set the whole ledger aside at the next load (contract/names.h).
+  if (auto problem = contract::record_text_problem(req.user); !problem.empty())
+    return reject("policy", fmt::format("user name '{}' {}: the node cannot record it", contract::printable(req.user), problem));
   auto alloc = parse_vgpu_alloc(req.alloc);
   if (!alloc) return reject("policy", alloc.error().message);
   std::vector<GresRequest> mig, viz;
@@ -166,12 +200,26 @@ Result<PrologResult> run_prolog(NodeContext& ctx, const PrologRequest& req) {
   if (ledger->gpus.empty()) return reject("node", fmt::format("node {} has no MIG-capable GPU", ctx.node));
   auto model = node::model_of(*ledger, ledger->gpus.front().index);
   if (!model) return std::unexpected(model.error().within(where));
+  // A prolog for a job that already holds something here is a re-run: it may finish what the job
+  // holds, never change it. One asking for something else (not what slurmd runs) is left as it is.
+  if (auto held = held_by_job(*ledger, req.job); !held.empty() && held != asked_by(mig)) {
+    for (const auto* inst : instances_of_job(*ledger, req.job)) result.instances.push_back(*inst);
+    result.reason = fmt::format("vgpu: prolog: job {} already holds {} on node {}; a prolog asking for {} changes nothing",
+                                req.job, counts_text(held), ctx.node, counts_text(asked_by(mig)));
+    ctx.log(result.reason);
+    return result;
+  }
 
   std::vector<std::string> violations;
   for (const auto& r : mig)
     if (auto ok = validate_request(*part, **model, r.type, r.count); !ok) violations.push_back(ok.error().message);
+  const int asked = std::accumulate(mig.begin(), mig.end(), 0, [](int s, const GresRequest& r) { return s + r.count; });
+  // The per-job cap counts every instance of the job, whatever their types (validate_request above
+  // holds each type to it alone).
+  if (part->max_instances_per_job && mig.size() > 1 && asked > *part->max_instances_per_job)
+    violations.push_back(fmt::format("partition {}: {} instances requested across {} types, at most {} per job", part->name,
+                                     asked, mig.size(), *part->max_instances_per_job));
   if (part->max_instances_per_user) {
-    int asked = std::accumulate(mig.begin(), mig.end(), 0, [](int s, const GresRequest& r) { return s + r.count; });
     int held = held_by_user(*ledger, req.user, req.job);
     if (held + asked > *part->max_instances_per_user)
       violations.push_back(fmt::format("user {} holds {} instance(s) on {} and asks for {}; partition {} allows {} per user",

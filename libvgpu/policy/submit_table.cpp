@@ -77,6 +77,13 @@ Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog&
     if (!list.empty()) out += fmt::format("  [{}] = {{{}}},\n", lua_string(partition.name), list);
   }
   out += "}";
+  // Per-job caps, which the filter applies to the sum of a job's vgpu counts per node, as the
+  // prolog does: a job refused at submission rather than cancelled once it starts.
+  std::string limits;
+  for (const auto& partition : policy.partitions)
+    if (partition.max_instances_per_job)
+      limits += fmt::format(" [{}] = {{ per_job = {} }},", lua_string(partition.name), *partition.max_instances_per_job);
+  if (!limits.empty()) out += ", limits = {" + limits + " }";
   if (policy.planner.node_features) {
     out += fmt::format(", prefer = {{ gpu_jobs = {}, part_jobs = {}, cpu_jobs = {}, parts = {{",
                        lua_string(contract::kFeatureInUse), lua_string(contract::kFeaturePartlyUsedGpu),

@@ -2,6 +2,8 @@
 // on ':' and ',', and node names become path components, so both are held to a small alphabet.
 #pragma once
 
+#include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace vgpu::contract {
@@ -23,5 +25,14 @@ bool is_reserved_type(std::string_view name);
 // letter or a digit.
 bool is_valid_node_name(std::string_view name);
 std::string_view node_name_rule();
+
+// A free-text value that a record keeps (a job's user in the ledger and its history): what every
+// strict reader of our records accepts, so a writer that checks it never writes a record its own
+// reader then refuses (a refused ledger is set aside and rebuilt: every idle instance quarantined).
+// At most 256 bytes of valid UTF-8 with no control character; empty is allowed (no user).
+inline constexpr std::size_t kRecordTextMax = 256;
+bool is_valid_record_text(std::string_view text);
+// Why `text` breaks that rule ("" when it keeps it), e.g. "contains a control character (0x09)".
+std::string record_text_problem(std::string_view text);
 
 }  // namespace vgpu::contract
