@@ -29,19 +29,12 @@ std::string env_or(const char* name, std::string fallback) {
   return v && *v ? std::string(v) : std::move(fallback);
 }
 
-// Node names become path components: the same strict alphabet Slurm uses for NodeName.
+// The contract's one rule for which node this is (node_files.h), as the hooks' front end asks it;
+// a hook or planner is never slurmd, so its own command line names no node.
 Result<std::string> node_name() {
-  std::string name = env_or("VGPU_NODENAME", env_or("SLURMD_NODENAME", ""));
-  if (name.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    name = host;
-    if (auto dot = name.find('.'); dot != std::string::npos) name.resize(dot);
-  }
-  if (!contract::is_valid_node_name(name))
-    return fail(ErrorCode::invalid_argument, fmt::format("node name '{}': not usable as a node's state directory ({})",
-                                                         contract::printable(name), contract::node_name_rule()));
-  return name;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return contract::resolve_node_name({std::getenv("VGPU_NODENAME"), std::getenv("SLURMD_NODENAME"), {}, host});
 }
 
 // NVML unless told otherwise or the node has partitionable AMD GPUs: a few stat calls, no driver
@@ -109,22 +102,26 @@ Result<NodeContext> NodeRuntime::bare_context() {
   return ctx;
 }
 
-Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_view program) {
+Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_view program, Use use) {
   std::unique_ptr<NodeRuntime> rt(new NodeRuntime());
   rt->program_ = std::string(program);
   auto node = node_name();
   if (!node) return std::unexpected(node.error());
   rt->ctx_.node = *node;
   rt->ctx_.state_dir = contract::resolve_state_dir(std::getenv("VGPU_STATE_DIR"));
-  ::mkdir(rt->ctx_.state_dir.c_str(), 0755);
-  ::mkdir(rt->ctx_.node_dir().c_str(), 0700);
+  if (use == Use::acting) {
+    ::mkdir(rt->ctx_.state_dir.c_str(), 0755);
+    ::mkdir(rt->ctx_.node_dir().c_str(), 0700);
+  }
   const std::string policy_path = contract::resolve_policy_path(std::getenv("VGPU_POLICY"));
   auto policy = load_policy_file(policy_path);
   if (!policy) return std::unexpected(policy.error());
   rt->policy_ = std::move(*policy);
   // Class names resolve like profile names everywhere in this process, on this node's models.
   Catalog::install_classes(rt->policy_.site_types());
-  rt->ledger_ = std::make_unique<LedgerStore>(rt->ctx_.node_dir());
+  LedgerStoreOptions store;
+  store.read_only = use == Use::checking;
+  rt->ledger_ = std::make_unique<LedgerStore>(rt->ctx_.node_dir(), store);
   auto backend = open_backend();
   if (!backend) return std::unexpected(backend.error());
   amdgpu::Backend* amd = dynamic_cast<amdgpu::Backend*>(backend->get());

@@ -25,7 +25,10 @@ namespace vgpu::agent {
 
 class NodeRuntime {
  public:
-  static Result<std::unique_ptr<NodeRuntime>> from_environment(std::string_view program);
+  // `checking`: for a command that only looks (vgpu-planner --verify): it creates no directory and
+  // its ledger store is read-only, so a ledger it cannot read is reported, not set aside.
+  enum class Use { acting, checking };
+  static Result<std::unique_ptr<NodeRuntime>> from_environment(std::string_view program, Use use = Use::acting);
   // Only the node's name and state directory, from the same environment: for what needs no more
   // (the hook tally) when from_environment() fails (no NVML, an unreadable policy).
   static Result<NodeContext> bare_context();

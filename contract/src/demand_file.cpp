@@ -1,12 +1,12 @@
 #include "vgpu/contract/demand_file.h"
 
-#include <fcntl.h>
 
 #include <algorithm>
 #include <cstdio>
 
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/file_ops.h"
+#include "vgpu/contract/guarded_read.h"
 
 namespace vgpu::contract {
 
@@ -21,17 +21,22 @@ Result<std::string> read_demand_file(FileSystem& fs, const std::string& path, ui
   auto refused = [&](const std::string& why) {
     return fail(ErrorCode::unavailable, "demand file " + path + ": " + why);
   };
-  auto file = file_ops::open(fs, path, O_RDONLY | O_CLOEXEC);
+  // Never follows a symlink, never blocks on a FIFO, and checks the descriptor it reads (guarded_read.h).
+  auto file = open_guarded(fs, path, "demand file");
   if (!file) return refused("missing or unreadable (" + file.error().message + ")");
   auto info = file->fstat();
   if (!info) return refused("cannot stat (" + info.error().message + ")");
+  if (!info->is_regular) return refused("refused: not a regular file");
+  if (info->size > kDemandFileMaxBytes)
+    return refused("refused: " + std::to_string(info->size) + " bytes, over the " + std::to_string(kDemandFileMaxBytes) +
+                   " byte limit");
   if ((info->owner != 0 && info->owner != reader_uid) || (info->mode & 022)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", info->mode & 07777);
     return refused("refused: owner uid " + std::to_string(info->owner) + ", mode " + mode + " (want root or uid " +
                    std::to_string(reader_uid) + ", not writable by group or others)");
   }
-  auto text = file->read_all(16u << 20);
+  auto text = file->read_all(kDemandFileMaxBytes);
   if (!text) return refused("cannot read (" + text.error().message + ")");
   const std::int64_t age = now - info->mtime;
   if (age > kDemandFileMaxAgeS) return refused("stale (" + std::to_string(age) + " s old)");

@@ -1,11 +1,10 @@
 #include "vgpu/contract/node_files.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <vector>
 
+#include "vgpu/contract/guarded_read.h"
 #include "vgpu/contract/names.h"
+#include "vgpu/contract/strict_json.h"
 
 namespace vgpu::contract {
 namespace {
@@ -27,7 +26,9 @@ std::optional<std::string> slurmd_node_argument(std::string_view cmdline) {
 
 Result<std::string> checked(std::string name, std::string_view source) {
   if (!is_valid_node_name(name)) {
-    return fail(ErrorCode::invalid_argument, "node name '" + name + "' from " + std::string(source) + " is not usable");
+    return fail(ErrorCode::invalid_argument, "node name '" + printable(name) + "' from " + std::string(source) +
+                                                 ": not usable as a node's state directory (" +
+                                                 std::string(node_name_rule()) + ")");
   }
   return name;
 }
@@ -69,31 +70,35 @@ std::string job_record_path(std::string_view state_dir, std::string_view node, J
 }
 
 Result<std::string> read_small_file(const std::string& path, std::size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    if (err == ENOENT) return fail(ErrorCode::not_found, path + ": no such file");
-    return fail(ErrorCode::io, path + ": " + std::strerror(err));
-  }
-  std::string text(limit + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return fail(ErrorCode::io, path + ": read failed");
-  const auto got = static_cast<std::size_t>(in.gcount());
-  if (got > limit) return fail(ErrorCode::corrupt, path + ": larger than " + std::to_string(limit) + " bytes");
-  text.resize(got);
+  // Read as every file that steers a node is (guarded_read.h): no symlink, nothing that blocks.
+  auto file = open_guarded(posix_file_system(), path, "");
+  if (!file) return std::unexpected(file.error());
+  auto info = file->fstat();
+  if (!info) return std::unexpected(info.error());
+  if (info->is_regular && info->size > limit)
+    return fail(ErrorCode::corrupt, path + ": larger than " + std::to_string(limit) + " bytes");
+  if (auto why = guarded_refusal(*info, {.what = "", .max_bytes = limit, .owners = {}}); !why.empty())
+    return fail(ErrorCode::unavailable, path + ": refused: " + why);
+  auto text = file->read_all(limit);  // a file that grew since the fstat stops at the limit
+  if (!text && text.error().code == ErrorCode::corrupt)
+    return fail(ErrorCode::corrupt, path + ": larger than " + std::to_string(limit) + " bytes");
   return text;
 }
 
-std::optional<JobId> parse_job_id(const char* text) {
-  if (text == nullptr || text[0] == '\0') return std::nullopt;
+std::optional<JobId> parse_job_id(std::string_view text) {
+  if (text.empty() || text.size() > 10 || (text.size() > 1 && text[0] == '0')) return std::nullopt;
   std::uint64_t value = 0;
-  for (const char* p = text; *p != '\0'; ++p) {
-    if (*p < '0' || *p > '9') return std::nullopt;
-    value = value * 10 + static_cast<std::uint64_t>(*p - '0');
-    if (value > UINT32_MAX) return std::nullopt;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
   }
-  if (value == 0) return std::nullopt;
+  if (value == 0 || value > UINT32_MAX) return std::nullopt;
   return static_cast<JobId>(value);
+}
+
+std::optional<JobId> parse_job_id(const char* text) {
+  if (text == nullptr) return std::nullopt;
+  return parse_job_id(std::string_view(text));
 }
 
 }  // namespace vgpu::contract

@@ -84,7 +84,7 @@ TEST_F(DemandFile, ASymlinkAtThePathIsNeverFollowed) {
 
 TEST_F(DemandFile, AFileOverTheSizeCapIsRefusedBeforeItIsRead) {
   ASSERT_TRUE(write_demand_file(posix_file_system(), path, "x\n"));
-  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>((16u << 20) + 1)), 0);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kDemandFileMaxBytes + 1)), 0);
   auto r = read_demand_file(posix_file_system(), path, ::geteuid(), now());
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("over the 16777216 byte limit"), std::string::npos) << r.error().message;

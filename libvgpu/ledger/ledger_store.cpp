@@ -1,5 +1,7 @@
 #include "vgpu/ledger/ledger_store.h"
 
+#include "vgpu/contract/guarded_read.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -25,7 +27,8 @@
 namespace vgpu {
 namespace {
 
-constexpr int kReadFlags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+// As every guarded read (contract/guarded_read.h): no symlink followed, no FIFO blocks the node.
+const int kReadFlags = contract::guarded_open_flags();
 
 std::int64_t system_now() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
@@ -91,7 +94,7 @@ LedgerStore::~LedgerStore() = default;
 
 Result<void> LedgerStore::check_directory() const {
   auto info = fs_->stat(dir_);
-  if (!info && info.error() == ENOENT && options_.create_directory) {
+  if (!info && info.error() == ENOENT && options_.create_directory && !options_.read_only) {
     auto made = fs_->mkdir(dir_, 0700);
     if (!made && made.error() != EEXIST)
       return std::unexpected(file_ops::sys_error("mkdir", dir_, made.error()));
@@ -152,7 +155,8 @@ int wait_for_flock(int fd, int operation, std::chrono::steady_clock::duration ti
 
 Result<LedgerStore::Lock> LedgerStore::lock(int operation) const {
   if (auto r = check_directory(); !r) return std::unexpected(r.error());
-  auto file = file_ops::open(*fs_, lock_path(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int create = options_.read_only ? 0 : O_CREAT;
+  auto file = file_ops::open(*fs_, lock_path(), O_RDWR | create | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (!file) return std::unexpected(file.error());
   for (;;) {
     auto r = fs_->flock(file->fd(), operation | LOCK_NB);
@@ -172,6 +176,7 @@ Result<LedgerStore::Lock> LedgerStore::lock(int operation) const {
 }
 
 std::string LedgerStore::set_aside(const std::string& why) const {
+  if (options_.read_only) return fmt::format("{}; left in place (a check changes nothing)", why);
   std::string base = ledger_path() + ".corrupt-" + utc_stamp(options_.now());
   std::string target = base;
   // Never overwrite an earlier set-aside file: each one may be evidence.
@@ -265,6 +270,7 @@ Result<Ledger> LedgerStore::load() const {
 }
 
 Result<Ledger> LedgerStore::update(const Mutator& mutate, Durability durability) {
+  if (options_.read_only) return fail(ErrorCode::internal, fmt::format("{}: a read-only store is never written", ledger_path()));
   auto held = lock(LOCK_EX);
   if (!held) return std::unexpected(held.error());
   if (auto r = remove_stale_temporaries(); !r) return std::unexpected(r.error());
@@ -287,6 +293,7 @@ Result<Ledger> LedgerStore::update(const Mutator& mutate, Durability durability)
 }
 
 Result<void> LedgerStore::replace(const Ledger& ledger) {
+  if (options_.read_only) return fail(ErrorCode::internal, fmt::format("{}: a read-only store is never written", ledger_path()));
   if (auto r = validate(ledger, *catalog_); !r)
     return fail(ErrorCode::invalid_argument,
                 fmt::format("{}: refusing to write an invalid ledger: {}", ledger_path(),

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
+#include "vgpu/contract/guarded_read.h"
 #include "vgpu/contract/strict_json.h"
 
 namespace vgpu::viz {
@@ -233,11 +232,10 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
 }
 
 Result<VizConfig> load_viz_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return fail(ErrorCode::not_found, fmt::format("viz config {}: cannot open", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_viz_config(ss.str(), path);
+  // It names the images and devices a job's VM gets: read as every file that steers a node is.
+  auto text = contract::read_guarded(posix_file_system(), path, {.what = "viz config", .max_bytes = 1u << 20, .owners = {}});
+  if (!text) return std::unexpected(text.error());
+  return parse_viz_config(text->text, path);
 }
 
 }  // namespace vgpu::viz

@@ -301,6 +301,37 @@ TEST(LedgerStore, AFifoAtTheLedgersPathIsRefusedWithoutBlocking) {
   EXPECT_NE(r.error().message.find("not a regular file"), std::string::npos) << r.error().message;
 }
 
+// vgpu-planner --verify's store: a ledger it cannot read is reported and left where it is (a set
+// aside file starts a rebuild that quarantines every idle instance), and nothing is written.
+TEST(LedgerStore, AReadOnlyStoreReportsACorruptLedgerAndLeavesItInPlace) {
+  ScratchDir scratch;
+  LedgerStore writer(scratch.ledger_dir());
+  ASSERT_TRUE(writer.replace(sample_ledger()));
+  write_file(writer.ledger_path(), "garbage");
+  LedgerStoreOptions options;
+  options.read_only = true;
+  LedgerStore checker(scratch.ledger_dir(), options);
+  auto r = checker.load();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::corrupt);
+  EXPECT_NE(r.error().message.find("left in place (a check changes nothing)"), std::string::npos) << r.error().message;
+  EXPECT_EQ(read_file(writer.ledger_path()), "garbage");
+  for (const auto& entry : std::filesystem::directory_iterator(scratch.ledger_dir()))
+    EXPECT_EQ(entry.path().filename().string().find(".corrupt-"), std::string::npos) << entry.path();
+  EXPECT_FALSE(checker.update([](Ledger&) -> Result<void> { return {}; }));
+  EXPECT_FALSE(checker.replace(sample_ledger()));
+  EXPECT_EQ(read_file(writer.ledger_path()), "garbage");
+}
+
+TEST(LedgerStore, AReadOnlyStoreCreatesNothing) {
+  ScratchDir scratch;
+  LedgerStoreOptions options;
+  options.read_only = true;
+  LedgerStore checker(scratch.ledger_dir(), options);
+  EXPECT_FALSE(checker.load());
+  EXPECT_FALSE(std::filesystem::exists(scratch.ledger_dir()));
+}
+
 TEST(LedgerStore, LockWaitTimesOutWithAClearError) {
   ScratchDir scratch;
   LedgerStore store(scratch.ledger_dir(), waiting_at_most(150ms));

@@ -17,13 +17,16 @@
 namespace vgpu::contract {
 
 inline constexpr std::int64_t kDemandFileMaxAgeS = 60;
+// About 250,000 pending jobs of squeue's text: a round's cost is linear in it (docs/benchmarks.md).
+inline constexpr std::uint64_t kDemandFileMaxBytes = 16u << 20;
 
 // The one writer: atomic, 0644 whatever the umask, not durable (it is rewritten every period).
 Result<void> write_demand_file(FileSystem& fs, const std::string& path, std::string_view text);
 
 // The one reader: the text, or `unavailable` naming the file and why it is not trusted (missing,
-// unreadable, owned by someone other than root or `reader_uid`, writable by group or others, or
-// older than kDemandFileMaxAgeS at `now`). Checked on the descriptor that is read.
+// unreadable, a symbolic link, not a regular file, larger than kDemandFileMaxBytes, owned by someone
+// other than root or `reader_uid`, writable by group or others, or older than kDemandFileMaxAgeS at
+// `now`). Opened without following a symlink or blocking; checked on the descriptor that is read.
 Result<std::string> read_demand_file(FileSystem& fs, const std::string& path, uid_t reader_uid, std::int64_t now);
 
 }  // namespace vgpu::contract

@@ -37,11 +37,16 @@ Result<std::string> resolve_node_name(const NodeNameSources& sources);
 std::string advertisement_path(std::string_view state_dir, std::string_view node);
 std::string job_record_path(std::string_view state_dir, std::string_view node, JobId job_id);
 
-// Reads a small contract file; refuses anything larger than `limit` (slurmd must not stall on a
-// runaway file). A missing file is ErrorCode::not_found.
+// Reads a small contract file (job record, advertisement, slurmd report, tally) as guarded_read.h
+// says: no symlink followed, nothing that blocks, a regular file of root or this process's user
+// that group and others cannot write; refuses anything larger than `limit` (slurmd must not stall
+// on a runaway file). A missing file is ErrorCode::not_found.
 Result<std::string> read_small_file(const std::string& path, std::size_t limit = 64 * 1024);
 
-// A job id as text (SLURM_JOB_ID, a jobs/<id>.json name): strict decimal, 1..4294967295.
+// The one reader of a Slurm job id as text (SLURM_JOB_ID, a jobs/<id>.json name, a viz domain's
+// suffix, a hook request's job=): decimal digits only, no sign, no leading zero, 1..4294967295, so
+// each id has one spelling and a file name maps back to one job. nullptr reads as no id.
+std::optional<JobId> parse_job_id(std::string_view text);
 std::optional<JobId> parse_job_id(const char* text);
 
 }  // namespace vgpu::contract

@@ -29,6 +29,9 @@ struct LedgerStoreOptions {
   std::uint64_t max_ledger_bytes = 16u << 20;
   std::uint64_t max_history_bytes = 1u << 30;
   bool create_directory = true;  // mkdir <dir> 0700 if missing (its parent must exist)
+  // A check command's store (vgpu-planner --verify): a ledger it cannot read is reported, never set
+  // aside for a rebuild; nothing is created (no directory, no lock file) and update() refuses.
+  bool read_only = false;
   // Clock for the name of a set-aside corrupt file; tests pin it.
   std::function<std::int64_t()> now = nullptr;  // null: the system clock, Unix seconds
 };
