@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -221,51 +222,225 @@ Result<HookListener> HookListener::open(const std::string& path) {
   return HookListener(sock.release(), path);
 }
 
+// A connection accepted and not yet served: what it has sent so far, and until when it may send
+// the rest of its line. Owns its descriptor.
+struct HookListener::Pending {
+  enum class State { reading, complete, failed };
+  Pending(int f, Clock::time_point d) : fd(f), deadline(d) {}
+  Pending(Pending&& o) noexcept
+      : fd(std::exchange(o.fd, -1)), deadline(o.deadline), buffer(std::move(o.buffer)), state(o.state),
+        why(std::move(o.why)) {}
+  Pending& operator=(Pending&& o) noexcept {
+    if (this != &o) {
+      if (fd >= 0) ::close(fd);
+      fd = std::exchange(o.fd, -1);
+      deadline = o.deadline;
+      buffer = std::move(o.buffer);
+      state = o.state;
+      why = std::move(o.why);
+    }
+    return *this;
+  }
+  ~Pending() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  // Takes what the peer has sent, never waiting: the line ends at the first newline, anything
+  // after it is ignored; no newline within kHookRequestMax bytes, an error or the end fails it.
+  void read_ready() {
+    while (state == State::reading) {
+      char chunk[1024];
+      const std::size_t room = std::min(sizeof chunk, contract::kHookRequestMax - buffer.size());
+      const ssize_t n = ::recv(fd, chunk, room, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n < 0) return fail(std::string("hook socket: reading a request: ") + std::strerror(errno));
+      if (n == 0) return fail("hook socket: a connection closed before it sent a request line");
+      const std::size_t old_size = buffer.size();
+      buffer.append(chunk, static_cast<std::size_t>(n));
+      if (auto eol = buffer.find('\n', old_size); eol != std::string::npos) {
+        buffer.resize(eol + 1);
+        state = State::complete;
+      } else if (buffer.size() >= contract::kHookRequestMax) {
+        fail("hook socket: a connection sent " + std::to_string(buffer.size()) + " bytes without a newline");
+      }
+    }
+  }
+  void fail(std::string reason) {
+    state = State::failed;
+    why = std::move(reason);
+  }
+
+  int fd;
+  Clock::time_point deadline;
+  std::string buffer;
+  State state = State::reading;
+  std::string why;  // failed: the line for the log
+};
+
+HookListener::HookListener(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
 HookListener::HookListener(HookListener&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), pending_(std::move(other.pending_)) {}
 
 HookListener::~HookListener() {
+  pending_.clear();
   if (fd_ < 0) return;
   ::close(fd_);
   ::unlink(path_.c_str());
 }
 
-std::string HookListener::serve_one(const Decline& decline, const Work& work) const {
-  try {
-    Fd conn(::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC));
-    if (conn.get() < 0) return {};  // EAGAIN: another wakeup took it, or the hook gave up
-    if (!peer_is_trusted(conn.get())) return "hook socket: refused a connection from neither root nor the planner's user";
-    std::string buffer;
-    auto line = read_line(conn.get(), buffer, contract::kHookRequestMax, Clock::now() + std::chrono::seconds(2));
-    if (!line) return "hook socket: a connection sent no request line within 2 s";
-    auto request = contract::decode_hook_request(*line);
-    if (!request) {
-      (void)send_all(conn.get(), contract::encode_hook_reply({HookAnswer::declined, 0, request.error().message}));
-      return request.error().message;
-    }
-    if (auto why = decline(*request)) {
-      (void)send_all(conn.get(), contract::encode_hook_reply({HookAnswer::declined, 0, *why}));
-      return {};
-    }
-    // A hook that gave up waiting has closed its end: its work is its own now, never done twice.
-    pollfd p{conn.get(), POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-      return left_early(*request);
-    if (!send_all(conn.get(), contract::encode_hook_reply({HookAnswer::serving, 0, ""})))
-      return left_early(*request);
-    std::string output = capture_stderr([&] {
-      try {
-        work(*request);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "vgpu: %s: job %u: unexpected: %s\n",
-                     std::string(contract::hook_kind_name(request->kind)).c_str(), request->job, e.what());
-      }
-    });
-    (void)send_all(conn.get(), contract::encode_hook_reply({HookAnswer::done, output.size(), ""}) + output);
-    return {};
-  } catch (const std::exception& e) {
-    return std::string("hook socket: unexpected: ") + e.what();
+std::vector<int> HookListener::wait_fds() const {
+  std::vector<int> fds{fd_};
+  for (const auto& p : pending_) fds.push_back(p.fd);
+  return fds;
+}
+
+std::optional<Clock::time_point> HookListener::next_deadline() const {
+  std::optional<Clock::time_point> next;
+  const auto now = Clock::now();
+  for (const auto& p : pending_) {
+    // Not reading any more (only left so by a turn cut short by an exception): due now.
+    const auto due = p.state == Pending::State::reading ? p.deadline : now;
+    if (!next || due < *next) next = due;
   }
+  return next;
+}
+
+namespace {
+
+// Serves one connection whose request line is complete: `work` runs here, its stderr captured.
+std::string serve_connection(int conn, const std::string& line, const HookListener::Decline& decline,
+                             const HookListener::Work& work) {
+  auto request = contract::decode_hook_request(line);
+  if (!request) {
+    (void)send_all(conn, contract::encode_hook_reply({HookAnswer::declined, 0, request.error().message}));
+    return request.error().message;
+  }
+  if (auto why = decline(*request)) {
+    (void)send_all(conn, contract::encode_hook_reply({HookAnswer::declined, 0, *why}));
+    return {};
+  }
+  // A hook that gave up waiting has closed its end: its work is its own now, never done twice.
+  pollfd p{conn, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) return left_early(*request);
+  if (!send_all(conn, contract::encode_hook_reply({HookAnswer::serving, 0, ""}))) return left_early(*request);
+  std::string output = capture_stderr([&] {
+    try {
+      work(*request);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "vgpu: %s: job %u: unexpected: %s\n",
+                   std::string(contract::hook_kind_name(request->kind)).c_str(), request->job, e.what());
+    }
+  });
+  (void)send_all(conn, contract::encode_hook_reply({HookAnswer::done, output.size(), ""}) + output);
+  return {};
+}
+
+}  // namespace
+
+std::size_t HookListener::turn(const Decline& decline, const Work& work, std::vector<std::string>& notes,
+                               std::size_t& served) {
+  std::size_t dealt = 0;
+  // What the pending ones sent, then those that will not send a line: read first, so a line that
+  // came while a work ran is taken even when its deadline passed meanwhile.
+  const auto now = Clock::now();
+  for (auto& p : pending_) p.read_ready();
+  std::erase_if(pending_, [&](Pending& p) {
+    if (p.state == Pending::State::reading && now >= p.deadline)
+      p.fail("hook socket: a connection sent no request line within " +
+             std::to_string(kHookRequestTimeout.count() / 1000) + " s");
+    if (p.state != Pending::State::failed) return false;
+    notes.push_back(std::move(p.why));
+    ++dealt;
+    return true;
+  });
+  // Every connection waiting, each read at once (a hook sends its line as it connects). Beyond
+  // the cap the oldest still reading is closed: it has had the longest to send its line, and
+  // refusing new ones instead would let a few stuck clients keep every hook out.
+  std::size_t evicted = 0;
+  for (std::size_t accepted = 0; accepted < 2 * kHookPendingMax; ++accepted) {
+    const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) break;  // EAGAIN: none left (or another wakeup took it, or the hook gave up)
+    Pending p(conn, Clock::now() + kHookRequestTimeout);
+    if (!peer_is_trusted(conn)) {
+      notes.push_back("hook socket: refused a connection from neither root nor the planner's user");
+      ++dealt;
+      continue;
+    }
+    p.read_ready();
+    if (pending_.size() >= kHookPendingMax) {
+      auto oldest = std::find_if(pending_.begin(), pending_.end(),
+                                 [](const Pending& q) { return q.state == Pending::State::reading; });
+      if (oldest != pending_.end()) {
+        pending_.erase(oldest);
+        ++evicted;
+        ++dealt;
+      }
+    }
+    pending_.push_back(std::move(p));
+  }
+  if (evicted > 0)
+    notes.push_back("hook socket: closed " + std::to_string(evicted) + " connection(s) that had sent no request line: more than " +
+                    std::to_string(kHookPendingMax) + " were waiting");
+  // Those with a complete line, in the order they connected; one that failed meanwhile is
+  // dropped with its line.
+  for (std::size_t i = 0; i < pending_.size();) {
+    if (pending_[i].state == Pending::State::reading) {
+      ++i;
+      continue;
+    }
+    Pending p = std::move(pending_[i]);
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    ++dealt;
+    if (p.state == Pending::State::failed) {
+      notes.push_back(std::move(p.why));
+      continue;
+    }
+    ++served;
+    if (auto note = serve_connection(p.fd, p.buffer, decline, work); !note.empty()) notes.push_back(std::move(note));
+  }
+  return dealt;
+}
+
+std::vector<std::string> HookListener::serve_ready(const Decline& decline, const Work& work) {
+  std::vector<std::string> notes;
+  if (busy_) return notes;  // a work serving hooks itself: the one serving them goes on afterwards
+  busy_ = true;
+  try {
+    // Another turn while one served someone (hooks may have come meanwhile), a bounded number.
+    for (int turns = 0; turns < 4; ++turns) {
+      std::size_t served = 0;
+      (void)turn(decline, work, notes, served);
+      if (served == 0) break;
+    }
+  } catch (const std::exception& e) {
+    notes.push_back(std::string("hook socket: unexpected: ") + e.what());
+  }
+  busy_ = false;
+  return notes;
+}
+
+std::string HookListener::serve_one(const Decline& decline, const Work& work) {
+  if (busy_) return {};
+  std::vector<std::string> notes;
+  busy_ = true;
+  try {
+    while (true) {
+      std::size_t served = 0;
+      if (turn(decline, work, notes, served) > 0 || pending_.empty()) break;
+      std::vector<pollfd> fds;
+      for (int fd : wait_fds()) fds.push_back({fd, POLLIN, 0});
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next_deadline() - Clock::now()).count();
+      (void)::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, kHookRequestTimeout.count())));
+    }
+  } catch (const std::exception& e) {
+    notes.push_back(std::string("hook socket: unexpected: ") + e.what());
+  }
+  busy_ = false;
+  std::string joined;
+  for (const auto& n : notes) joined += (joined.empty() ? "" : "\n") + n;
+  return joined;
 }
 
 }  // namespace vgpu::agent

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "vgpu/base/error.h"
 #include "vgpu/contract/hook_request.h"
@@ -34,7 +36,17 @@ Delegation delegate_to_planner(const std::string& socket_path, const contract::H
                                std::chrono::milliseconds ack_timeout = kHookAckTimeout);
 bool hook_service_enabled();
 
+// How long a connection may take, from its accept, to send its request line (a hook sends it at
+// once), and how many connections may be waiting to; the oldest of them is closed to make room.
+inline constexpr std::chrono::milliseconds kHookRequestTimeout{2000};
+inline constexpr std::size_t kHookPendingMax = 64;
+
 // Server side: the planner's listening socket, 0600, removed again when destroyed.
+// Only the reading of request lines is concurrent: the listener holds every connection that has
+// not yet sent its line, each with its own buffer and deadline, and reads what each has sent
+// without blocking, so a client stuck (or hostile) after connecting never delays another. The
+// work itself stays sequential in the caller's thread: one served hook at a time, by design (it
+// captures the process's stderr). Not thread-safe; the planner uses it from its one thread.
 class HookListener {
  public:
   static Result<HookListener> open(const std::string& path);
@@ -48,14 +60,34 @@ class HookListener {
   // says why in its log unless the reason is empty (a routine decline, not worth a line per job).
   using Decline = std::function<std::optional<std::string>(const contract::HookRequest&)>;
   using Work = std::function<void(const contract::HookRequest&)>;
-  // Accepts one connection (call when fd() is readable) and serves it: `work` runs here with
-  // stderr captured for the hook. Never throws; returns a line for the planner's log, or "".
-  std::string serve_one(const Decline& decline, const Work& work) const;
+
+  // Never blocks on a client: accepts every connection waiting, reads what each pending one has
+  // sent, and serves those whose line is complete, in the order they connected (`work` runs here
+  // with stderr captured for the hook); drops those that closed, sent too much, or are past their
+  // deadline. Goes round again while that served someone, since hooks may have come meanwhile.
+  // Never throws; returns the lines for the planner's log, one per connection at most.
+  std::vector<std::string> serve_ready(const Decline& decline, const Work& work);
+  // What to poll (POLLIN) for serve_ready: fd() first, then each pending connection.
+  std::vector<int> wait_fds() const;
+  // When serve_ready must run next even if no fd wakes (the nearest deadline of a pending
+  // connection, so a stuck one is dropped on time); none while nothing is pending.
+  std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
+
+  // For a caller handing over a single hook (tests): serve_ready until a connection has been
+  // dealt with (served, declined or dropped), waiting on the pending ones meanwhile (at most until
+  // their deadlines), or none was waiting. Returns its lines joined by newlines, or "".
+  std::string serve_one(const Decline& decline, const Work& work);
 
  private:
-  HookListener(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  struct Pending;  // a connection whose request line is not yet complete (hook_service.cpp)
+  HookListener(int fd, std::string path);
+  // One turn: read, drop, accept, serve; `notes` gets the log lines; returns how many connections
+  // it dealt with and, in `served`, how many reached decline/work.
+  std::size_t turn(const Decline& decline, const Work& work, std::vector<std::string>& notes, std::size_t& served);
   int fd_ = -1;
   std::string path_;
+  std::vector<Pending> pending_;  // in the order accepted
+  bool busy_ = false;             // inside serve_ready: a work that serves hooks itself gets nothing
 };
 
 }  // namespace vgpu::agent

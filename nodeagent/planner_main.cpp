@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <fstream>
+#include <vector>
 
 #include "node_runtime.h"
 #include "adapters.h"
@@ -42,32 +43,46 @@ namespace {
 
 // Between rounds the planner waits for a control signal and serves the node's hooks meanwhile
 // (hook_service.h): wait() returns the signal that came (SIGUSR1, SIGTERM, ...) or 0 at the timeout.
+// It wakes for the listener and for each connection still sending its request line, and no later
+// than the nearest such connection's deadline, so `serve` (HookListener::serve_ready) reads every
+// line as it comes and drops a stuck connection on time.
 class Waiter {
  public:
   using Serve = std::function<void()>;
-  Waiter(int signal_fd, const vgpu::agent::HookListener* hooks, Serve serve)
+  Waiter(int signal_fd, vgpu::agent::HookListener* hooks, Serve serve)
       : signal_fd_(signal_fd), hooks_(hooks), serve_(std::move(serve)) {}
   int wait(std::chrono::steady_clock::duration timeout) const {
-    const auto until = std::chrono::steady_clock::now() + timeout;
+    using std::chrono::steady_clock;
+    const auto until = steady_clock::now() + timeout;
+    std::vector<pollfd> fds;
     while (true) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+      const auto now = steady_clock::now();
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
       if (left <= 0) return 0;
-      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {hooks_ ? hooks_->fd() : -1, POLLIN, 0}};
-      const int ready = ::poll(fds, 2, static_cast<int>(left));
+      fds.assign(1, {signal_fd_, POLLIN, 0});
+      std::optional<steady_clock::time_point> due;
+      if (hooks_) {
+        for (int fd : hooks_->wait_fds()) fds.push_back({fd, POLLIN, 0});
+        due = hooks_->next_deadline();
+        if (due) left = std::clamp<decltype(left)>(std::chrono::ceil<std::chrono::milliseconds>(*due - now).count(), 0, left);
+      }
+      const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(left));
       if (ready < 0 && errno != EINTR) return 0;
-      if (ready <= 0) continue;
+      if (ready < 0) continue;
       if (fds[0].revents & POLLIN) {
         signalfd_siginfo info{};
         if (::read(signal_fd_, &info, sizeof info) == sizeof info) return static_cast<int>(info.ssi_signo);
       }
-      if (fds[1].revents & POLLIN) serve_();
+      if (!hooks_) continue;
+      const bool pending_woke = std::any_of(fds.begin() + 2, fds.end(), [](const pollfd& p) { return p.revents != 0; });
+      if ((fds[1].revents & POLLIN) || pending_woke || (due && steady_clock::now() >= *due)) serve_();
       else if (fds[1].revents & (POLLERR | POLLHUP | POLLNVAL)) hooks_ = nullptr;  // broken: hooks work alone
     }
   }
 
  private:
   int signal_fd_;
-  mutable const vgpu::agent::HookListener* hooks_;
+  mutable vgpu::agent::HookListener* hooks_;
   Serve serve_;
 };
 
@@ -185,7 +200,9 @@ int main(int argc, char** argv) {
 
   try {
     if (!publish.empty()) return publish_demand(publish, period > 0 ? period : 5, reserve_wide_after, signals);
-    auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-planner");
+    // --verify only looks: it must not set aside a ledger it cannot read (that starts a rebuild).
+    using Use = vgpu::agent::NodeRuntime::Use;
+    auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-planner", verify ? Use::checking : Use::acting);
     if (!rt) {
       std::fprintf(stderr, "vgpu-planner: %s\n", rt.error().message.c_str());
       return 1;
@@ -202,6 +219,11 @@ int main(int argc, char** argv) {
       return problems->empty() ? 0 : 1;
     }
     if (period == 0) period = ctx.policy->planner.period_s;
+    // The control signals stay blocked (the waiter reads them): a round sees a stop as pending.
+    ctx.stopping = [] {
+      sigset_t pending;
+      return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+    };
     vgpu::PlannerState planner;
     // The hooks' socket before the pid file: a hook that sees the planner may hand it work at once.
     const auto policy = vgpu::agent::PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")));
@@ -224,10 +246,11 @@ int main(int argc, char** argv) {
         return std::string();  // routine: the epilog scrubs on its own, beside the others
       return std::nullopt;
     };
-    auto serve_one_hook = [&] {
+    // Serves every hook whose request is complete, never waiting for one that is not (serve_ready).
+    auto serve_ready_hooks = [&] {
       if (serving) return;
       serving = true;
-      std::string note = hooks->serve_one(decline, [&](const auto& r) {
+      auto notes = hooks->serve_ready(decline, [&](const auto& r) {
         const auto started = std::chrono::steady_clock::now();
         serve_hook(**rt, r);
         const auto ended = std::chrono::steady_clock::now();
@@ -238,14 +261,10 @@ int main(int argc, char** argv) {
                                  std::chrono::duration_cast<std::chrono::minutes>(vgpu::agent::EpilogServing::kPause).count()));
       });
       serving = false;
-      if (!note.empty()) (*rt)->log(note);
+      for (const auto& note : notes) (*rt)->log(note);
     };
-    const Waiter waiter(signal_fd, hooks ? &*hooks : nullptr, serve_one_hook);
-    if (hooks)
-      ctx.serve_waiting_hooks = [&] {
-        pollfd p{hooks->fd(), POLLIN, 0};
-        for (int n = 0; n < 64 && ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN); ++n) serve_one_hook();
-      };
+    const Waiter waiter(signal_fd, hooks ? &*hooks : nullptr, serve_ready_hooks);
+    if (hooks) ctx.serve_waiting_hooks = serve_ready_hooks;
     if (!once) std::ofstream((*rt)->planner_pidfile()) << ::getpid() << "\n";
     (*rt)->log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
     // A planner killed between writing the advertisement and handing it to slurmctld left a file

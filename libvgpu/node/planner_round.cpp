@@ -337,6 +337,7 @@ bool wait_until_slurm_caught_up(NodeContext& ctx, const PlannerState& state, con
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto c = slurm_caught_up(ctx, state, dropped); c && *c) return true;
     if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();  // dropped slots stay claimable meanwhile
+    if (ctx.stop_requested()) return false;  // unconfirmed: the dropped slots stay claimable
     std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
   }
   return false;
@@ -555,6 +556,12 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
       result.notes.push_back("device confinement: " + secured.error().message);
     else if (*secured > 0)
       result.notes.push_back(fmt::format("device confinement: {} capability file(s) no job holds made root's alone", *secured));
+  }
+  // A stop asked for while released instances were scrubbed: the plan and the advertisement stay
+  // as they are, as they would between two rounds.
+  if (ctx.stop_requested()) {
+    result.notes.push_back("stopping: the plan is left as it is");
+    return result;
   }
   // Without an answer from Slurm, what was last learnt from it stays.
   std::optional<NodeGres> slurm_view;

@@ -36,6 +36,10 @@ Preparation prepare_slots(NodeContext& ctx, std::chrono::milliseconds budget) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
   while (std::chrono::steady_clock::now() < deadline) {
     if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();  // no lock held: a prolog goes first
+    if (ctx.stop_requested()) {
+      out.notes.push_back("stopping: slots left unprepared for the next start");
+      break;
+    }
     // Create and record as one step for the reconcile (node_lock.h); a crash between the two
     // leaves an instance nobody recorded, which the next round's reconcile destroys (unclaimed
     // place) or the claiming job's prolog adopts (it lists the hardware at its claimed places).

@@ -141,13 +141,37 @@ RandomNode random_node() {
   return n;
 }
 
+// A round linear in the queue plans exactly what trying every unit of every demand plans: the
+// same slots at the same places for the same demand, the same GPUs reserved. Counts here reach
+// past what any node holds, and demand repeats profiles, as a real queue does.
+RC_GTEST_PROP(PlannerProperty, RememberingFullProfilesPlansExactlyWhatTryingEveryUnitPlans, ()) {
+  RandomNode n = random_node();
+  std::vector<std::string> names;
+  for (const auto& d : n.demand) names.push_back(d.profile);
+  if (!names.empty())
+    for (int extra = *rc::gen::inRange(0, 12); extra > 0; --extra)
+      n.demand.push_back({*rc::gen::elementOf(names), *rc::gen::inRange(1, 80), *rc::gen::inRange(0, 4) == 0});
+  Plan bounded = plan_node(n.gpus, n.config, n.demand);
+  PlannerConfig every = n.config;
+  every.try_every_unit = true;
+  Plan reference = plan_node(n.gpus, every, n.demand);
+  RC_ASSERT(bounded.slots.size() == reference.slots.size());
+  for (std::size_t i = 0; i < bounded.slots.size(); ++i) {
+    RC_ASSERT(bounded.slots[i] == reference.slots[i]);
+    RC_ASSERT(bounded.slots[i].demand == reference.slots[i].demand);
+  }
+  RC_ASSERT(bounded.reserved_gpus == reference.reserved_gpus);
+}
+
 TEST(Planner, AHugeQueueOfOneProfileStopsTryingOnceItNoLongerFits) {
   auto gpus = empty_node(8);
   std::vector<Demand> demand(50'000, Demand{"2g.20gb", 4096, false});
   Plan plan = plan_node(gpus, {}, demand);
   EXPECT_EQ(plan.counts().at("2g.20gb"), 8 * 3);
-  EXPECT_EQ(plan.notes.size(), demand.size());
+  // A line for each of the first 100 demands, then one for the rest.
+  ASSERT_EQ(plan.notes.size(), 101u);
   EXPECT_EQ(plan.notes[1], "demand #2 2g.20gb x4096: 0 planned");
+  EXPECT_EQ(plan.notes.back(), "49900 more demand(s): 0 planned");
 }
 
 RC_GTEST_PROP(PlannerProperty, EveryPlanIsJointlyPlaceable, ()) {

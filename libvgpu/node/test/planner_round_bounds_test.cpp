@@ -34,5 +34,42 @@ TEST_F(PlannerRoundBounds, AHugeQueueOfUnplaceableRequestsPlansWhatFits) {
   EXPECT_EQ(advertised()["2g.20gb"], 6) << "three on each of the two H100s";
 }
 
+// A stop while slurmctld has not taken the shrink: the round returns at once, unconfirmed, with
+// the dropped slots still claimable, instead of polling until the confirmation times out.
+TEST_F(PlannerRoundBounds, AStopEndsTheShrinkWaitAndLeavesTheDroppedSlotsClaimable) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  const auto before = store->load()->plan.slots.size();
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
+  slurm->configured = advertised();
+  slurm->polls_until_adopt = 1'000'000;  // slurmctld never takes the shrink
+  ctx.confirm_timeout_ms = 600'000;
+  ctx.confirm_poll_ms = 1;
+  int asked = 0;
+  ctx.stopping = [&] { return ++asked > 3; };
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->shrink_confirmed);
+  EXPECT_LE(slurm->polls, 10) << "the wait ended at the stop, not at the timeout";
+  EXPECT_EQ(store->load()->plan.slots.size(), before) << "nothing dropped from the ledger before the shrink is confirmed";
+
+  // The next start resumes the handover.
+  ctx.stopping = nullptr;
+  slurm->polls_until_adopt = 0;
+  auto next = run_planner_round(ctx, planner);
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"7g.80gb", 2}}));
+}
+
+TEST_F(PlannerRoundBounds, AStopBeforeThePlanLeavesThePlanAsItIs) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  const auto plan = store->load()->plan;
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
+  ctx.stopping = [] { return true; };
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(store->load()->plan.generation, plan.generation);
+  EXPECT_EQ(store->load()->plan.slots, plan.slots);
+}
+
 }  // namespace
 }  // namespace vgpu

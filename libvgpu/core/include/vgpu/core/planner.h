@@ -28,6 +28,9 @@ struct PlannerConfig {
   // The layout each GPU falls back to: once demand is served, each entry is tried once, in order,
   // in the GPU's remaining free space. Empty: advertise nothing beyond demand.
   std::vector<std::string> idle_layout;
+  // Tries every unit of every demand even after its profile stopped fitting: what a round did
+  // before it remembered full profiles, kept as the reference its property test compares with.
+  bool try_every_unit = false;
 };
 
 struct PlannedSlot {

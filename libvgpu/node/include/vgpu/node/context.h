@@ -38,6 +38,12 @@ struct NodeContext {
   // it where it holds no lock and may wait (between slot preparations, while Slurm takes a split),
   // so a served prolog waits as little as a prolog of its own would. Null outside the planner.
   std::function<void()> serve_waiting_hooks;
+  // True once the planner was asked to stop (SIGTERM): a round stops at its next wait or its next
+  // hardware change, with the ledger consistent (every change it made is committed, and what it did
+  // not do is the next start's), so a stop never waits for seconds of creates or a slow slurmctld.
+  // Null: never.
+  std::function<bool()> stopping;
+  [[nodiscard]] bool stop_requested() const { return stopping && stopping(); }
   int confirm_timeout_ms = 8000;  // how long a shrink waits for slurmctld to take the new split
   int confirm_poll_ms = 250;
 
