@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <limits>
 #include <optional>
+#include <span>
+#include <system_error>
 
 namespace vgpu {
 namespace {
@@ -53,6 +58,8 @@ class JsonScanner {
       fail(fmt::format("unexpected {} after the end of the JSON document", what()), here());
       return error_;
     }
+    // Found object by object, innermost first: put back in the order of the repeats.
+    std::ranges::stable_sort(map_.duplicates_, {}, [](const JsonDuplicateKey& d) { return d.again.offset; });
     return std::nullopt;
   }
 
@@ -92,14 +99,18 @@ class JsonScanner {
     }
   }
 
-  bool value(std::string& pointer, int depth, SourcePos key_pos) {
+  // Records the value about to be read as the next node, a child of the container at `depth`
+  // (0: the root), then reads it. A member's key is already in keys_.
+  bool value(std::string& pointer, int depth, SourcePos key_pos, std::uint32_t key_offset = 0,
+             std::uint32_t key_size = 0) {
     skip_ws();
     if (at_end()) return fail("unexpected end of input, expected a value", here());
-    // A repeated key overwrites the earlier position, as nlohmann keeps the last value.
-    map_.locations_[pointer] = JsonLocation{key_pos, here()};
+    const auto node = static_cast<std::uint32_t>(map_.nodes_.size());
+    map_.nodes_.push_back(JsonSourceMap::Node{JsonLocation{key_pos, here()}, key_offset, key_size, 0, 0, false});
+    if (depth > 0) children_at(depth).push_back(node);
     switch (peek()) {
-      case '{': return object(pointer, depth + 1);
-      case '[': return array(pointer, depth + 1);
+      case '{': return object(pointer, depth + 1, node);
+      case '[': return array(pointer, depth + 1, node);
       case '"': return string(nullptr);
       case 't': return literal("true");
       case 'f': return literal("false");
@@ -117,16 +128,52 @@ class JsonScanner {
     return fail(fmt::format("nesting deeper than {} levels", JsonSourceMap::kMaxDepth), here());
   }
 
-  bool object(std::string& pointer, int depth) {
+  // The children found so far of the container being read at `depth`; one list per depth, reused
+  // from one container to the next so a list of a million small objects allocates little.
+  std::vector<std::uint32_t>& children_at(int depth) {
+    if (pending_.size() <= static_cast<std::size_t>(depth)) pending_.resize(static_cast<std::size_t>(depth) + 1);
+    return pending_[static_cast<std::size_t>(depth)];
+  }
+
+  // The container `node`, read to its end: its children move to the map, in order.
+  bool close(std::uint32_t node, int depth, bool is_array) {
+    auto& children = children_at(depth);
+    auto& n = map_.nodes_[node];
+    n.first_child = static_cast<std::uint32_t>(map_.children_.size());
+    n.child_count = static_cast<std::uint32_t>(children.size());
+    n.is_array = is_array;
+    map_.children_.insert(map_.children_.end(), children.begin(), children.end());
+    children.clear();
+    return true;
+  }
+
+  // Keys the object (at `pointer`) repeats, each repeat against the first occurrence: its members
+  // sorted by key, the sort stable so the first of equal keys is the earliest.
+  void find_duplicates(const std::string& pointer, const std::vector<std::uint32_t>& members) {
+    if (members.size() < 2) return;
+    auto key = [&](std::uint32_t n) { return map_.key_of(map_.nodes_[n]); };
+    order_.assign(members.begin(), members.end());
+    std::ranges::stable_sort(order_, {}, key);
+    for (std::size_t k = 1, first = 0; k < order_.size(); ++k) {
+      if (key(order_[k]) != key(order_[first])) {
+        first = k;
+        continue;
+      }
+      map_.duplicates_.push_back(JsonDuplicateKey{pointer + '/' + json_pointer_token(key(order_[k])),
+                                                  map_.nodes_[order_[first]].location.key,
+                                                  map_.nodes_[order_[k]].location.key});
+    }
+  }
+
+  bool object(std::string& pointer, int depth, std::uint32_t node) {
     if (depth > JsonSourceMap::kMaxDepth) return too_deep();
     SourcePos open = here();
     advance();
     skip_ws();
     if (!at_end() && peek() == '}') {
       advance();
-      return true;
+      return close(node, depth, false);
     }
-    std::unordered_map<std::string, SourcePos> seen;
     for (;;) {
       skip_ws();
       if (at_end()) return fail("unexpected end of input inside the object opened here", open);
@@ -134,8 +181,10 @@ class JsonScanner {
       if (peek() != '"')
         return fail(fmt::format("expected a member name in double quotes, got {}", what()), here());
       SourcePos key_pos = here();
-      std::string key;
-      if (!string(&key)) return false;
+      const auto key_offset = static_cast<std::uint32_t>(map_.keys_.size());
+      if (!string(&map_.keys_)) return false;
+      const auto key_size = static_cast<std::uint32_t>(map_.keys_.size() - key_offset);
+      const std::string_view key = std::string_view(map_.keys_).substr(key_offset);  // until keys_ grows
       skip_ws();
       if (at_end() || peek() != ':')
         return fail(fmt::format("expected ':' after member name \"{}\", got {}", key, what()),
@@ -144,9 +193,7 @@ class JsonScanner {
       std::size_t base = pointer.size();
       pointer += '/';
       pointer += json_pointer_token(key);
-      if (auto [it, inserted] = seen.emplace(key, key_pos); !inserted)
-        map_.duplicates_.push_back(JsonDuplicateKey{pointer, it->second, key_pos});
-      if (!value(pointer, depth, key_pos)) return false;
+      if (!value(pointer, depth, key_pos, key_offset, key_size)) return false;
       pointer.resize(base);
       skip_ws();
       if (at_end()) return fail("unexpected end of input inside the object opened here", open);
@@ -156,21 +203,22 @@ class JsonScanner {
       }
       if (peek() == '}') {
         advance();
-        return true;
+        find_duplicates(pointer, children_at(depth));
+        return close(node, depth, false);
       }
       return fail(fmt::format("expected ',' or '}}' after an object member, got {}", what()),
                   here());
     }
   }
 
-  bool array(std::string& pointer, int depth) {
+  bool array(std::string& pointer, int depth, std::uint32_t node) {
     if (depth > JsonSourceMap::kMaxDepth) return too_deep();
     SourcePos open = here();
     advance();
     skip_ws();
     if (!at_end() && peek() == ']') {
       advance();
-      return true;
+      return close(node, depth, true);
     }
     for (std::size_t index = 0;; ++index) {
       skip_ws();
@@ -188,7 +236,7 @@ class JsonScanner {
       }
       if (peek() == ']') {
         advance();
-        return true;
+        return close(node, depth, true);
       }
       return fail(fmt::format("expected ',' or ']' after an array element, got {}", what()),
                   here());
@@ -218,16 +266,54 @@ class JsonScanner {
     } else if (!digits()) {
       return false;
     }
+    bool integer = true;
     if (!at_end() && peek() == '.') {
+      integer = false;
       advance();
       if (!digits()) return false;
     }
     if (!at_end() && (peek() == 'e' || peek() == 'E')) {
+      integer = false;
       advance();
       if (!at_end() && (peek() == '+' || peek() == '-')) advance();
       if (!digits()) return false;
     }
-    return true;
+    return in_double_range(text_.substr(start.offset, i_ - start.offset), integer, start);
+  }
+
+  // nlohmann holds a number that is not a 64-bit integer as a double and refuses one beyond a
+  // double's range, such as 1e400 or a 400-digit integer, without saying where it is: refused
+  // here instead, at its position. One too small for a double is 0 to nlohmann, and fine here.
+  bool in_double_range(std::string_view number, bool integer, SourcePos start) {
+    const std::size_t digits = number.size() - (number.front() == '-' ? 1 : 0);
+    if (integer && digits <= 19) return true;  // an int64 or a uint64, or a double well inside range
+    double value = 0;
+    const auto parsed = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (parsed.ec != std::errc::result_out_of_range || !magnitude_above_one(number)) return true;
+    std::string shown(number.substr(0, 40));
+    if (shown.size() < number.size()) shown += "...";
+    return fail(fmt::format("number {} is out of range: larger than a double holds (about 1.8e308)", shown), start);
+  }
+
+  // Whether a JSON number beyond a double's range is too large rather than too small: whether the
+  // decimal exponent of its first nonzero digit is positive ("1e400", not "1e-400").
+  static bool magnitude_above_one(std::string_view number) {
+    if (number.front() == '-') number.remove_prefix(1);
+    const std::size_t e_at = std::min(number.find_first_of("eE"), number.size());
+    const std::string_view mantissa = number.substr(0, e_at);
+    const auto point = static_cast<long long>(std::min(mantissa.find('.'), mantissa.size()));
+    long long lead = point - 1;  // "12.5": 1; JSON allows no leading zero before another digit
+    if (mantissa.front() == '0') {
+      const std::size_t nonzero = mantissa.find_first_not_of("0.");
+      if (nonzero == std::string_view::npos) return false;  // zero
+      lead = point - static_cast<long long>(nonzero);  // "0.05": -2
+    }
+    long long exponent = 0;  // saturated: only its sign and rough size matter
+    std::string_view e_part = number.substr(std::min(e_at + 1, number.size()));
+    const bool negative = e_part.starts_with('-');
+    if (e_part.starts_with('-') || e_part.starts_with('+')) e_part.remove_prefix(1);
+    for (char c : e_part) exponent = std::min<long long>(exponent * 10 + (c - '0'), 1'000'000'000);
+    return lead + (negative ? -exponent : exponent) > 0;
   }
 
   // Four hex digits after "\u"; -1 on error (already reported).
@@ -349,6 +435,8 @@ class JsonScanner {
 
   std::string_view text_;
   JsonSourceMap& map_;
+  std::vector<std::vector<std::uint32_t>> pending_;  // children_at()
+  std::vector<std::uint32_t> order_;                 // find_duplicates()' scratch
   std::size_t i_ = 0;
   int line_ = 1;
   int col_ = 1;
@@ -357,22 +445,77 @@ class JsonScanner {
 
 std::expected<JsonSourceMap, JsonSyntaxError> JsonSourceMap::scan(std::string_view text) {
   JsonSourceMap map;
+  if (text.size() >= std::numeric_limits<std::uint32_t>::max())
+    return std::unexpected(JsonSyntaxError{SourcePos{1, 1, 0}, "document of 4 GiB or more"});
   if (auto error = JsonScanner(text, map).run()) return std::unexpected(std::move(*error));
   return map;
 }
 
+namespace {
+
+// A JSON pointer's array index: "0", or digits without a leading zero (RFC 6901).
+std::optional<std::size_t> pointer_index(std::string_view token) {
+  if (token.empty() || token.size() > 10 || (token.size() > 1 && token.front() == '0')) return std::nullopt;
+  std::size_t index = 0;
+  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
+  if (ec != std::errc{} || end != token.data() + token.size()) return std::nullopt;
+  return index;
+}
+
+// A reference token's key: "~1" -> '/', "~0" -> '~'; nullopt for another '~' (no key spells so).
+std::optional<std::string> pointer_key(std::string_view token) {
+  std::string key;
+  key.reserve(token.size());
+  for (std::size_t k = 0; k < token.size(); ++k) {
+    if (token[k] != '~') {
+      key += token[k];
+    } else if (k + 1 < token.size() && (token[k + 1] == '0' || token[k + 1] == '1')) {
+      key += token[++k] == '1' ? '/' : '~';
+    } else {
+      return std::nullopt;
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+const JsonSourceMap::Node* JsonSourceMap::child(const Node& parent, std::string_view token) const {
+  const std::span<const std::uint32_t> children(children_.data() + parent.first_child, parent.child_count);
+  if (parent.is_array) {
+    auto index = pointer_index(token);
+    return index && *index < children.size() ? &nodes_[children[*index]] : nullptr;
+  }
+  // From the last member: of a repeated key nlohmann keeps the last value, and so does this.
+  const auto key = pointer_key(token);
+  if (!key) return nullptr;
+  for (auto it = children.rbegin(); it != children.rend(); ++it)
+    if (key_of(nodes_[*it]) == *key) return &nodes_[*it];
+  return nullptr;
+}
+
+JsonSourceMap::Walk JsonSourceMap::walk(std::string_view pointer) const {
+  if (nodes_.empty() || (!pointer.empty() && pointer.front() != '/')) return {};
+  Walk at{&nodes_.front(), true};
+  while (!pointer.empty()) {
+    pointer.remove_prefix(1);  // the '/'
+    const std::size_t end = std::min(pointer.find('/'), pointer.size());
+    const Node* next = child(*at.node, pointer.substr(0, end));
+    if (!next) return {at.node, false};
+    at.node = next;
+    pointer.remove_prefix(end);
+  }
+  return at;
+}
+
 const JsonLocation* JsonSourceMap::find(std::string_view pointer) const {
-  auto it = locations_.find(std::string(pointer));
-  return it == locations_.end() ? nullptr : &it->second;
+  const Walk at = walk(pointer);
+  return at.exact ? &at.node->location : nullptr;
 }
 
 SourcePos JsonSourceMap::value_position(std::string_view pointer) const {
-  for (;;) {
-    if (const auto* loc = find(pointer)) return loc->value;
-    auto slash = pointer.rfind('/');
-    if (slash == std::string_view::npos) return SourcePos{};
-    pointer = pointer.substr(0, slash);
-  }
+  const Walk at = walk(pointer);
+  return at.node ? at.node->location.value : SourcePos{};
 }
 
 SourcePos JsonSourceMap::key_position(std::string_view pointer) const {

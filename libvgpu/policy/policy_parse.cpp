@@ -5,15 +5,12 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
 #include "policy_reader.h"
 #include "vgpu/core/shared_instance.h"
+#include "vgpu/contract/file_system.h"
+#include "vgpu/contract/guarded_read.h"
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
 
@@ -28,6 +25,11 @@ std::string PolicyDiagnostic::to_string() const {
                                : fmt::format("{}: ", file);
   if (!path.empty()) where += path + ": ";
   return where + message;
+}
+
+std::string PolicyCheck::unlisted_line() const {
+  if (unlisted == 0) return {};
+  return fmt::format("... and {} more error{}", unlisted, unlisted == 1 ? "" : "s");
 }
 
 namespace policy_detail {
@@ -45,9 +47,10 @@ std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, cons
   const std::array by_use_fields{"in_use", "idle"}, by_free_fields{"base", "per_free_gpu"};
   for (const char* other : by_free ? by_use_fields : by_free_fields)
     if (member(value, other))
-      d.at_value(path.key(other), fmt::format("not with {}: a node's weight follows either its use (in_use, idle) "
-                                              "or its free capacity (base, per_free_gpu)",
-                                              by_free ? "base and per_free_gpu" : "in_use and idle"));
+      d.at_value(path.key(other),
+                 "not with {}: a node's weight follows either its use (in_use, idle) "
+                 "or its free capacity (base, per_free_gpu)",
+                 by_free ? "base and per_free_gpu" : "in_use and idle");
   std::optional<int> first, second;
   const auto& fields = by_free ? by_free_fields : by_use_fields;
   for (auto [field, target] : {std::pair{fields[0], &first}, std::pair{fields[1], &second}}) {
@@ -61,8 +64,8 @@ std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, cons
     const long long most = *first + static_cast<long long>(PlannerKnobs::kMaxGpusPerNode) * *second;
     if (most > 2147483647) {
       d.at_value(path.key("per_free_gpu"),
-                 fmt::format("base + {} x per_free_gpu is {}, above Slurm's largest weight 2147483647",
-                             PlannerKnobs::kMaxGpusPerNode, most));
+                 "base + {} x per_free_gpu is {}, above Slurm's largest weight 2147483647",
+                 PlannerKnobs::kMaxGpusPerNode, most);
       return std::nullopt;
     }
     PlannerKnobs::NodeWeights w;
@@ -72,9 +75,9 @@ std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, cons
   }
   if (*first >= *second) {
     d.at_value(path.key("in_use"),
-               fmt::format("must be below idle ({}): Slurm fills the lightest nodes first, and "
-                           "nodes in use are the ones to fill",
-                           *second));
+               "must be below idle ({}): Slurm fills the lightest nodes first, and "
+               "nodes in use are the ones to fill",
+               *second);
     return std::nullopt;
   }
   return PlannerKnobs::NodeWeights{*first, *second};
@@ -101,8 +104,7 @@ PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& p
   if (starvation) knobs.starvation_s = *starvation;
   if (period && starvation && *starvation < *period)
     d.at_value(path.key("starvation_s"),
-               fmt::format("must be at least period_s ({}): starvation is judged once per period",
-                           *period));
+               "must be at least period_s ({}): starvation is judged once per period", *period);
   return knobs;
 }
 
@@ -154,8 +156,10 @@ void check_pool_names_unique(Diagnostics& d, const Json& partitions) {
       FieldPath at = FieldPath{}.key("partitions").key(part_name).key("viz_pools").index(i).key("name");
       auto [it, inserted] = first_use.emplace(name->get<std::string>(), at);
       if (!inserted)
-        d.at_value(at, fmt::format("viz pool name \"{}\" is already used by {}",
-                                   name->get<std::string>(), it->second.display()));
+        d.at_value(at, [&] {
+          return fmt::format("viz pool name \"{}\" is already used by {}", name->get<std::string>(),
+                             it->second.display());
+        });
     }
   }
 }
@@ -165,11 +169,11 @@ void check_pool_names_unique(Diagnostics& d, const Json& partitions) {
 bool check_site_type_name(Diagnostics& d, const std::string& name, const FieldPath& at, std::string_view what,
                           std::string_view naming_hint) {
   if (!contract::is_valid_type_name(name) || contract::is_reserved_type(name)) {
-    d.at_key(at, fmt::format("{} name must be {}", what, contract::type_name_rule()));
+    d.at_key(at, "{} name must be {}", what, contract::type_name_rule());
     return false;
   }
   if (parse_profile_name(name)) {
-    d.at_key(at, fmt::format("{} name is spelled like a profile: {}", what, naming_hint));
+    d.at_key(at, "{} name is spelled like a profile: {}", what, naming_hint);
     return false;
   }
   return true;
@@ -191,7 +195,7 @@ std::vector<GpuClass> parse_classes(Diagnostics& d, const Json& value, const Fie
       if (auto gb = read_int(d, *v, at.key("min_memory_gb"), 0, 100000)) c.min_memory_gb = *gb;
     if (const Json* v = member(spec, "min_compute_fraction")) {
       if (!v->is_number() || v->get<double>() <= 0.0 || v->get<double>() > 1.0)
-        d.at_value(at.key("min_compute_fraction"), fmt::format("must be a number above 0 and at most 1, {}", got(*v)));
+        d.at_value(at.key("min_compute_fraction"), "must be a number above 0 and at most 1, {}", got(*v));
       else
         c.min_compute_fraction = v->get<double>();
     }
@@ -200,8 +204,8 @@ std::vector<GpuClass> parse_classes(Diagnostics& d, const Json& value, const Fie
       return realize(m, c) != nullptr;
     });
     if (!somewhere) {
-      d.at_value(at, fmt::format("no known GPU model has a profile with {} GB and {} of its compute", c.min_memory_gb,
-                                 c.min_compute_fraction));
+      d.at_value(at, "no known GPU model has a profile with {} GB and {} of its compute", c.min_memory_gb,
+                 c.min_compute_fraction);
       continue;
     }
     out.push_back(std::move(c));
@@ -223,7 +227,7 @@ std::vector<GpuClass> parse_share_types(Diagnostics& d, const Json& value, const
     if (!check_site_type_name(d, name, at, "share type", "name it by what it is (\"quarter\", \"infer-share\")"))
       continue;
     if (std::ranges::find(classes, name, &GpuClass::name) != classes.end()) {
-      d.at_key(at, fmt::format("\"{}\" is already a class: a GRES type has one meaning", name));
+      d.at_key(at, "\"{}\" is already a class: a GRES type has one meaning", name);
       continue;
     }
     if (!expect_object(d, spec, at)) continue;
@@ -238,10 +242,10 @@ std::vector<GpuClass> parse_share_types(Diagnostics& d, const Json& value, const
           t.min_memory_gb = cls->min_memory_gb;
           t.min_compute_fraction = cls->min_compute_fraction;
         } else if (auto spelled = parse_profile_name(*instance); !spelled) {
-          d.at_value(at.key("instance"), fmt::format("\"{}\" is neither a class of this file nor a profile: {}",
-                                                     *instance, spelled.error().message));
+          d.at_value(at.key("instance"), "\"{}\" is neither a class of this file nor a profile: {}", *instance,
+                     spelled.error().message);
         } else if (instance->find('+') != std::string::npos) {
-          d.at_value(at.key("instance"), fmt::format("{}: a media or graphics variant is not shared", *instance));
+          d.at_value(at.key("instance"), "{}: a media or graphics variant is not shared", *instance);
         } else {
           t.profile = *instance;
         }
@@ -265,11 +269,11 @@ std::vector<GpuClass> parse_share_types(Diagnostics& d, const Json& value, const
       if (!instance) continue;
       somewhere = true;
       if (auto limits = share_limits(*instance, t.shares); !limits)
-        d.at_value(at.key("shares"), fmt::format("on {}: {}", m.name, limits.error().message));
+        d.at_value(at.key("shares"), "on {}: {}", m.name, limits.error().message);
     }
     if (!somewhere)
-      d.at_value(at.key("instance"), fmt::format("no known GPU model has {}", t.profile.empty() ? "a profile that meets the class"
-                                                                                                  : t.profile));
+      d.at_value(at.key("instance"), "no known GPU model has {}",
+                 t.profile.empty() ? "a profile that meets the class" : t.profile);
     if (d.count() == before) out.push_back(std::move(t));
   }
   std::ranges::sort(out, {}, &GpuClass::name);
@@ -284,14 +288,12 @@ void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optio
   if (const Json* v = member(doc, "version")) {
     // A file for another version may mean different things by the same fields: check nothing more.
     if (!v->is_number_integer() || *v != kPolicyVersion) {
-      d.at_value(root.key("version"),
-                 fmt::format("unsupported policy version, {} (this reader understands version {})",
-                             got(*v), kPolicyVersion));
+      d.at_value(root.key("version"), "unsupported policy version, {} (this reader understands version {})",
+                 got(*v), kPolicyVersion);
       return;
     }
   } else {
-    d.at_value(root.key("version"),
-               fmt::format("{} (write \"version\": {})", contract::kMissingFieldMessage, kPolicyVersion));
+    d.at_value(root.key("version"), "{} (write \"version\": {})", contract::kMissingFieldMessage, kPolicyVersion);
   }
   if (const Json* v = member(doc, "comment")) read_string(d, *v, root.key("comment"));
   if (const Json* v = member(doc, "planner")) out.planner = parse_planner(d, *v, root.key("planner"));
@@ -327,6 +329,34 @@ void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optio
 }  // namespace
 }  // namespace policy_detail
 
+namespace {
+
+// The last key of a JSON pointer, unescaped (RFC 6901), for a message.
+std::string last_key(std::string_view pointer) {
+  std::string_view token = pointer.substr(pointer.rfind('/') + 1);
+  std::string key;
+  for (std::size_t k = 0; k < token.size(); ++k) {
+    if (token[k] == '~' && k + 1 < token.size()) {
+      key += token[k + 1] == '1' ? '/' : '~';
+      ++k;
+    } else {
+      key += token[k];
+    }
+  }
+  return key;
+}
+
+// read_guarded's errors start by naming the file ("policy /etc/x.json: refused: ...", or
+// "policy: open /etc/x.json: ..."); the diagnostic names it already, as its file.
+std::string without_file_prefix(const Error& error, const std::string& path) {
+  std::string_view message = error.message;
+  for (const std::string& prefix : {"policy " + path + ": ", std::string("policy: ")})
+    if (message.starts_with(prefix)) return std::string(message.substr(prefix.size()));
+  return error.message;
+}
+
+}  // namespace
+
 PolicyCheck check_policy(std::string_view text, std::string_view file_label) {
   PolicyCheck check;
   std::string file(file_label);
@@ -344,55 +374,39 @@ PolicyCheck check_policy(std::string_view text, std::string_view file_label) {
     std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
     return syntax(position_at_offset(text, offset), fmt::format("invalid JSON: {}", e.what()));
   } catch (const Json::exception& e) {
-    // Grammatical but out of nlohmann's range (a number like 1e400): no byte offset is known.
+    // The scanner refuses what nlohmann cannot hold (a number like 1e400) where it stands, so
+    // this too means the two disagree; nlohmann gives no offset for it.
     return syntax(SourcePos{}, fmt::format("invalid JSON: {}", e.what()));
   }
 
   Diagnostics d(*map, file);
-  for (const auto& dup : map->duplicate_keys()) {
-    // Unescape the pointer's last token (RFC 6901) just for the message.
-    std::string_view token = std::string_view(dup.pointer).substr(dup.pointer.rfind('/') + 1);
-    std::string key;
-    for (std::size_t k = 0; k < token.size(); ++k) {
-      if (token[k] == '~' && k + 1 < token.size()) {
-        key += token[k + 1] == '1' ? '/' : '~';
-        ++k;
-      } else {
-        key += token[k];
-      }
-    }
-    check.diagnostics.push_back(PolicyDiagnostic{
-        file, dup.again.line, dup.again.column, "",
-        fmt::format("duplicate key \"{}\" (first at line {}, column {})", key, dup.first.line,
-                    dup.first.column)});
-  }
+  for (const auto& dup : map->duplicate_keys())
+    d.at_position(dup.again, [&] {
+      return fmt::format("duplicate key \"{}\" (first at line {}, column {})", last_key(dup.pointer), dup.first.line,
+                         dup.first.column);
+    });
   PolicyFile policy;
   policy.source = file;
   std::optional<Catalog> with_classes;  // outlives every check that names a class
   policy_detail::parse_document(d, doc, policy, with_classes);
-  auto found = d.take_sorted();
-  check.diagnostics.insert(check.diagnostics.end(), found.begin(), found.end());
-  std::ranges::stable_sort(check.diagnostics, {}, [](const PolicyDiagnostic& x) {
-    return std::pair(x.line, x.column);
-  });
+  check.unlisted = d.unlisted();
+  check.diagnostics = d.take_sorted();
   if (check.diagnostics.empty()) check.policy = std::move(policy);
   return check;
 }
 
 PolicyCheck check_policy_file(const std::string& path) {
-  auto io_failure = [&](std::string why) {
+  // Owners left empty: root and the reading process's own user (vgpuctl run by an admin on a draft).
+  auto text = contract::read_guarded(posix_file_system(), path,
+                                     {.what = "policy", .max_bytes = kMaxPolicyBytes, .owners = {}});
+  if (!text) {
     PolicyCheck check;
     check.io_error = true;
-    check.diagnostics.push_back(PolicyDiagnostic{path, 0, 0, "", "cannot read: " + why});
+    check.diagnostics.push_back(
+        PolicyDiagnostic{path, 0, 0, "", "cannot read: " + without_file_prefix(text.error(), path)});
     return check;
-  };
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return io_failure("is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_failure(std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return io_failure("read error");
-  return check_policy(text, path);
+  }
+  return check_policy(text->text, path);
 }
 
 namespace {
@@ -404,6 +418,7 @@ Result<PolicyFile> to_result(PolicyCheck check) {
     if (!message.empty()) message += '\n';
     message += diag.to_string();
   }
+  if (check.unlisted > 0) message += '\n' + check.unlisted_line();
   return fail(check.io_error ? ErrorCode::io : ErrorCode::invalid_argument, std::move(message));
 }
 

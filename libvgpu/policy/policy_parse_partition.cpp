@@ -23,14 +23,12 @@ bool parse_profiles(Diagnostics& d, const Json& spec, const FieldPath& path, Par
     return true;
   }
   if (!v->is_object()) {
-    d.at_value(at, fmt::format("must be a list of profile names, or an object mapping GPU model "
-                               "names to such lists, {}",
-                               got(*v)));
+    d.at_value(at, "must be a list of profile names, or an object mapping GPU model names to such lists, {}",
+               got(*v));
     return false;
   }
   if (v->empty()) {
-    d.at_value(at, fmt::format("must name at least one GPU model (known: {})",
-                               d.catalog().model_names()));
+    d.at_value(at, [&] { return fmt::format("must name at least one GPU model (known: {})", d.catalog().model_names()); });
     return false;
   }
   bool ok = true;
@@ -38,7 +36,7 @@ bool parse_profiles(Diagnostics& d, const Json& spec, const FieldPath& path, Par
     FieldPath model_at = at.key(model_name);
     const GpuModel* model = d.catalog().find_model(model_name);
     if (!model) {
-      d.at_key(model_at, fmt::format("unknown GPU model (known: {})", d.catalog().model_names()));
+      d.at_key(model_at, [&] { return fmt::format("unknown GPU model (known: {})", d.catalog().model_names()); });
       ok = false;
       continue;
     }
@@ -61,8 +59,7 @@ void parse_limits(Diagnostics& d, const Json& spec, const FieldPath& path, Parti
   if (p.max_instances_per_job && p.max_instances_per_user &&
       *p.max_instances_per_job > *p.max_instances_per_user)
     d.at_value(path.key("max_instances_per_job"),
-               fmt::format("must not exceed max_instances_per_user ({}), or no job could use it",
-                           *p.max_instances_per_user));
+               "must not exceed max_instances_per_user ({}), or no job could use it", *p.max_instances_per_user);
 }
 
 void parse_nodes(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p) {
@@ -104,8 +101,7 @@ void parse_gpus(Diagnostics& d, const Json& spec, const FieldPath& path, Partiti
   FieldPath at = path.key("gpus");
   if (v->is_string() && *v == "all") return;
   if (!v->is_array() || v->empty()) {
-    d.at_value(at, fmt::format("must be \"all\" or a non-empty list of GPU indices 0..63, {}",
-                               got(*v)));
+    d.at_value(at, "must be \"all\" or a non-empty list of GPU indices 0..63, {}", got(*v));
     return;
   }
   std::vector<int> indices;
@@ -115,7 +111,7 @@ void parse_gpus(Diagnostics& d, const Json& spec, const FieldPath& path, Partiti
     if (!index) {
       ok = false;
     } else if (std::ranges::find(indices, *index) != indices.end()) {
-      d.at_value(at.index(i), fmt::format("GPU {} is listed twice", *index));
+      d.at_value(at.index(i), "GPU {} is listed twice", *index);
       ok = false;
     } else {
       indices.push_back(*index);
@@ -143,9 +139,10 @@ void check_idle_layout(Diagnostics& d, const PartitionPolicy& p, const FieldPath
       return std::ranges::find(allowed, name) != allowed.end();
     });
     if (!somewhere)
-      d.at_value(at.index(i), fmt::format("{} is not allowed on any GPU model this partition uses "
-                                          "(allowed: {})",
-                                          name, describe_allowed(d, p)));
+      d.at_value(at.index(i), [&] {
+        return fmt::format("{} is not allowed on any GPU model this partition uses (allowed: {})", name,
+                           describe_allowed(d, p));
+      });
   }
   for (const auto& m : d.catalog().models()) {
     if (!p.uses_model(m)) continue;
@@ -177,6 +174,16 @@ void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, 
     names.push_back(*name);
   }
   if (!ok) return;
+  // An instance takes at least one compute slice, and each entry is placed on every model the
+  // partition allows it on: a list longer than all models' slices together cannot fit, and placing
+  // it entry by entry would cost as much as the list is long.
+  std::size_t most = 0;
+  for (const auto& m : d.catalog().models()) most += static_cast<std::size_t>(m.compute_slices);
+  if (names.size() > most) {
+    d.at_value(at, "lists {} instances, more than fit: a GPU holds at most one instance per compute slice, "
+               "{} over all known GPU models", names.size(), most);
+    return;
+  }
   p.idle_layout = std::move(names);
   if (profiles_ok) check_idle_layout(d, p, at);
 }

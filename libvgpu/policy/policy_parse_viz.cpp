@@ -42,7 +42,7 @@ void check_gpu_type(Diagnostics& d, const Json& spec, const FieldPath& path,
     return;
   }
   if (!v) {
-    d.at_value(at, fmt::format("{} when attach is \"{}\"", contract::kMissingFieldMessage, to_string(pool.attach)));
+    d.at_value(at, "{} when attach is \"{}\"", contract::kMissingFieldMessage, to_string(pool.attach));
     return;
   }
   auto type = read_string(d, *v, at);
@@ -59,22 +59,21 @@ void check_gpu_type(Diagnostics& d, const Json& spec, const FieldPath& path,
           if (std::ranges::find(allowed_anywhere, name) == allowed_anywhere.end())
             allowed_anywhere.push_back(name);
       if (std::ranges::find(allowed_anywhere, *type) == allowed_anywhere.end()) {
-        d.at_value(at, fmt::format("MIG profile {} is not allowed in partition {} (allowed: {})",
-                                   *type, partition.name, fmt::join(allowed_anywhere, ", ")));
+        d.at_value(at, "MIG profile {} is not allowed in partition {} (allowed: {})", *type, partition.name,
+                   fmt::join(allowed_anywhere, ", "));
         return;
       }
       break;
     }
     case VizAttach::mdev:
       if (!is_mdev_type(*type)) {
-        d.at_value(at, fmt::format("must be an mdev type id like \"nvidia-558\", {}", got(*v)));
+        d.at_value(at, "must be an mdev type id like \"nvidia-558\", {}", got(*v));
         return;
       }
       break;
     default:
       if (type->empty() || type->size() > 64 || !printable_ascii(*type)) {
-        d.at_value(at, fmt::format("must be a vGPU type name of 1 to 64 printable characters, {}",
-                                   got(*v)));
+        d.at_value(at, "must be a vGPU type name of 1 to 64 printable characters, {}", got(*v));
         return;
       }
       break;
@@ -91,12 +90,13 @@ void check_name(Diagnostics& d, const Json& spec, const FieldPath& path, VizPool
   if (!contract::is_valid_type_name(*name)) {
     // Users ask for pools as GRES types (--gres=vgpu:<name>:1): the plugin and the job records
     // accept only the GRES type alphabet.
-    d.at_value(at, fmt::format("must be a vgpu type name ({}), {}", contract::type_name_rule(), got(*v)));
+    d.at_value(at, "must be a vgpu type name ({}), {}", contract::type_name_rule(), got(*v));
   } else if (parse_profile_name(*name)) {
     // Users ask for pools and MIG instances the same way (--gres=vgpu:<name>:1).
-    d.at_value(at, fmt::format("\"{}\" is spelled like a MIG profile; a pool name must not be "
-                               "<N>g.<M>gb, since users request both as --gres=vgpu:<name>:1",
-                               *name));
+    d.at_value(at,
+               "\"{}\" is spelled like a MIG profile; a pool name must not be <N>g.<M>gb, since users request "
+               "both as --gres=vgpu:<name>:1",
+               *name);
   } else {
     pool.name = *name;
   }
@@ -110,13 +110,15 @@ void check_image(Diagnostics& d, const Json& spec, const FieldPath& path, const 
   auto name = read_string(d, *v, at);
   if (!name) return;
   if (!images || images->empty()) {
-    d.at_value(at, fmt::format("no image named \"{}\": the file defines no images", *name));
+    d.at_value(at, "no image named \"{}\": the file defines no images", *name);
     return;
   }
   if (!member(*images, *name)) {
-    std::vector<std::string> known;
-    for (const auto& [key, _] : images->items()) known.push_back(key);
-    d.at_value(at, fmt::format("no image named \"{}\" (images: {})", *name, fmt::join(known, ", ")));
+    d.at_value(at, [&] {
+      std::vector<std::string> known;
+      for (const auto& [key, _] : images->items()) known.push_back(key);
+      return fmt::format("no image named \"{}\" (images: {})", *name, fmt::join(known, ", "));
+    });
     return;
   }
   pool.image = *name;
@@ -187,9 +189,8 @@ std::optional<VizPool> parse_viz_pool(Diagnostics& d, const Json& value, const F
     if (auto text = read_string(d, *v, path.key("max_geometry"))) {
       pool.max_geometry = parse_geometry(*text);
       if (!pool.max_geometry)
-        d.at_value(path.key("max_geometry"),
-                   fmt::format("must be \"<width>x<height>\" with each 1..{}, like \"1920x1080\", {}",
-                               kMaxGeometry, got(*v)));
+        d.at_value(path.key("max_geometry"), "must be \"<width>x<height>\" with each 1..{}, like \"1920x1080\", {}",
+                   kMaxGeometry, got(*v));
     }
   }
   if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));

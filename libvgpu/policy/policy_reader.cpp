@@ -61,16 +61,8 @@ std::string FieldPath::display() const {
   return out.empty() ? std::string("(top level)") : out;
 }
 
-void Diagnostics::add(SourcePos pos, const FieldPath& path, std::string message) {
-  items_.push_back(PolicyDiagnostic{file_, pos.line, pos.column, path.display(), std::move(message)});
-}
-
-void Diagnostics::at_value(const FieldPath& path, std::string message) {
-  add(map_.value_position(path.pointer()), path, std::move(message));
-}
-
-void Diagnostics::at_key(const FieldPath& path, std::string message) {
-  add(map_.key_position(path.pointer()), path, std::move(message));
+void Diagnostics::keep(SourcePos pos, std::string path, std::string message) {
+  items_.push_back(PolicyDiagnostic{file_, pos.line, pos.column, std::move(path), std::move(message)});
 }
 
 std::vector<PolicyDiagnostic> Diagnostics::take_sorted() {
@@ -78,18 +70,6 @@ std::vector<PolicyDiagnostic> Diagnostics::take_sorted() {
     return std::pair(a.line, a.column) < std::pair(b.line, b.column);
   });
   return std::move(items_);
-}
-
-std::string got(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::object: return "got an object";
-    case Json::value_t::array: return "got an array";
-    case Json::value_t::null: return "got null";
-    default: break;
-  }
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return "got " + text;
 }
 
 const Json* member(const Json& object, std::string_view key) {
@@ -100,13 +80,13 @@ const Json* member(const Json& object, std::string_view key) {
 
 bool expect_object(Diagnostics& d, const Json& value, const FieldPath& path) {
   if (value.is_object()) return true;
-  d.at_value(path, fmt::format("must be an object, {}", got(value)));
+  d.at_value(path, "must be an object, {}", got(value));
   return false;
 }
 
 bool expect_array(Diagnostics& d, const Json& value, const FieldPath& path) {
   if (value.is_array()) return true;
-  d.at_value(path, fmt::format("must be a list, {}", got(value)));
+  d.at_value(path, "must be a list, {}", got(value));
   return false;
 }
 
@@ -114,7 +94,7 @@ void reject_unknown_fields(Diagnostics& d, const Json& object, const FieldPath& 
                            std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : object.items()) {
     if (std::ranges::find(known, std::string_view(key)) != known.end()) continue;
-    d.at_key(path.key(key), contract::unknown_field_message(known));
+    d.at_key(path.key(key), [&] { return contract::unknown_field_message(known); });
   }
 }
 
@@ -124,8 +104,6 @@ void missing(Diagnostics& d, const FieldPath& field) {
 
 std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min,
                             int max) {
-  std::string rule = max == INT_MAX ? fmt::format("an integer >= {}", min)
-                                    : fmt::format("an integer in {}..{}", min, max);
   bool in_range = false;
   long long v = 0;
   if (value.is_number_unsigned()) {
@@ -137,7 +115,10 @@ std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& 
     in_range = v >= min && v <= max;
   }
   if (!in_range) {
-    d.at_value(path, fmt::format("must be {}, {}", rule, got(value)));
+    if (max == INT_MAX)
+      d.at_value(path, "must be an integer >= {}, {}", min, got(value));
+    else
+      d.at_value(path, "must be an integer in {}..{}, {}", min, max, got(value));
     return std::nullopt;
   }
   return static_cast<int>(v);
@@ -145,13 +126,13 @@ std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& 
 
 std::optional<std::string> read_string(Diagnostics& d, const Json& value, const FieldPath& path) {
   if (value.is_string()) return value.get<std::string>();
-  d.at_value(path, fmt::format("must be a string, {}", got(value)));
+  d.at_value(path, "must be a string, {}", got(value));
   return std::nullopt;
 }
 
 std::optional<bool> read_bool(Diagnostics& d, const Json& value, const FieldPath& path) {
   if (value.is_boolean()) return value.get<bool>();
-  d.at_value(path, fmt::format("must be true or false, {}", got(value)));
+  d.at_value(path, "must be true or false, {}", got(value));
   return std::nullopt;
 }
 
@@ -161,7 +142,7 @@ std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const 
     auto s = value.get<std::string>();
     if (std::ranges::find(choices, std::string_view(s)) != choices.end()) return s;
   }
-  d.at_value(path, fmt::format("must be one of {}, {}", quoted_list(choices), got(value)));
+  d.at_value(path, [&] { return fmt::format("must be one of {}, {}", quoted_list(choices), got(value)); });
   return std::nullopt;
 }
 
@@ -172,12 +153,12 @@ bool is_valid_name(std::string_view name) {
   });
 }
 
-std::string name_rule() { return "1 to 64 letters, digits, '_', '.' or '-'"; }
+std::string_view name_rule() { return "1 to 64 letters, digits, '_', '.' or '-'"; }
 
 bool check_key_name(Diagnostics& d, std::string_view name, const FieldPath& path,
                     std::string_view what) {
   if (is_valid_name(name)) return true;
-  d.at_key(path, fmt::format("{} name must be {}", what, name_rule()));
+  d.at_key(path, "{} name must be {}", what, name_rule());
   return false;
 }
 
@@ -185,8 +166,7 @@ std::optional<std::string> read_abs_path(Diagnostics& d, const Json& value, cons
   auto text = read_string(d, value, path);
   if (!text) return std::nullopt;
   auto bad = [&](std::string_view why) {
-    d.at_value(path, fmt::format("must be an absolute path without '..' components ({}), {}", why,
-                                 got(value)));
+    d.at_value(path, "must be an absolute path without '..' components ({}), {}", why, got(value));
     return std::nullopt;
   };
   if (text->empty() || text->front() != '/') return bad("not absolute");
@@ -238,12 +218,14 @@ std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const 
       continue;
     }
     if (!known) {
-      d.at_value(at, fmt::format("profile {} does not exist on {} (valid: {})", *name, where,
-                                 fmt::join(all_profile_names(models), ", ")));
+      d.at_value(at, [&] {
+        return fmt::format("profile {} does not exist on {} (valid: {})", *name, where,
+                           fmt::join(all_profile_names(models), ", "));
+      });
       continue;
     }
     if (std::ranges::find(names, *name) != names.end()) {
-      d.at_value(at, fmt::format("profile {} is listed twice", *name));
+      d.at_value(at, "profile {} is listed twice", *name);
       continue;
     }
     names.push_back(*name);
@@ -253,3 +235,17 @@ std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const 
 }
 
 }  // namespace vgpu::policy_detail
+
+fmt::format_context::iterator fmt::formatter<vgpu::policy_detail::Got>::format(const vgpu::policy_detail::Got& got,
+                                                                               format_context& ctx) const {
+  using vgpu::policy_detail::Json;
+  switch (got.value.type()) {
+    case Json::value_t::object: return fmt::format_to(ctx.out(), "got an object");
+    case Json::value_t::array: return fmt::format_to(ctx.out(), "got an array");
+    case Json::value_t::null: return fmt::format_to(ctx.out(), "got null");
+    default: break;
+  }
+  std::string text = got.value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return fmt::format_to(ctx.out(), "got {}", text);
+}

@@ -3,13 +3,17 @@
 // report their own error and return nullopt, so a parser can keep going and find every error.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include <climits>
+#include <concepts>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vgpu/policy/json_source_map.h"
@@ -37,6 +41,9 @@ class FieldPath {
   std::vector<Token> tokens_;
 };
 
+// Collects errors against the source map, keeping the first kMaxPolicyDiagnostics and counting
+// the rest. Past the cap an error costs a count only: neither its position nor its text is worked
+// out, so a file with a million errors is checked in about the time a valid one takes.
 class Diagnostics {
  public:
   Diagnostics(const JsonSourceMap& map, std::string file) : map_(map), file_(std::move(file)) {}
@@ -46,21 +53,72 @@ class Diagnostics {
   [[nodiscard]] const Catalog& catalog() const { return catalog_ ? *catalog_ : Catalog::builtin(); }
   void use_catalog(const Catalog& catalog) { catalog_ = &catalog; }
 
-  void at_value(const FieldPath& path, std::string message);
-  void at_key(const FieldPath& path, std::string message);  // for unknown or duplicate fields
-  [[nodiscard]] std::size_t count() const { return items_.size(); }
+  // An error at the value `path` names; at_key reports at the key instead (unknown or duplicate
+  // fields). The message is plain text, a format string with its arguments (formatted only when
+  // the error is kept), or a function returning it, for a message whose arguments take work to
+  // build (a list of every valid name): the function runs only when the error is kept.
+  void at_value(const FieldPath& path, std::string_view message) {
+    at_value(path, [message] { return std::string(message); });
+  }
+  template <class... Args>
+    requires(sizeof...(Args) > 0)
+  void at_value(const FieldPath& path, fmt::format_string<Args...> format, Args&&... args) {
+    at_value(path, [&] { return fmt::format(format, std::forward<Args>(args)...); });
+  }
+  template <std::invocable Make>
+  void at_value(const FieldPath& path, Make&& make) {
+    if (counted_only()) return;
+    keep(map_.value_position(path.pointer()), path.display(), std::forward<Make>(make)());
+  }
+
+  void at_key(const FieldPath& path, std::string_view message) {
+    at_key(path, [message] { return std::string(message); });
+  }
+  template <class... Args>
+    requires(sizeof...(Args) > 0)
+  void at_key(const FieldPath& path, fmt::format_string<Args...> format, Args&&... args) {
+    at_key(path, [&] { return fmt::format(format, std::forward<Args>(args)...); });
+  }
+  template <std::invocable Make>
+  void at_key(const FieldPath& path, Make&& make) {
+    if (counted_only()) return;
+    keep(map_.key_position(path.pointer()), path.display(), std::forward<Make>(make)());
+  }
+
+  // An error about the text at `pos` rather than about a field (a duplicate key).
+  template <std::invocable Make>
+  void at_position(SourcePos pos, Make&& make) {
+    if (counted_only()) return;
+    keep(pos, {}, std::forward<Make>(make)());
+  }
+
+  // Every error found, kept or only counted: what a parser compares to tell whether a part was good.
+  [[nodiscard]] std::size_t count() const { return items_.size() + unlisted_; }
+  [[nodiscard]] std::size_t unlisted() const { return unlisted_; }
   [[nodiscard]] std::vector<PolicyDiagnostic> take_sorted();
 
  private:
-  void add(SourcePos pos, const FieldPath& path, std::string message);
+  // True, and the error counted, once the cap is reached.
+  bool counted_only() {
+    if (items_.size() < kMaxPolicyDiagnostics) return false;
+    ++unlisted_;
+    return true;
+  }
+  void keep(SourcePos pos, std::string path, std::string message);
+
   const JsonSourceMap& map_;
   std::string file_;
   const Catalog* catalog_ = nullptr;
   std::vector<PolicyDiagnostic> items_;
+  std::size_t unlisted_ = 0;
 };
 
-// "got \"four\"", "got 4.5", "got an array": how a bad value is shown in a message.
-std::string got(const Json& value);
+// "got \"four\"", "got 4.5", "got an array": how a bad value is shown in a message. Formatted
+// (fmt) where it is used, so a message that is only counted never renders the value.
+struct Got {
+  const Json& value;
+};
+inline Got got(const Json& value) { return Got{value}; }
 
 const Json* member(const Json& object, std::string_view key);
 bool expect_object(Diagnostics& d, const Json& value, const FieldPath& path);
@@ -79,7 +137,7 @@ std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const 
 
 // Names of partitions, pools and images: [A-Za-z0-9_.-]{1,64}.
 bool is_valid_name(std::string_view name);
-std::string name_rule();
+std::string_view name_rule();
 // Checks a name used as an object key, reporting at the key.
 bool check_key_name(Diagnostics& d, std::string_view name, const FieldPath& path,
                     std::string_view what);
@@ -119,3 +177,8 @@ std::optional<VizPool> parse_viz_pool(Diagnostics& d, const Json& value, const F
                                       const PartitionPolicy& partition, const Json* images);
 
 }  // namespace vgpu::policy_detail
+
+template <>
+struct fmt::formatter<vgpu::policy_detail::Got> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const vgpu::policy_detail::Got& got, format_context& ctx) const;
+};

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 
 #include "vgpu/policy/policy.h"
 
@@ -14,10 +13,14 @@ namespace {
 const std::string kBad = std::string(VGPU_SOURCE_DIR) + "/libvgpu/policy/test/bad/";
 const std::string kExample = std::string(VGPU_SOURCE_DIR) + "/examples/policy.json";
 
+// Sized read, not istreambuf_iterator, which GCC 12 at -O2 flags as a null dereference (-Werror).
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   EXPECT_TRUE(in) << path;
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return text;
 }
 
 // Checks the file under the label "bad/<name>" so the expectations read like the CLI output.
@@ -123,12 +126,11 @@ TEST(PolicyBadFiles, AnUnreadableFileIsAnIoError) {
   auto check = check_policy_file(kBad + "does-not-exist.json");
   EXPECT_TRUE(check.io_error);
   ASSERT_EQ(check.diagnostics.size(), 1u);
-  EXPECT_EQ(check.diagnostics[0].to_string(),
-            kBad + "does-not-exist.json: cannot read: No such file or directory");
+  EXPECT_EQ(check.diagnostics[0].to_string(), kBad + "does-not-exist.json: cannot read: no such file");
   auto result = load_policy_file(kBad);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().code, ErrorCode::io);
-  EXPECT_NE(result.error().message.find("is a directory"), std::string::npos);
+  EXPECT_NE(result.error().message.find("a directory, not a regular file"), std::string::npos);
 }
 
 TEST(PolicyExample, PassesTheCheck) {

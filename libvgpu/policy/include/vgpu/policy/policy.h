@@ -3,10 +3,13 @@
 // GPUs take part, the idle layout to fall back to, scrubbing, and viz (VM) pools.
 //
 // Parsing is strict and exhaustive: an unknown field, a wrong type or a bad value is an error
-// naming file:line:column and the field path, and every error in the file is reported at once.
-// The schema, as admins read it, is docs/policy.md.
+// naming file:line:column and the field path, and every error in the file is found at once (the
+// first kMaxPolicyDiagnostics are kept, the rest counted). The schema, as admins read it, is
+// docs/policy.md.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +24,14 @@
 namespace vgpu {
 
 inline constexpr int kPolicyVersion = 1;
+
+// A real policy is a few KB with a handful of mistakes; these caps keep a careless or hostile file
+// (a generated million-element list) from costing a node or an admin's terminal much:
+// - a file larger than kMaxPolicyBytes is refused before it is read;
+// - a check keeps the first kMaxPolicyDiagnostics errors it finds, with their messages, and only
+//   counts the rest, so its time and memory do not grow with the number of errors.
+inline constexpr std::uint64_t kMaxPolicyBytes = 4u << 20;
+inline constexpr std::size_t kMaxPolicyDiagnostics = 20;
 
 struct PlannerKnobs {
   int period_s = 5;        // how often each node re-plans its advertisement
@@ -163,16 +174,25 @@ struct PolicyDiagnostic {
 
 struct PolicyCheck {
   std::optional<PolicyFile> policy;  // set exactly when diagnostics is empty
-  std::vector<PolicyDiagnostic> diagnostics;  // in file order
+  // The first kMaxPolicyDiagnostics errors found, in file order.
+  std::vector<PolicyDiagnostic> diagnostics;
+  std::size_t unlisted = 0;  // errors found past those, counted only
   bool io_error = false;  // the file could not be read at all
   [[nodiscard]] bool ok() const { return diagnostics.empty(); }
+  [[nodiscard]] std::size_t error_count() const { return diagnostics.size() + unlisted; }
+  // "... and 999980 more errors"; empty when every error is listed.
+  [[nodiscard]] std::string unlisted_line() const;
 };
 
 // Every error, with positions, for tools that show them (vgpuctl policy check).
 PolicyCheck check_policy(std::string_view text, std::string_view file_label);
+// Reads the file as contract::read_guarded does (no symlink, FIFO or other non-regular file, owned
+// by root or the caller, not group/other-writable, at most kMaxPolicyBytes); a refusal is one
+// io_error diagnostic at line 0: "<path>: cannot read: refused: a symbolic link (never followed)".
 PolicyCheck check_policy_file(const std::string& path);
 
-// The same as a Result: on failure the message holds every diagnostic, one per line.
+// The same as a Result: on failure the message holds the listed diagnostics, one per line, then
+// unlisted_line() when some were only counted.
 Result<PolicyFile> parse_policy(std::string_view text, std::string_view file_label);
 Result<PolicyFile> load_policy_file(const std::string& path);
 
