@@ -8,13 +8,6 @@
 
 namespace vgpu::agent {
 
-std::optional<JobId> parse_job_id(std::string_view text) {
-  JobId job = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), job);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || job == 0) return std::nullopt;
-  return job;
-}
-
 std::optional<unsigned> parse_job_uid(std::string_view text) {
   unsigned uid = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);

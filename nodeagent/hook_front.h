@@ -20,11 +20,12 @@
 
 #include "vgpu/base/job_id.h"
 #include "vgpu/contract/hook_request.h"
+#include "vgpu/contract/node_files.h"
 
 namespace vgpu::agent {
 
-// A decimal job id, whole, not 0.
-std::optional<JobId> parse_job_id(std::string_view text);
+// Job ids are read by the contract's one parser (node_files.h).
+using contract::parse_job_id;
 // SLURM_JOB_UID, whole and decimal; anything else is no uid (the prolog then refuses the job on a
 // node that confines instances).
 std::optional<unsigned> parse_job_uid(std::string_view text);

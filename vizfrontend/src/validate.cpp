@@ -3,6 +3,8 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "vgpu/contract/node_files.h"
+
 namespace vgpu::viz {
 namespace {
 
@@ -26,12 +28,9 @@ std::string shown(std::string_view s) { return "'" + printable_label(s.substr(0,
 }  // namespace
 
 Result<std::uint32_t> parse_job_id(std::string_view text) {
-  std::uint64_t v = 0;
-  if (!parse_decimal(text, 0xffffffffULL, v) || v == 0) {
-    return fail(ErrorCode::invalid_argument,
-                fmt::format("job id {}: not a decimal number in 1..4294967295", shown(text)));
-  }
-  return static_cast<std::uint32_t>(v);
+  // The contract's one rule (node_files.h), with the message this tool's callers print.
+  if (auto job = contract::parse_job_id(text)) return *job;
+  return fail(ErrorCode::invalid_argument, fmt::format("job id {}: not a decimal number in 1..4294967295", shown(text)));
 }
 
 Result<Geometry> parse_geometry(std::string_view text) {
