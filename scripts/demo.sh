@@ -5,6 +5,8 @@
 # starts slurmd and mounts the fake amdgpu driver's FUSE filesystem).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Its policy and viz files are read as a node reads them: not writable by group or others.
+umask 022
 
 bash scripts/install-deps.sh
 build=${VGPU_DEMO_BUILD_DIR:-build/release}

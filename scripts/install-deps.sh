@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build toolchain and libraries
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   nlohmann-json3-dev libgtest-dev libgmock-dev googletest libcli11-dev libfmt-dev
   libbenchmark-dev librapidcheck-dev libhwloc-dev hwloc
   # the fake amdgpu driver serves its sysfs to a test node's processes as a FUSE filesystem
@@ -14,6 +14,8 @@ packages=(
   clang-19 libclang-rt-19-dev  # libFuzzer with std::expected (scripts/fuzz.sh)
   # Slurm 22.05 (daemons, clients, and the tools that fetch its matching source)
   slurm-wlm slurmctld slurmd slurm-client munge dpkg-dev
+  # the submit filter's grammar test runs job_submit.lua outside slurmctld (jobsubmit/test)
+  lua5.3
   # newer Slurm releases built from source (scripts/build-slurm.sh): munge, lua (job_submit/lua),
   # MariaDB client (accounting_storage/mysql)
   libmunge-dev liblua5.3-dev libmariadb-dev

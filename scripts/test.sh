@@ -11,11 +11,25 @@ cd "$(dirname "$0")/.."
 # Debian's python3, which install-deps.sh installs the modules for, before any other on PATH (a
 # pyenv shim costs 0.5-1 s a start, and the integration tests start python3 hundreds of times).
 export PATH=/usr/bin:$PATH
+# Files the harness writes (policies, viz configurations) are read as a node reads them, refused
+# when group or others may write them (contract/guarded_read.h): whatever the caller's umask.
+umask 022
 t0=$(date +%s)
 step() { echo "test: $* ($(( $(date +%s) - t0 )) s so far)"; }
 
 bash scripts/install-deps.sh
 step "dependencies installed"
+
+# Every compile goes through ccache, its cache outside the clone as the Slurm builds' is, so a
+# repeated run from a clone at the same path rebuilds only what changed, even after the build
+# directory is gone. Not across paths: tests find the tree through absolute paths compiled in
+# (VGPU_SOURCE_DIR and the like), which ccache's base_dir would turn into relative ones.
+# CMake takes the launchers from the environment for every build below.
+export CCACHE_DIR=${CCACHE_DIR:-/var/cache/slurm-vgpu/ccache}
+export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+mkdir -p "$CCACHE_DIR"
+ccache --max-size=8G >/dev/null
+ccache --zero-stats >/dev/null
 
 releases=()
 if d=$(bash scripts/build-slurm.sh --configure-only debian:trixie); then
@@ -43,7 +57,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DVGPU_SANITIZE=ON -DVGPU_WERROR=ON -DVGPU_BUILD_SLURM_PLUGIN=ON -DCMAKE_INSTALL_PREFIX=/usr \
   "-DVGPU_SLURM_RELEASES=$(IFS=';'; echo "${releases[*]}")" ${VGPU_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
-step "built"
+step "built ($(ccache --print-stats 2>/dev/null | awk -F'\t' '$1=="direct_cache_hit"||$1=="preprocessed_cache_hit"{h+=$2} $1=="cache_miss"{m=$2} END{printf "ccache: %d hits, %d misses", h, m}'))"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 if ! bash vizfrontend/guest/desktop/build-desktop-image.sh --status >/dev/null; then
