@@ -40,6 +40,8 @@ std::vector<std::string> node_ledgers_in(const std::string& dir) {
 vgpu::LedgerStoreOptions ledger_reader_options() {
   vgpu::LedgerStoreOptions opts;
   opts.create_directory = false;
+  // A viewer changes nothing: an unreadable ledger is reported, never set aside for a rebuild.
+  opts.read_only = true;
   opts.lock_timeout = std::chrono::milliseconds(5000);
   return opts;
 }

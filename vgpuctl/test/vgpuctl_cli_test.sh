@@ -57,6 +57,15 @@ out=$("$vgpuctl" report --state-dir "$empty" 2>&1); rc=$?
 out=$("$vgpuctl" job 7 --state-dir "$empty" 2>&1); rc=$?
 rmdir "$empty"
 [ $rc = 2 ] && [[ $out == *"job: no node ledgers under"* ]] || fail "job on an empty dir: rc=$rc $out"
+# A viewer changes nothing: an unreadable ledger is reported and left where it is (set aside, the
+# node would rebuild it and quarantine every idle instance).
+bad=$(mktemp -d)
+mkdir -m 700 "$bad/n1"
+echo garbage > "$bad/n1/ledger.json" && chmod 600 "$bad/n1/ledger.json" && : > "$bad/n1/ledger.lock" && chmod 600 "$bad/n1/ledger.lock"
+out=$("$vgpuctl" status --state-dir "$bad" 2>&1); rc=$?
+[ $rc != 0 ] && [ "$(cat "$bad/n1/ledger.json")" = garbage ] && ! ls "$bad"/n1/ledger.json.corrupt-* >/dev/null 2>&1 ||
+  fail "status over a corrupt ledger changed it: rc=$rc $(ls "$bad/n1") $out"
+rm -rf "$bad"
 # slurm-check: --from reads captured scontrol outputs; one missing is an I/O error (2), a failing
 # scontrol too, and a configuration without PrologFlags=Alloc is an error (1).
 captured=$(mktemp -d)
