@@ -32,11 +32,12 @@ local function load_profiles(quiet)
   return nil
 end
 
--- A count as the C++ parser takes it: a whole number from 1 to 4096, digits only.
+-- A count as the C++ parser takes it: a whole number from 1 to 4096, digits only. At most 8
+-- digits, so tonumber is exact in every Lua slurmctld may embed (Debian 12's Slurm uses 5.1).
 local function parse_count(text)
   if not text:match("^%d+$") or #text > 8 then return nil end
-  local n = math.tointeger(tonumber(text))
-  if n == nil or n < 1 or n > 4096 then return nil end
+  local n = tonumber(text)
+  if n < 1 or n > 4096 then return nil end
   return n
 end
 

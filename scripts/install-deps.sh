@@ -14,8 +14,9 @@ packages=(
   clang-19 libclang-rt-19-dev  # libFuzzer with std::expected (scripts/fuzz.sh)
   # Slurm 22.05 (daemons, clients, and the tools that fetch its matching source)
   slurm-wlm slurmctld slurmd slurm-client munge dpkg-dev
-  # the submit filter's grammar test runs job_submit.lua outside slurmctld (jobsubmit/test)
-  lua5.3
+  # the submit filter's grammar test runs job_submit.lua outside slurmctld (jobsubmit/test), in
+  # the Lua of Debian's Slurm (5.1) and of the releases built here (5.3)
+  lua5.1 lua5.3
   # newer Slurm releases built from source (scripts/build-slurm.sh): munge, lua (job_submit/lua),
   # MariaDB client (accounting_storage/mysql)
   libmunge-dev liblua5.3-dev libmariadb-dev

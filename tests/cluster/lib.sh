@@ -217,7 +217,9 @@ _vc_job_submit_write() { # the filter, plus its data: valid profiles per partiti
     for p in ${VC_SHARE_TYPES:-}; do printf '["%s"] = "%s",' "${p%%:*}" "${p#*:}"; done
     echo "},"
     # VC_PER_JOB_LIMIT: the policy's max_instances_per_job for main, as vgpuctl submit-table writes it.
-    echo "}${VC_PER_JOB_LIMIT:+, limits = { main = { per_job = $VC_PER_JOB_LIMIT } }} }"
+    local limits=""
+    [ -n "${VC_PER_JOB_LIMIT:-}" ] && limits=", limits = { main = { per_job = $VC_PER_JOB_LIMIT } }"
+    echo "}$limits }"
   } > "$VC_RUN/etc/vgpu_profiles.lua"
 }
 
