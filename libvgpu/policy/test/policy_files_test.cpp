@@ -2,6 +2,8 @@
 // file:line:column and field path.
 #include <gtest/gtest.h>
 
+#include "read_text.h"
+
 #include <algorithm>
 #include <fstream>
 
@@ -13,15 +15,7 @@ namespace {
 const std::string kBad = std::string(VGPU_SOURCE_DIR) + "/libvgpu/policy/test/bad/";
 const std::string kExample = std::string(VGPU_SOURCE_DIR) + "/examples/policy.json";
 
-// Sized read, not istreambuf_iterator, which GCC 12 at -O2 flags as a null dereference (-Werror).
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  EXPECT_TRUE(in) << path;
-  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
-  in.seekg(0);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  return text;
-}
+using vgpu::testing::read_text;
 
 // Checks the file under the label "bad/<name>" so the expectations read like the CLI output.
 std::vector<std::string> errors_of(const std::string& name) {

@@ -3,6 +3,8 @@
 // and every error, a number out of range included, says where it is.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "read_text.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,14 +34,7 @@ using Check = vgpu::PolicyCheck;
 
 const std::string kExample = std::string(VGPU_SOURCE_DIR) + "/examples/policy.json";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  EXPECT_TRUE(in) << path;
-  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
-  in.seekg(0);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  return text;
-}
+using vgpu::testing::read_text;
 
 std::string all_text(const Check& check) {
   std::string out;
