@@ -33,7 +33,7 @@ vc_slurmd_start n1 || vc_fail "slurmd n1 did not restart"
 vc_wait_idle 30 || vc_fail "n1 not back after restart"
 # From 23.11 slurmctld ignores a same-total split at registration (unless the node has a
 # zero-count type): the planner, seeing Slurm's split differ from the file, hands it over again
-# (planner_round.cpp, resync_slurm_split).
+# (libvgpu/node/planner_round/planner_round.cpp, resync_slurm_split).
 if [ "$VC_SLURM_RELEASE" -ge 2311 ]; then vc_publish_split n1 "$split" || vc_fail "scontrol update refused"; fi
 vc_assert_gres n1 "$split" 15
 vc_assert_no_bad_nodes

@@ -72,7 +72,7 @@ def read_plan(path):
 
 
 def idle_layout_for(policy, node):
-    # planner_round.cpp: the first of the node's partitions (file order) with an idle_layout.
+    # libvgpu/node/planner_round: the first of the node's partitions (file order) with an idle_layout.
     for p in policy["partitions"].values():
         if p.get("idle_layout") and any(node in spec.split(",") for spec in p.get("nodes", [])):
             return sorted(p["idle_layout"])

@@ -474,7 +474,7 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
 // listed here has its holder in the ledger read after.
 void sweep_mps_daemons(NodeContext& ctx, PlannerRoundResult& result) {
   if (ctx.mps == nullptr) return;
-  NodeLock hardware(hardware_lock_path(ctx));  // as a prolog opens one (share_prolog.cpp)
+  NodeLock hardware(hardware_lock_path(ctx));  // as a prolog opens one (shares/share_prolog.cpp)
   if (!hardware.held()) {
     result.notes.push_back("mps: cannot take " + hardware_lock_path(ctx));
     return;
@@ -506,26 +506,34 @@ void prepare_settled_plan(NodeContext& ctx, PlannerRoundResult& result) {
   for (auto& n : prepared.notes) result.notes.push_back(std::move(n));
 }
 
-}  // namespace
-
-Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& state) {
-  const std::string where = fmt::format("vgpu: planner: node {}", ctx.node);
+// The round's view of the node and of what it plans for.
+struct Round {
+  NodeContext& ctx;
+  PlannerState& state;
+  const std::string where;
   PlannerRoundResult result;
-  auto ledger = ensure_ledger(ctx);
-  if (!ledger) return std::unexpected(ledger.error().within(where));
-  // The policy's classes go into the ledger before anything is planned under their names.
-  if (Ledger synced = *ledger; sync_classes(synced, ctx.policy->site_types()))
-    if (auto ok = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-          sync_classes(l, ctx.policy->site_types());
+  std::vector<const PartitionPolicy*> parts;
+  std::vector<Demand> demand;
+};
+
+// The policy's classes go into the ledger before anything is planned under their names. Returns
+// the ledger as the round found it.
+Result<Ledger> load_with_classes(Round& r) {
+  auto ledger = ensure_ledger(r.ctx);
+  if (!ledger) return std::unexpected(ledger.error().within(r.where));
+  if (Ledger synced = *ledger; sync_classes(synced, r.ctx.policy->site_types()))
+    if (auto ok = r.ctx.ledger->update([&](Ledger& l) -> Result<void> {
+          sync_classes(l, r.ctx.policy->site_types());
           return {};
         });
         !ok)
-      return std::unexpected(ok.error().within(where));
+      return std::unexpected(ok.error().within(r.where));
+  return ledger;
+}
 
-  // Reconcile with the hardware first: the plan must be made against what really exists.
-  if (auto r = reconcile_with_hardware(ctx, where, result); !r) return std::unexpected(r.error());
-  // Instances a rebuild found with no owner may hold a former tenant's data: scrub, then destroy.
-  // An idle instance whose slot left the plan is kept for nobody: destroy it.
+// Instances a rebuild found with no owner may hold a former tenant's data: scrub, then destroy.
+// An idle instance whose slot left the plan is kept for nobody: destroy it.
+void queue_unowned_for_cleanup(NodeContext& ctx) {
   (void)ctx.ledger->update([&](Ledger& l) -> Result<void> {
     const auto idle = idle_backings(l);
     for (std::size_t n = 0; n < l.instances.size(); ++n) {
@@ -539,188 +547,239 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     }
     return {};
   });
-  if (auto cleaned = finish_released_instances(ctx); !cleaned)
-    result.notes.push_back("cleanup: " + cleaned.error().message);
-  release_ended_jobs(ctx, state, result.notes);
-  sweep_mps_daemons(ctx, result);
-  // Every capability file no job holds is root's alone: a node that ran without slurm-vgpu, an
-  // instance that vanished under its job, an admin's chmod. Under the access lock, which a prolog
-  // takes for its grants after its instances are the job's in the ledger, so a grant is never
-  // taken back by a sweep that read the ledger before it (node_lock.h).
-  if (ctx.access) {
-    NodeLock access(access_lock_path(ctx));
-    auto now = access.held() ? ctx.ledger->load()
-                             : Result<Ledger>(fail(ErrorCode::io, "cannot take " + access_lock_path(ctx)));
-    auto secured = now ? ctx.access->secure_unheld(*now) : Result<int>(std::unexpected(now.error()));
-    if (!secured)
-      result.notes.push_back("device confinement: " + secured.error().message);
-    else if (*secured > 0)
-      result.notes.push_back(fmt::format("device confinement: {} capability file(s) no job holds made root's alone", *secured));
-  }
-  // A stop asked for while released instances were scrubbed: the plan and the advertisement stay
-  // as they are, as they would between two rounds.
-  if (ctx.stop_requested()) {
-    result.notes.push_back("stopping: the plan is left as it is");
-    return result;
-  }
-  // Without an answer from Slurm, what was last learnt from it stays.
-  std::optional<NodeGres> slurm_view;
-  if (auto node = ctx.slurm->node_gres(ctx.node); node) {
-    state.slurm_total = node_total_of(ctx, *node);
-    refresh_slurm_uncounted(ctx, state, *node, where, result);
-    resync_slurm_split(ctx, state, *node, result);
-    node::steer_node_weight(ctx, *node, result.notes);
-    node::steer_node_features(ctx, *node, result.notes);
-    slurm_view = std::move(*node);
-    result.slurm_view = slurm_view;
-  }
+}
 
-  auto pending = ctx.slurm->pending_jobs();
-  if (!pending) {
-    // Without demand the safe move is to keep the current plan.
-    result.notes.push_back("demand unknown, plan kept: " + pending.error().message);
-    auto l = ctx.ledger->load();
-    if (l) (void)publish(ctx, state, *l, result);
-    return result;
-  }
-  for (const auto& e : pending->errors) result.notes.push_back(e);
-  const auto parts = node_partitions(*ctx.policy, ctx.node);
-  const auto demand = node_demand(ctx, state, *pending, parts, result.notes);
-  auto confirmed = released_capacity_confirmed(ctx, state, slurm_view, result);
-  if (!confirmed) return std::unexpected(confirmed.error().within(where));
-  if (!*confirmed) return result;
+// Every capability file no job holds is root's alone: a node that ran without slurm-vgpu, an
+// instance that vanished under its job, an admin's chmod. Under the access lock, which a prolog
+// takes for its grants after its instances are the job's in the ledger, so a grant is never
+// taken back by a sweep that read the ledger before it (node_lock.h).
+void secure_unheld_devices(NodeContext& ctx, PlannerRoundResult& result) {
+  if (!ctx.access) return;
+  NodeLock access(access_lock_path(ctx));
+  auto now = access.held() ? ctx.ledger->load()
+                           : Result<Ledger>(fail(ErrorCode::io, "cannot take " + access_lock_path(ctx)));
+  auto secured = now ? ctx.access->secure_unheld(*now) : Result<int>(std::unexpected(now.error()));
+  if (!secured)
+    result.notes.push_back("device confinement: " + secured.error().message);
+  else if (*secured > 0)
+    result.notes.push_back(fmt::format("device confinement: {} capability file(s) no job holds made root's alone", *secured));
+}
 
-  // Phase 1: compute the desired plan. If it only adds slots, commit it directly.
-  std::vector<PlanSlot> dropped;
-  std::vector<PlanSlot> chosen;  // the plan phase 1 settled on; phase 3 grows into it
-  int idle_let_go = 0;
-  auto plan_phase = [&] { return ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    // Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so
-    // drop slots) only when that serves more demand, serves more starving demand (whatever the
-    // count of small slots it gives up), or must reserve a GPU for starving demand; otherwise
-    // each shrink-and-grow would re-place the kept slots and the plan would churn.
-    // Idle instances do not hold their space against the plan (planning_view).
+// Reconciled with the hardware first (the plan must be made against what really exists), released
+// and ended jobs' instances cleaned up, stray daemons and device files put right.
+Result<void> settle_node(Round& r) {
+  if (auto ok = reconcile_with_hardware(r.ctx, r.where, r.result); !ok) return std::unexpected(ok.error());
+  queue_unowned_for_cleanup(r.ctx);
+  if (auto cleaned = finish_released_instances(r.ctx); !cleaned)
+    r.result.notes.push_back("cleanup: " + cleaned.error().message);
+  release_ended_jobs(r.ctx, r.state, r.result.notes);
+  sweep_mps_daemons(r.ctx, r.result);
+  secure_unheld_devices(r.ctx, r.result);
+  return {};
+}
+
+// Slurm's view of the node, and the node's weight and features steered; without an answer from
+// Slurm, what was last learnt from it stays.
+std::optional<NodeGres> learn_from_slurm(Round& r) {
+  auto node = r.ctx.slurm->node_gres(r.ctx.node);
+  if (!node) return std::nullopt;
+  r.state.slurm_total = node_total_of(r.ctx, *node);
+  refresh_slurm_uncounted(r.ctx, r.state, *node, r.where, r.result);
+  resync_slurm_split(r.ctx, r.state, *node, r.result);
+  node::steer_node_weight(r.ctx, *node, r.result.notes);
+  node::steer_node_features(r.ctx, *node, r.result.notes);
+  r.result.slurm_view = *node;
+  return std::move(*node);
+}
+
+// What the plan phase decided.
+struct PlanChoice {
+  std::vector<PlanSlot> dropped;  // advertised slots the new plan gives up (shrink first)
+  std::vector<PlanSlot> chosen;   // the plan it settled on; the grow phase grows into it
+  int idle_let_go = 0;            // idle instances to destroy before the plan can move
+};
+
+// Sticky first: keep every advertised slot and add around it. Re-plan from scratch (and so drop
+// slots) only when that serves more demand, serves more starving demand (whatever the count of
+// small slots it gives up), or must reserve a GPU for starving demand; otherwise each
+// shrink-and-grow would re-place the kept slots and the plan would churn. Idle instances do not
+// hold their space against the plan (planning_view). With nothing pending, the idle layout (what
+// the plan from scratch gives) is where the node goes back to; shrink-confirm-grow makes that move
+// safe.
+Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, const std::vector<PlanSlot>& current) {
+  const auto backed = backed_unheld(view);
+  auto scratch = desired_slots(view, r.parts, r.demand, backed, r.state.slurm_total, &r.result.notes);
+  if (!scratch) return std::unexpected(scratch.error());
+  auto sticky = desired_slots(view, r.parts, r.demand, current, r.state.slurm_total);
+  if (!sticky) return std::unexpected(sticky.error());
+  std::vector<PlanSlot> desired;
+  if (!scratch->reserves && sticky->served >= scratch->served &&
+      sticky->served_starving >= scratch->served_starving && !r.demand.empty()) {
+    desired = current;
+    desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
+  } else {
+    desired = backed;
+    desired.insert(desired.end(), scratch->slots.begin(), scratch->slots.end());
+  }
+  return desired;
+}
+
+// Phase 1: the desired plan; one that only adds slots is committed directly. Idle instances where
+// the new plan has no slot of theirs go first; the plan moves once they are destroyed (their space
+// is not free until then).
+Result<Ledger> commit_plan(Round& r, PlanChoice& choice) {
+  return r.ctx.ledger->update([&](Ledger& l) -> Result<void> {
     const Ledger view = planning_view(l);
-    const auto backed = backed_unheld(view);
-    auto scratch = desired_slots(view, parts, demand, backed, state.slurm_total, &result.notes);
-    if (!scratch) return std::unexpected(scratch.error());
     const auto current = unheld(view);
-    auto sticky = desired_slots(view, parts, demand, current, state.slurm_total);
-    if (!sticky) return std::unexpected(sticky.error());
-    std::vector<PlanSlot> desired;
-    // With nothing pending, the idle layout (what the plan from scratch gives) is where the node
-    // goes back to; shrink-confirm-grow below makes that move safe.
-    if (!scratch->reserves && sticky->served >= scratch->served &&
-        sticky->served_starving >= scratch->served_starving && !demand.empty()) {
-      desired = current;
-      desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
-    } else {
-      desired = backed;
-      desired.insert(desired.end(), scratch->slots.begin(), scratch->slots.end());
-    }
-    // Idle instances where the new plan has no slot of theirs go first; the plan moves next round,
-    // once they are destroyed (their space is not free until then).
-    idle_let_go = 0;
-    for (auto n : idle_not_kept(l, desired)) {
+    auto desired = desired_plan(r, view, current);
+    if (!desired) return std::unexpected(desired.error());
+    choice.idle_let_go = 0;
+    for (auto n : idle_not_kept(l, *desired)) {
       l.instances[n].state = InstanceState::destroying;
-      ++idle_let_go;
+      ++choice.idle_let_go;
     }
-    if (idle_let_go > 0) return {};
-    chosen = desired;
-    dropped = minus(current, desired);
-    if (!dropped.empty()) return {};
-    if (minus(desired, current).empty()) return {};
+    if (choice.idle_let_go > 0) return {};
+    choice.chosen = *desired;
+    choice.dropped = minus(current, *desired);
+    if (!choice.dropped.empty()) return {};
+    if (minus(*desired, current).empty()) return {};
     std::erase_if(l.plan.slots, [&](const PlanSlot& s) { return !slot_is_held(l, s); });
-    for (auto& s : desired) l.plan.slots.push_back(s);
+    for (auto& s : *desired) l.plan.slots.push_back(s);
     ++l.plan.generation;
     return {};
-  }); };
-  auto committed = plan_phase();
-  if (!committed) return std::unexpected(committed.error().within(where));
-  if (idle_let_go > 0) {
-    result.notes.push_back(fmt::format("{} idle instance(s) not in the new plan: destroying them first", idle_let_go));
-    if (auto cleaned = finish_released_instances(ctx); !cleaned)
-      result.notes.push_back("cleanup: " + cleaned.error().message);
-    // Their space is free once they are gone: plan again now, not a period later (on a node
-    // whose slots are prepared ahead, every reshape starts here). One that could not be destroyed
-    // is no longer idle and pins its space like any released instance.
-    committed = plan_phase();
-    if (!committed) return std::unexpected(committed.error().within(where));
-  }
-  if (idle_let_go > 0) {
-    auto l = ctx.ledger->load();
-    if (l) (void)publish(ctx, state, *l, result);
-    return result;
-  }
-  if (committed->plan.generation != ledger->plan.generation) crash_point("planner.after_plan_commit");
-  if (dropped.empty()) {
-    if (auto ok = publish(ctx, state, *committed, result); !ok) return std::unexpected(ok.error().within(where));
-    prepare_settled_plan(ctx, result);
-    return result;
-  }
+  });
+}
 
-  // Phase 2: shrink first. Advertise without the dropped slots (they stay claimable in the
-  // ledger) and wait until slurmctld has taken the split and every allocation has its claim.
-  {
-    Ledger shrunk = *committed;
-    auto to_drop = dropped;
-    std::erase_if(shrunk.plan.slots, [&](const PlanSlot& s) {
-      if (slot_is_held(shrunk, s)) return false;
-      auto it = std::ranges::find(to_drop, key(s), key);
-      if (it == to_drop.end()) return false;
-      to_drop.erase(it);
-      return true;
-    });
-    if (auto ok = publish(ctx, state, shrunk, result); !ok) return std::unexpected(ok.error().within(where));
-  }
+// Their space is free once the idle instances are gone: plan again now, not a period later (on a
+// node whose slots are prepared ahead, every reshape starts here). One that could not be destroyed
+// is no longer idle and pins its space like any released instance.
+Result<Ledger> commit_plan_after_idle(Round& r, PlanChoice& choice, Result<Ledger> committed) {
+  if (!committed || choice.idle_let_go == 0) return committed;
+  r.result.notes.push_back(fmt::format("{} idle instance(s) not in the new plan: destroying them first", choice.idle_let_go));
+  if (auto cleaned = finish_released_instances(r.ctx); !cleaned)
+    r.result.notes.push_back("cleanup: " + cleaned.error().message);
+  return commit_plan(r, choice);
+}
+
+// Drops the unheld slots of `l` that `dropped` names (each once).
+void drop_unheld(Ledger& l, std::vector<PlanSlot> to_drop) {
+  std::erase_if(l.plan.slots, [&](const PlanSlot& s) {
+    if (slot_is_held(l, s)) return false;
+    auto it = std::ranges::find(to_drop, key(s), key);
+    if (it == to_drop.end()) return false;
+    to_drop.erase(it);
+    return true;
+  });
+}
+
+// Phase 2: shrink first. Advertise without the dropped slots (they stay claimable in the ledger)
+// and wait until slurmctld has taken the split and every allocation has its claim. False: not
+// confirmed yet.
+Result<bool> shrink_and_confirm(Round& r, const Ledger& committed, const PlanChoice& choice) {
+  Ledger shrunk = committed;
+  drop_unheld(shrunk, choice.dropped);
+  if (auto ok = publish(r.ctx, r.state, shrunk, r.result); !ok) return std::unexpected(ok.error().within(r.where));
   crash_point("planner.after_shrink_published");
-  if (!wait_until_slurm_caught_up(ctx, state, dropped)) {
-    result.shrink_confirmed = false;
-    result.notes.push_back("shrink not yet confirmed by slurmctld; dropped slots stay claimable");
-    return result;
+  if (!wait_until_slurm_caught_up(r.ctx, r.state, choice.dropped)) {
+    r.result.shrink_confirmed = false;
+    r.result.notes.push_back("shrink not yet confirmed by slurmctld; dropped slots stay claimable");
+    return false;
   }
-
   crash_point("planner.after_shrink_confirmed");
-  // Phase 3: free the dropped slots nobody claimed and grow into the new plan.
-  auto grown = ctx.ledger->update([&](Ledger& l) -> Result<void> {
-    auto to_drop = dropped;
-    std::erase_if(l.plan.slots, [&](const PlanSlot& s) {
-      if (slot_is_held(l, s)) return false;
-      auto it = std::ranges::find(to_drop, key(s), key);
-      if (it == to_drop.end()) return false;
-      to_drop.erase(it);
-      return true;
-    });
-    // Grow into the plan phase 1 chose. Planning again around the kept slots could put a
-    // dropped slot right back, and the next round would drop it again, forever.
+  return true;
+}
+
+// Whether every slot of `wanted` still fits where phase 1 put it.
+bool still_fits(const Ledger& l, const std::vector<PlanSlot>& wanted) {
+  auto layouts = node::layouts_of(l, [](const PlanSlot&) { return true; });
+  if (!layouts) return false;
+  bool fits = true;
+  for (const auto& w : wanted)
+    for (std::size_t g = 0; g < l.gpus.size(); ++g)
+      if (l.gpus[g].index == w.gpu) {
+        const Profile* p = (*layouts)[g].model().find_profile(w.profile);
+        fits = fits && p != nullptr && (*layouts)[g].place(*p, w.placement).has_value();
+      }
+  return fits;
+}
+
+// Phase 3: free the dropped slots nobody claimed and grow into the plan phase 1 chose. Planning
+// again around the kept slots could put a dropped slot right back, and the next round would drop
+// it again, forever; only when claims changed the picture while the round waited is it planned
+// around what is there now.
+Result<Ledger> grow(Round& r, const PlanChoice& choice) {
+  return r.ctx.ledger->update([&](Ledger& l) -> Result<void> {
+    drop_unheld(l, choice.dropped);
     auto kept = unheld(l);
-    auto wanted = minus(chosen, kept);
-    bool fits = true;
-    if (auto layouts = node::layouts_of(l, [](const PlanSlot&) { return true; }); layouts) {
-      for (const auto& w : wanted)
-        for (std::size_t g = 0; g < l.gpus.size(); ++g)
-          if (l.gpus[g].index == w.gpu) {
-            const Profile* p = (*layouts)[g].model().find_profile(w.profile);
-            fits = fits && p != nullptr && (*layouts)[g].place(*p, w.placement).has_value();
-          }
-    } else {
-      fits = false;
-    }
-    if (fits) {
+    auto wanted = minus(choice.chosen, kept);
+    if (still_fits(l, wanted)) {
       for (auto& w : wanted) l.plan.slots.push_back(w);
-    } else {  // claims changed the picture while we waited: plan around what is there now
-      auto extra = desired_slots(l, parts, demand, kept, state.slurm_total);
+    } else {
+      auto extra = desired_slots(l, r.parts, r.demand, kept, r.state.slurm_total);
       if (!extra) return std::unexpected(extra.error());
       for (auto& x : extra->slots) l.plan.slots.push_back(x);
     }
     ++l.plan.generation;
     return {};
   });
-  if (!grown) return std::unexpected(grown.error().within(where));
+}
+
+// Without demand the safe move is to keep the current plan; the advertisement follows the ledger.
+PlannerRoundResult publish_as_is(Round& r) {
+  auto l = r.ctx.ledger->load();
+  if (l) (void)publish(r.ctx, r.state, *l, r.result);
+  return r.result;
+}
+
+// Phases 1 to 3 of a round: plan, shrink, grow (planner.h says why in that order).
+Result<PlannerRoundResult> replan(Round& r, const Ledger& before) {
+  PlanChoice choice;
+  auto committed = commit_plan_after_idle(r, choice, commit_plan(r, choice));
+  if (!committed) return std::unexpected(committed.error().within(r.where));
+  if (choice.idle_let_go > 0) return publish_as_is(r);
+  if (committed->plan.generation != before.plan.generation) crash_point("planner.after_plan_commit");
+  if (choice.dropped.empty()) {
+    if (auto ok = publish(r.ctx, r.state, *committed, r.result); !ok) return std::unexpected(ok.error().within(r.where));
+    prepare_settled_plan(r.ctx, r.result);
+    return r.result;
+  }
+  auto confirmed = shrink_and_confirm(r, *committed, choice);
+  if (!confirmed) return std::unexpected(confirmed.error());
+  if (!*confirmed) return r.result;
+  auto grown = grow(r, choice);
+  if (!grown) return std::unexpected(grown.error().within(r.where));
   crash_point("planner.after_grow_commit");
-  if (auto ok = publish(ctx, state, *grown, result); !ok) return std::unexpected(ok.error().within(where));
-  prepare_settled_plan(ctx, result);
-  return result;
+  if (auto ok = publish(r.ctx, r.state, *grown, r.result); !ok) return std::unexpected(ok.error().within(r.where));
+  prepare_settled_plan(r.ctx, r.result);
+  return r.result;
+}
+
+}  // namespace
+
+Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& state) {
+  Round r{ctx, state, fmt::format("vgpu: planner: node {}", ctx.node), {}, {}, {}};
+  auto before = load_with_classes(r);
+  if (!before) return std::unexpected(before.error());
+  if (auto settled = settle_node(r); !settled) return std::unexpected(settled.error());
+  // A stop asked for while released instances were scrubbed: the plan and the advertisement stay
+  // as they are, as they would between two rounds.
+  if (ctx.stop_requested()) {
+    r.result.notes.push_back("stopping: the plan is left as it is");
+    return r.result;
+  }
+  const auto slurm_view = learn_from_slurm(r);
+  auto pending = ctx.slurm->pending_jobs();
+  if (!pending) {
+    r.result.notes.push_back("demand unknown, plan kept: " + pending.error().message);
+    return publish_as_is(r);
+  }
+  for (const auto& e : pending->errors) r.result.notes.push_back(e);
+  r.parts = node_partitions(*ctx.policy, ctx.node);
+  r.demand = node_demand(ctx, state, *pending, r.parts, r.result.notes);
+  auto confirmed = released_capacity_confirmed(ctx, state, slurm_view, r.result);
+  if (!confirmed) return std::unexpected(confirmed.error().within(r.where));
+  if (!*confirmed) return r.result;
+  return replan(r, *before);
 }
 
 }  // namespace vgpu
