@@ -9,7 +9,7 @@ endif()
 # -O0 -g1 (after the build type's flags, so they win): unoptimised code finds the same ASan/UBSan
 # errors (nothing is optimised away), and line tables are enough for the stack traces. Compiling is
 # most of the test command's time on the 2-core test machine; -O0 halves it against -O1
-# (node_flows_test.cpp 51 s -> 26 s; -O2 -g took 71 s), and the tests' run time is dominated by
+# (the node flows' tests, then one 1,500-line file: 51 s -> 26 s; -O2 -g took 71 s), and the tests' run time is dominated by
 # the Slurm daemons, not by our code's speed.
 if(VGPU_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O0 -g1)
