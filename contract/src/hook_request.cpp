@@ -168,6 +168,34 @@ Result<HookReply> decode_hook_reply(std::string_view text) {
   return fail(ErrorCode::corrupt, "hook reply: '" + std::string(rest.substr(0, 40)) + "': not serving, done or declined");
 }
 
+std::optional<unsigned> parse_job_uid(std::string_view text) {
+  unsigned uid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return uid;
+}
+
+std::optional<HookRequest> hook_request_from_env(HookKind kind, const EnvLookup& env, std::int64_t since_ns) {
+  auto get = [&](const char* name) -> std::string {
+    const char* v = env(name);
+    return v ? v : "";
+  };
+  const auto job = parse_job_id(env("SLURM_JOB_ID"));
+  if (!job) return std::nullopt;
+  HookRequest request;
+  request.kind = kind;
+  request.job = *job;
+  request.policy = resolve_policy_path(env("VGPU_POLICY"));
+  request.since_ns = since_ns;
+  if (kind == HookKind::prolog) {
+    request.user = get("SLURM_JOB_USER");
+    request.uid = parse_job_uid(get("SLURM_JOB_UID"));
+    request.partition = get("SLURM_JOB_PARTITION");
+    request.alloc = get("VGPU_ALLOC");
+  }
+  return request;
+}
+
 std::string hook_socket_path(std::string_view state_dir, std::string_view node) {
   return std::string(state_dir) + "/" + std::string(node) + "/hook.sock";
 }

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
+#include "vgpu/contract/node_files.h"
+
 namespace vgpu::contract {
 namespace {
 
@@ -91,6 +96,51 @@ TEST(HookReply, TheReaderRefusesAnythingElse) {
 
 TEST(HookSocket, LivesInTheNodesStateDirectory) {
   EXPECT_EQ(hook_socket_path("/var/lib/slurm-vgpu", "n1"), "/var/lib/slurm-vgpu/n1/hook.sock");
+}
+
+// slurmd's environment as the hooks see it; VGPU_POLICY unset.
+EnvLookup env_of(const std::map<std::string, std::string>& vars) {
+  return [&vars](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(HookEnvironment, ThePrologsRequestCarriesWhatSlurmdAndTheGresPluginSet) {
+  const std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "42"},          {"SLURM_JOB_USER", "alice"},
+                                                {"SLURM_JOB_UID", "1000"},       {"SLURM_JOB_PARTITION", "infer,train"},
+                                                {"VGPU_ALLOC", "1g.10gb:2,3g.40gb:1"}};
+  auto request = hook_request_from_env(HookKind::prolog, env_of(vars), 123456789);
+  ASSERT_TRUE(request);
+  EXPECT_EQ(*request, a_prolog());
+}
+
+TEST(HookEnvironment, TheEpilogsRequestCarriesTheJobAndThePolicyOnly) {
+  const std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "42"},    {"SLURM_JOB_USER", "alice"},
+                                                {"SLURM_JOB_UID", "1000"}, {"VGPU_ALLOC", "1g.10gb:2"},
+                                                {"VGPU_POLICY", "/tmp/p.json"}};
+  auto request = hook_request_from_env(HookKind::epilog, env_of(vars), 7);
+  ASSERT_TRUE(request);
+  EXPECT_EQ(*request, (HookRequest{HookKind::epilog, 42, "", std::nullopt, "", "", "/tmp/p.json", 7}));
+}
+
+TEST(HookEnvironment, NoJobIdNoRequestAndABadUidIsNoUid) {
+  EXPECT_FALSE(hook_request_from_env(HookKind::prolog, env_of({}), 0));
+  EXPECT_FALSE(hook_request_from_env(HookKind::epilog, env_of({{"SLURM_JOB_ID", "042"}}), 0));
+  const std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "42"}, {"SLURM_JOB_UID", "-1"}};
+  auto request = hook_request_from_env(HookKind::prolog, env_of(vars), 0);
+  ASSERT_TRUE(request);
+  EXPECT_EQ(request->uid, std::nullopt);
+}
+
+TEST(HookEnvironment, JobIdsAndUidsAreWholeDecimals) {
+  EXPECT_EQ(parse_job_id("42"), JobId{42});
+  EXPECT_EQ(parse_job_id("0"), std::nullopt);
+  EXPECT_EQ(parse_job_id(" 42"), std::nullopt);
+  EXPECT_EQ(parse_job_uid("0"), 0u);
+  EXPECT_EQ(parse_job_uid("4294967295"), 4294967295u);
+  EXPECT_EQ(parse_job_uid("4294967296"), std::nullopt);
+  EXPECT_EQ(parse_job_uid(""), std::nullopt);
 }
 
 }  // namespace

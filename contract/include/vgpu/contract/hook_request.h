@@ -1,4 +1,4 @@
-// What a hook hands the node's resident planner (nodeagent/hook_service.h): one request line over
+// What a hook hands the node's resident planner (nodeagent/hook_socket/hook_socket.h): one request line over
 // the node's root-only socket, answered by "serving" when the planner starts the work, then
 // "done" with what the work printed, or "declined" when the hook must do the work itself.
 // The planner already holds NVML, the policy and the node's adapters, so a served hook starts
@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +58,21 @@ struct HookReply {
 };
 std::string encode_hook_reply(const HookReply& reply);
 Result<HookReply> decode_hook_reply(std::string_view line);
+
+// The one builder of a hook request from slurmd's environment, for the front end (vgpu-prolog,
+// vgpu-epilog) and the work programs alike:
+//   SLURM_JOB_ID          job (parse_job_id, node_files.h); none when it is not a job id
+//   SLURM_JOB_USER        user                        } the prolog's only: an epilog's
+//   SLURM_JOB_UID         uid (parse_job_uid)         } request carries none of them
+//   SLURM_JOB_PARTITION   partition                   }
+//   VGPU_ALLOC            alloc (set by gres/vgpu)    }
+//   VGPU_POLICY           policy (resolve_policy_path, node_files.h)
+// `since_ns` is when the hook started (CLOCK_MONOTONIC). `env` answers as getenv(3) does.
+using EnvLookup = std::function<const char*(const char*)>;
+std::optional<HookRequest> hook_request_from_env(HookKind kind, const EnvLookup& env, std::int64_t since_ns);
+// SLURM_JOB_UID, whole and decimal; anything else is no uid (the prolog then refuses the job on a
+// node that confines instances).
+std::optional<unsigned> parse_job_uid(std::string_view text);
 
 // <state dir>/<node>/hook.sock: the planner listens there, 0600, for root only.
 std::string hook_socket_path(std::string_view state_dir, std::string_view node);
