@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a served hook costs its own process. slurmd starts vgpu-prolog and vgpu-epilog for every job;
-# when the node's planner serves them (nodeagent/hook_service.h), that process only hands the job
+# when the node's planner serves them (nodeagent/hook_socket/hook_socket.h), that process only hands the job
 # over and waits. A stand-in planner, a socket that answers "serving" and "done" at once, serves
 # every run here, so the numbers are the hook process alone: CPU (user + system, from wait4) and
 # wall per run, with /bin/true started in turn with them as the floor any hook pays. Every run must

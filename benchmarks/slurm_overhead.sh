@@ -23,7 +23,7 @@
 # included: docs/scrub.md). It scrubs nothing; it models the time. Without it the epilog takes the
 # "scrub unavailable, optional" path, which costs nothing and destroys every instance.
 # --hook-service off: the hooks do their own work instead of handing it to the node's planner
-# (nodeagent/hook_service.h). With it on (the default, as installed), a hook's own CPU leaves out
+# (nodeagent/hook_socket/hook_socket.h). With it on (the default, as installed), a hook's own CPU leaves out
 # the work its planner did for it: that is in the planners' CPU per job and the machine's.
 # --scrub-after-epilog: epilogs hand their scrubs to a detached cleanup process and return
 # (VGPU_SCRUB_AFTER_EPILOG=on); a burst then ends only once every node has finished its scrubs, so

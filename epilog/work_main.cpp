@@ -1,5 +1,5 @@
 // vgpu-epilog-work: the work of slurmd's Epilog, run by the vgpu-epilog front end
-// (nodeagent/hook_front.h) under the same argv[0] when the planner does not serve the job. Releases,
+// (front_main.cpp, nodeagent/hook_socket/front_end.h) under the same argv[0] when the planner does not serve the job. Releases,
 // scrubs and destroys the job's instances, then pokes the planner. Always exits 0 (a failing Epilog
 // drains the node); unfinished work stays in the ledger and the planner's next round completes it.
 //
@@ -12,7 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hook_support.h"
+#include "hook_process.h"
+#include "hook_work.h"
 #include "vgpu/contract/node_files.h"
 
 constexpr std::string_view kHelp = R"(vgpu-epilog - slurmd's Epilog for slurm-vgpu (slurm.conf: Epilog=)
@@ -32,15 +33,14 @@ int main(int argc, char** argv) {
   if (auto rc = vgpu::agent::finish_released_if_asked(argc, argv)) return *rc;
   if (vgpu::agent::answer_help(argc, argv, "vgpu-epilog", kHelp)) return 0;
   const auto started = std::chrono::steady_clock::now();
-  const auto id = vgpu::agent::job_id_from_env("epilog");
-  if (!id) return 0;
-  const vgpu::JobId job = *id;
+  if (!vgpu::agent::job_id_from_env("epilog")) return 0;
+  const auto request = vgpu::contract::hook_request_from_env(
+      vgpu::contract::HookKind::epilog, [](const char* name) { return std::getenv(name); }, vgpu::agent::monotonic_ns(started));
+  if (!request) return 0;
+  const vgpu::JobId job = request->job;
   if (vgpu::agent::holds_nothing_here(job)) return 0;
   // The node's planner does the work when it listens: it holds NVML and the policy already.
-  const char* policy = std::getenv("VGPU_POLICY");
-  if (vgpu::agent::handed_to_planner({vgpu::contract::HookKind::epilog, job, "", std::nullopt, "", "",
-                                      vgpu::contract::resolve_policy_path(policy), vgpu::agent::monotonic_ns(started)}))
-    return 0;
+  if (vgpu::agent::handed_to_planner(*request)) return 0;
   constexpr int kAttempts = 3;
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     int rc = vgpu::agent::run_in_child([&] { return vgpu::agent::release_job("epilog", job, "ended", started); });

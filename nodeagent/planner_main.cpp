@@ -1,7 +1,7 @@
 // vgpu-planner: the per-node planning daemon. Every period (policy planner.period_s), or shortly
 // after an epilog pokes it with SIGUSR1, it runs one planning round for its node. SIGTERM stops it.
 // Between rounds it serves the node's prologs and epilogs that hand it their work over the node's
-// hook socket (hook_service.h), one at a time.
+// hook socket (hook_socket.h), one at a time.
 // A round's notes go to the log when they first appear or change, and a standing one every ten
 // minutes (note_log.h).
 #include <fmt/format.h>
@@ -28,8 +28,9 @@
 #include "adapters.h"
 #include "epilog_serving.h"
 #include "hook_policy_check.h"
-#include "hook_service.h"
-#include "hook_support.h"
+#include "hook_process.h"
+#include "hook_socket.h"
+#include "hook_work.h"
 #include "vgpu/contract/node_files.h"
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/demand_file.h"
@@ -42,7 +43,7 @@
 namespace {
 
 // Between rounds the planner waits for a control signal and serves the node's hooks meanwhile
-// (hook_service.h): wait() returns the signal that came (SIGUSR1, SIGTERM, ...) or 0 at the timeout.
+// (hook_socket.h): wait() returns the signal that came (SIGUSR1, SIGTERM, ...) or 0 at the timeout.
 // It wakes for the listener and for each connection still sending its request line, and no later
 // than the nearest such connection's deadline, so `serve` (HookListener::serve_ready) reads every
 // line as it comes and drops a stuck connection on time.
@@ -107,8 +108,7 @@ void serve_hook(vgpu::agent::NodeRuntime& rt, const vgpu::contract::HookRequest&
   // Not a time this hook can have started at (ahead of now, or an hour before): timed from now.
   if (started > now || now - started > std::chrono::hours(1)) started = now;
   if (request.kind == vgpu::contract::HookKind::prolog) {
-    vgpu::PrologRequest prolog{request.job, request.user, request.partition, request.alloc, request.uid};
-    vgpu::agent::prolog_with(rt, prolog, started);
+    vgpu::agent::prolog_with(rt, vgpu::agent::prolog_request_of(request), started);
   } else {
     vgpu::agent::release_job_with(rt, "epilog", request.job, "ended", started);
   }

@@ -1,5 +1,5 @@
 // vgpu-prolog-work: the work of slurmd's Prolog (with PrologFlags=Alloc), run by the vgpu-prolog
-// front end (nodeagent/hook_front.h) under the same argv[0] when the planner does not serve the job.
+// front end (front_main.cpp, nodeagent/hook_socket/front_end.h) under the same argv[0] when the planner does not serve the job.
 // Creates the job's MIG instances.
 // Always exits 0: a failing Prolog drains the node, so problems cancel the job with a reason
 // instead (see run_prolog) and are logged.
@@ -13,7 +13,7 @@
 // the node, and the epilog and the planner's reconcile clean up (docs/reliability.md).
 //
 // When the node's planner listens on its hook socket, it does the work instead (nodeagent/
-// hook_service.h): no NVML, policy or fork in this process. A planner that dies while serving is
+// hook_socket/hook_socket.h): no NVML, policy or fork in this process. A planner that dies while serving is
 // seen as the end of the socket, and the work then runs here under the supervisor above.
 #include <fmt/format.h>
 #include <chrono>
@@ -21,24 +21,18 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hook_front.h"
-#include "hook_support.h"
-#include "node_runtime.h"
 #include "adapters.h"
+#include "hook_process.h"
+#include "hook_work.h"
+#include "node_runtime.h"
 #include "vgpu/contract/node_files.h"
 #include "vgpu/node/hook_tally_store.h"
 #include "vgpu/node/prolog.h"
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-std::optional<unsigned> job_uid() { return vgpu::agent::parse_job_uid(env("SLURM_JOB_UID")); }
-
-int prolog(vgpu::JobId job, const std::string& alloc, std::chrono::steady_clock::time_point started) {
+int prolog(const vgpu::PrologRequest& req, std::chrono::steady_clock::time_point started) {
+  const vgpu::JobId job = req.job;
   try {
     auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-prolog");
     if (!rt) {
@@ -51,7 +45,6 @@ int prolog(vgpu::JobId job, const std::string& alloc, std::chrono::steady_clock:
       }
       return 0;
     }
-    vgpu::PrologRequest req{job, env("SLURM_JOB_USER"), env("SLURM_JOB_PARTITION"), alloc, job_uid()};
     vgpu::agent::prolog_with(**rt, req, started);
     return 0;
   } catch (const std::exception& e) {
@@ -83,29 +76,30 @@ int main(int argc, char** argv) {
   if (auto rc = vgpu::agent::finish_released_if_asked(argc, argv)) return *rc;
   if (vgpu::agent::answer_help(argc, argv, "vgpu-prolog", kHelp)) return 0;
   const auto started = std::chrono::steady_clock::now();
-  std::string alloc = env("VGPU_ALLOC");
-  const std::string partition = env("SLURM_JOB_PARTITION");
+  const char* alloc_env = std::getenv("VGPU_ALLOC");
+  const char* partition_env = std::getenv("SLURM_JOB_PARTITION");
   // Most jobs without VGPU_ALLOC hold no vgpu and return here at once; only a job of a partition
   // the policy serves is checked with Slurm (vgpu_alloc_for_prolog says why).
-  if (alloc.empty() && !vgpu::agent::policy_serves_partition(partition)) return 0;
-  const auto id = vgpu::agent::job_id_from_env("prolog");
-  if (!id) return 0;
-  const vgpu::JobId job = *id;
-  const std::string node = env("SLURMD_NODENAME");
-  if (alloc.empty()) {
-    alloc = vgpu::agent::alloc_from_slurm(job, partition);
-    if (alloc.empty()) return 0;  // no vgpu on this node for this job
+  if ((!alloc_env || !*alloc_env) && !vgpu::agent::policy_serves_partition(partition_env ? partition_env : "")) return 0;
+  if (!vgpu::agent::job_id_from_env("prolog")) return 0;
+  auto request = vgpu::contract::hook_request_from_env(
+      vgpu::contract::HookKind::prolog, [](const char* name) { return std::getenv(name); }, vgpu::agent::monotonic_ns(started));
+  if (!request) return 0;
+  const vgpu::JobId job = request->job;
+  const char* node_env = std::getenv("SLURMD_NODENAME");
+  const std::string node = node_env ? node_env : "";
+  if (request->alloc.empty()) {
+    request->alloc = vgpu::agent::alloc_from_slurm(job, request->partition);
+    if (request->alloc.empty()) return 0;  // no vgpu on this node for this job
   }
   // The node's planner does the work when it listens: it holds NVML and the policy already.
-  const vgpu::contract::HookRequest handover{
-      vgpu::contract::HookKind::prolog, job, env("SLURM_JOB_USER"), job_uid(), partition, alloc,
-      vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")), vgpu::agent::monotonic_ns(started)};
-  if (vgpu::agent::handed_to_planner(handover)) return 0;
-  int first = vgpu::agent::run_in_child([&] { return prolog(job, alloc, started); });
+  if (vgpu::agent::handed_to_planner(*request)) return 0;
+  const vgpu::PrologRequest req = vgpu::agent::prolog_request_of(*request);
+  int first = vgpu::agent::run_in_child([&] { return prolog(req, started); });
   if (first >= 0) return 0;
   std::fprintf(stderr, "vgpu: prolog: job %u: node %s: the prolog died by signal %d (%s); running it again\n", job,
                node.c_str(), -first, strsignal(-first));
-  int second = vgpu::agent::run_in_child([&] { return prolog(job, alloc, started); });
+  int second = vgpu::agent::run_in_child([&] { return prolog(req, started); });
   if (second >= 0) return 0;
   std::string why = fmt::format("vgpu: prolog: job {}: node {}: the prolog died twice (signal {}, then {}); "
                                 "instances released, job cancelled",

@@ -39,7 +39,7 @@ std::unique_ptr<Scrubber> make_command_scrubber();
 // program, whichever hook or planner runs the epilog) started as `vgpu-cleanup --finish-released
 // GPU:GI...` (argv[0] names the process, not the file), detached, with each instance's cleanup lock
 // on descriptor 3, 4, ...; such a program answers that with finish_released_if_asked()
-// (hook_support.h).
+// (hook_work.h).
 inline constexpr std::string_view kCleanupProcessName = "vgpu-cleanup";
 inline constexpr std::string_view kFinishReleasedFlag = "--finish-released";
 std::unique_ptr<CleanupHandoff> make_cleanup_process_handoff(std::string program = "/proc/self/exe");

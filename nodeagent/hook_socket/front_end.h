@@ -1,9 +1,9 @@
-// What slurmd runs as Prolog and Epilog: a small front end that hands the job to the node's
-// planner (hook_service.h) and exits, and otherwise executes the program that does the work here
-// (vgpu-prolog-work, vgpu-epilog-work: everything the hooks were before, next to it). slurmd starts
-// it for every job, so it links nothing but the contract and this, and carries its own C++ runtime:
-// no policy, NVML, fmt or shared libstdc++ to load when the planner serves (docs/benchmarks.md,
-// "A hook front end").
+// What slurmd runs as Prolog and Epilog (prolog/front_main.cpp, epilog/front_main.cpp): a small
+// front end that hands the job to the node's planner over its hook socket (hook_socket.h) and
+// exits, and otherwise executes the program that does the work here (vgpu-prolog-work,
+// vgpu-epilog-work, next to it). slurmd starts it for every job, so it links nothing but the
+// contract and this, and carries its own C++ runtime: no policy, NVML, fmt or shared libstdc++ to
+// load when the planner serves (docs/benchmarks.md, "A hook front end").
 //
 // It hands over only what the hook itself would hand over unasked; everything else (arguments,
 // a prolog without VGPU_ALLOC, an epilog of a job without a job record here, VGPU_HOOK_SERVICE=off,
@@ -24,17 +24,15 @@
 
 namespace vgpu::agent {
 
-// Job ids are read by the contract's one parser (node_files.h).
+// Job ids and uids are read by the contract's one parser of each (node_files.h, hook_request.h).
 using contract::parse_job_id;
-// SLURM_JOB_UID, whole and decimal; anything else is no uid (the prolog then refuses the job on a
-// node that confines instances).
-std::optional<unsigned> parse_job_uid(std::string_view text);
+using contract::parse_job_uid;
 
 struct FrontHandover {
   contract::HookRequest request;
   std::string socket_path;
 };
-using EnvLookup = std::function<const char*(const char*)>;
+using contract::EnvLookup;
 using FileExists = std::function<bool(const std::string&)>;
 // The request to hand the planner for this hook run, or none when the work program decides.
 // `hostname` is this host's name (the last source of the node's name, as for the work program).
@@ -49,5 +47,10 @@ bool served_by_planner(const std::string& socket_path, const contract::HookReque
 
 // The work program of `kind` next to the front end at `self` (its resolved path).
 std::string work_program_path(std::string_view self, contract::HookKind kind);
+
+// The front end's whole run as slurmd starts it: hands the hook over, or executes the work program
+// with the same argv. Returns only when that program cannot be started (a broken installation,
+// said so): 1 for a prolog, so the job does not start as if it had its instances; 0 for an epilog.
+int run_front_end(contract::HookKind kind, int argc, char** argv);
 
 }  // namespace vgpu::agent

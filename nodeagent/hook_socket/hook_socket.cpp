@@ -1,4 +1,4 @@
-#include "hook_service.h"
+#include "hook_socket.h"
 
 #include <fcntl.h>
 #include <poll.h>

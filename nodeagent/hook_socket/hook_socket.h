@@ -79,7 +79,7 @@ class HookListener {
   std::string serve_one(const Decline& decline, const Work& work);
 
  private:
-  struct Pending;  // a connection whose request line is not yet complete (hook_service.cpp)
+  struct Pending;  // a connection whose request line is not yet complete (hook_socket.cpp)
   HookListener(int fd, std::string path);
   // One turn: read, drop, accept, serve; `notes` gets the log lines; returns how many connections
   // it dealt with and, in `served`, how many reached decline/work.

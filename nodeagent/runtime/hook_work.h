@@ -1,10 +1,9 @@
-// What vgpu-prolog and vgpu-epilog share as slurmd hooks: the job id from the environment, the
-// supervisor that runs their work in a child (so a killed worker never drains the node), and
-// releasing what a job holds on the node the way the epilog does.
+// The hooks' work with a node runtime that is up: the prolog's and the epilog's flows, the job
+// cancelled with a reason when they fail, each run tallied for the metrics. The work programs
+// (prolog/, epilog/) and the planner serving a hook (hook_socket.h) run exactly this.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,23 +16,9 @@ namespace vgpu::agent {
 
 class NodeRuntime;
 
-// `--help` / `--version` for a program slurmd runs without arguments: prints and returns true when
-// one was asked for (the caller exits 0), false when the program should run as a hook.
-bool answer_help(int argc, char** argv, std::string_view program, std::string_view help);
-
-// Whether the node's policy ($VGPU_POLICY) has partition `partition` (a comma list); false when the
-// policy cannot be read (the prolog then treats the job as holding no vgpu, as before).
-bool policy_serves_partition(const std::string& partition);
-// What a job without VGPU_ALLOC holds here, asked from Slurm (vgpu_alloc_for_prolog); "" when
-// nothing, or on an error (logged).
-std::string alloc_from_slurm(JobId job, const std::string& partition);
-
-// SLURM_JOB_ID as a job id; nullopt (and a line on stderr naming `program`) when it is not one.
-std::optional<JobId> job_id_from_env(std::string_view program);
-
-// Runs `work` in a child process: its exit status, or -signal when a signal killed it. When no
-// child can be made, the work runs here rather than not at all.
-int run_in_child(const std::function<int()>& work);
+// The prolog's request as the hook handed it over (hook_request.h builds it from slurmd's
+// environment).
+PrologRequest prolog_request_of(const contract::HookRequest& request);
 
 // The epilog's flow for `job` (release, scrub, destroy, stop its VM), then pokes the planner.
 // Always 0: problems are logged, the planner's rounds finish what is left.
@@ -43,7 +28,7 @@ int release_job(std::string_view program, JobId job, std::string_view reason,
                 std::optional<std::chrono::steady_clock::time_point> started = std::nullopt,
                 std::string_view cancel_class = {});
 // The same flow with a runtime that is already up: the hook's own, or the planner's when it serves
-// the hook (hook_service.h).
+// the hook (hook_socket.h).
 void release_job_with(NodeRuntime& rt, std::string_view program, JobId job, std::string_view reason,
                       std::optional<std::chrono::steady_clock::time_point> started = std::nullopt,
                       std::string_view cancel_class = {});
@@ -57,13 +42,6 @@ void prolog_with(NodeRuntime& rt, const PrologRequest& request, std::chrono::ste
 // status (0: problems are logged to the node's vgpu.log). nullopt for any other argv.
 std::optional<int> finish_released_if_asked(int argc, char** argv) noexcept;
 
-// Whether the ledger names `job` nowhere and no job record of it is left: its epilog has nothing to
-// do (false when unsure: no ledger, one that does not load).
-bool holds_nothing_here(JobId job) noexcept;
-
-// Hands the hook to the node's planner (hook_service.h); true when the planner did the work (its
-// output is copied to stderr). False: the caller does the work itself, as without a planner.
-bool handed_to_planner(const contract::HookRequest& request) noexcept;
 // CLOCK_MONOTONIC nanoseconds for a hook request's `since`, and back.
 std::int64_t monotonic_ns(std::chrono::steady_clock::time_point t);
 std::chrono::steady_clock::time_point from_monotonic_ns(std::int64_t ns);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# slurmd starts the hook front end (nodeagent/hook_front.h) for every job: it must need no shared
+# slurmd starts the hook front end (nodeagent/hook_socket/front_end.h) for every job: it must need no shared
 # C++ runtime or fmt, which cost a process about 1 ms to load (docs/benchmarks.md).
 #   front_end_loads_no_cxx_runtime.sh <vgpu-prolog or vgpu-epilog>
 set -u

@@ -1,6 +1,6 @@
-// The hook front end (hook_front.h) hands the planner exactly what the work program would have
+// The hook front end (front_end.h) hands the planner exactly what the work program would have
 // handed it, and leaves every other case to the work program, unchanged.
-#include "hook_front.h"
+#include "front_end.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "hook_service.h"
+#include "hook_socket.h"
 #include "vgpu/contract/node_files.h"
 
 namespace vgpu::agent {
@@ -122,7 +122,7 @@ TEST(HookFront, DefaultStateDirAndPolicyAreTheContracts) {
   EXPECT_EQ(h->request.policy, contract::resolve_policy_path(nullptr));
 }
 
-// The planner's side of one hand-over, as in hook_service_test.cpp; `decline` empty serves.
+// The planner's side of one hand-over, as in hook_socket_test.cpp; `decline` empty serves.
 bool hand_over_once(const std::string& path, std::optional<std::string> decline, std::string& stderr_text) {
   auto listener = HookListener::open(path);
   if (!listener) return false;
@@ -158,16 +158,6 @@ TEST(HookFront, WorkProgramLiesNextToTheFrontEnd) {
   EXPECT_EQ(work_program_path("/usr/sbin/vgpu-prolog", HookKind::prolog), "/usr/sbin/vgpu-prolog-work");
   EXPECT_EQ(work_program_path("/opt/b/epilog/vgpu-epilog", HookKind::epilog), "/opt/b/epilog/vgpu-epilog-work");
   EXPECT_EQ(work_program_path("vgpu-epilog", HookKind::epilog), "./vgpu-epilog-work");
-}
-
-TEST(HookFront, JobIdsAndUidsAreWholeDecimals) {
-  EXPECT_EQ(parse_job_id("42"), JobId{42});
-  EXPECT_EQ(parse_job_id("0"), std::nullopt);
-  EXPECT_EQ(parse_job_id(" 42"), std::nullopt);
-  EXPECT_EQ(parse_job_uid("0"), 0u);
-  EXPECT_EQ(parse_job_uid("4294967295"), 4294967295u);
-  EXPECT_EQ(parse_job_uid("4294967296"), std::nullopt);
-  EXPECT_EQ(parse_job_uid(""), std::nullopt);
 }
 
 }  // namespace

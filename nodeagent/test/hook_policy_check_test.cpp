@@ -1,6 +1,6 @@
 // The planner serves a hook only with the hook's own policy file, unchanged since it loaded it;
 // every other case declines with a reason, and the hook then does the work with the file as it
-// is now (hook_service_test covers that side).
+// is now (hook_socket_test covers that side).
 #include "hook_policy_check.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The hook socket between a hook and its node's planner: a served hook gets the work's output and
 // never runs it again; every way the planner can fail it (absent, declining, silent, killed
 // mid-work) leaves the hook doing the work itself.
-#include "hook_service.h"
+#include "hook_socket.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -272,7 +272,7 @@ run_case planner.after_shrink_published     "planner.after_shrink_published"    
 run_case planner.after_shrink_confirmed     "planner.after_shrink_confirmed"     train
 run_case planner.after_grow_commit          "planner.after_grow_commit"          infer7
 run_case planner.after_plan_commit          "planner.after_plan_commit"          job
-# Served hooks (nodeagent/hook_service.h): the planner does the hook's work, so these kill the
+# Served hooks (nodeagent/hook_socket/hook_socket.h): the planner does the hook's work, so these kill the
 # planner in the middle of a job's prolog or epilog; the hook sees the socket end and does the work
 # itself, and the planner is restarted. The other cases turn serving off (lib.sh) to kill hooks.
 served() { # $1 on | off, for node $node's hooks from their next run

@@ -74,9 +74,9 @@ vp_assert_completed "$plain"
 grep -q "epilog: job $runner: " "$VGPU_STATE_DIR/n1/vgpu.log" || vc_fail "no epilog line for the vgpu job $runner"
 ! grep "epilog: job $plain: " "$VGPU_STATE_DIR/n2/vgpu.log" || vc_fail "the epilog of job $plain, which held no vgpu, ran in full"
 
-# Each node's planner served its hooks (hook_service.h): the runner's prolog ran in it, and so did
+# Each node's planner served its hooks (nodeagent/hook_socket/hook_socket.h): the runner's prolog ran in it, and so did
 # its epilog unless a served epilog had been slow before (this machine under load): the planner then
-# says so and leaves epilogs to themselves for 10 minutes (nodeagent/epilog_serving.h).
+# says so and leaves epilogs to themselves for 10 minutes (nodeagent/serving/epilog_serving.h).
 log=$VGPU_STATE_DIR/n1/vgpu.log
 grep -q "vgpu-planner\[[0-9]*\]: vgpu: prolog: job $runner[: ]" "$log" ||
   vc_fail "the prolog of job $runner was not served by n1's planner: $(grep "job $runner" "$log" | head -3)"

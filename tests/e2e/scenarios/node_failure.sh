@@ -7,7 +7,7 @@ set -u
 trap 'vp_finish $?' EXIT
 vp_start
 # From now on product processes started on n2 (prolog, epilog) find no NVML library, and do their
-# own work: the planner, started with NVML, would otherwise serve them (nodeagent/hook_service.h).
+# own work: the planner, started with NVML, would otherwise serve them (nodeagent/hook_socket/hook_socket.h).
 echo "[ -e $VC_RUN/out/break-n2 ] && export VGPU_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 VGPU_HOOK_SERVICE=off" >> "$VC_RUN/etc/vgpu-env/n2.sh"
 touch "$VC_RUN/out/break-n2"
 

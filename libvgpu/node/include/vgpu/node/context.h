@@ -34,7 +34,7 @@ struct NodeContext {
   PendingTally* pending_tally = nullptr;
   std::function<std::int64_t()> now;     // Unix seconds
   std::function<void(const std::string&)> log;
-  // The planner serves hooks waiting on its socket here (nodeagent/hook_service.h); a round calls
+  // The planner serves hooks waiting on its socket here (nodeagent/hook_socket/hook_socket.h); a round calls
   // it where it holds no lock and may wait (between slot preparations, while Slurm takes a split),
   // so a served prolog waits as little as a prolog of its own would. Null outside the planner.
   std::function<void()> serve_waiting_hooks;
