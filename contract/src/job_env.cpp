@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "vgpu/contract/node_files.h"
+
 namespace vgpu::contract {
 
 std::vector<EnvVar> job_environment(const JobRecord& record) {
@@ -64,15 +66,15 @@ std::optional<JobId> job_of_stepd_title(std::string_view title) {
   constexpr std::string_view kPrefix = "slurmstepd: [";
   if (!title.starts_with(kPrefix)) return std::nullopt;
   title.remove_prefix(kPrefix.size());
-  JobId job = 0;
-  const auto [end, ec] = std::from_chars(title.data(), title.data() + title.size(), job);
-  if (ec != std::errc() || end == title.data() || job == 0 || title.front() == '0') return std::nullopt;
-  const auto rest = title.substr(static_cast<std::size_t>(end - title.data()));
+  const auto digits = std::min(title.find_first_not_of("0123456789"), title.size());
+  const auto job = parse_job_id(title.substr(0, digits));
+  if (!job) return std::nullopt;
+  const auto rest = title.substr(digits);
   // A job id alone proves nothing: the step part that follows it must be there too.
   if (rest.size() < 2 || (rest.front() != '.' && rest.front() != '+')) return std::nullopt;
   const auto close = rest.find(']');
   if (close == std::string_view::npos || close < 2) return std::nullopt;
-  return job;
+  return *job;
 }
 
 }  // namespace vgpu::contract

@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <ctime>
 
 #include "vgpu/base/text_split.h"
 #include "vgpu/contract/node_features.h"
-#include <ctime>
+#include "vgpu/contract/node_files.h"
 
 namespace vgpu {
 namespace {
@@ -282,10 +283,9 @@ Result<std::set<std::uint32_t>> parse_job_id_lines(std::string_view output, std:
   for (auto line : split_view(output, '\n')) {
     while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
     if (line.empty()) continue;
-    std::uint32_t id = 0;
-    if (!to_number(line, id) || id == 0)
-      return fail(ErrorCode::corrupt, fmt::format("{}: not a job id: '{}'", what, line));
-    jobs.insert(id);
+    const auto id = contract::parse_job_id(line);
+    if (!id) return fail(ErrorCode::corrupt, fmt::format("{}: not a job id: '{}'", what, line));
+    jobs.insert(*id);
   }
   return jobs;
 }
