@@ -102,12 +102,16 @@ function(vgpu_slurm_slurmd_version out libdir)
   endforeach()
 endfunction()
 
-# vgpu_add_gres_plugin(<target> SRC <tree> [LIBDIR <dir>] [OUTPUT_DIR <dir>] OBJECTS <cxx object lib>)
+# vgpu_add_gres_plugin(<target> SRC <tree> [LIBDIR <dir>] [OUTPUT_DIR <dir>] OBJECTS <cxx object lib>...)
 # With LIBDIR: the loadable gres_vgpu.so for that release, linked against its libslurmfull, after
 # the version checks above. Without: a compile-only check of the C layer against the release's
 # headers (no library to link with). Sets <target>_VERSION in the caller.
 function(vgpu_add_gres_plugin target)
-  cmake_parse_arguments(P "" "SRC;LIBDIR;OUTPUT_DIR;OBJECTS" "" ${ARGN})
+  cmake_parse_arguments(P "" "SRC;LIBDIR;OUTPUT_DIR" "OBJECTS" ${ARGN})
+  set(objects "")
+  foreach(o ${P_OBJECTS})
+    list(APPEND objects $<TARGET_OBJECTS:${o}>)
+  endforeach()
   get_filename_component(src ${P_SRC} ABSOLUTE)
   vgpu_slurm_config_dir(config_dir ${src} ${target})
   vgpu_slurm_tree_version(src_version ${src} ${config_dir})
@@ -135,7 +139,7 @@ function(vgpu_add_gres_plugin target)
       message(FATAL_ERROR "slurm-vgpu: Slurm source ${src} is ${src_version} but the slurmd installed with "
                           "${library} (${VGPU_SLURMD_FOUND}) is ${slurmd_version}")
     endif()
-    add_library(${target} MODULE ${c_file} $<TARGET_OBJECTS:${P_OBJECTS}>)
+    add_library(${target} MODULE ${c_file} ${objects})
     set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME gres_vgpu C_STANDARD 11
       COMPILE_OPTIONS "" LINK_OPTIONS "" LINKER_LANGUAGE CXX)
     if(P_OUTPUT_DIR)

@@ -125,7 +125,7 @@ TEST(CrashPoints, NamesAreUniqueDottedAndDescribed) {
 }
 
 TEST(CrashPoints, EveryListedPointIsReachedBySomeCodeAndNoCallNamesAnUnlistedOne) {
-  ASSERT_TRUE(fs::exists(source_root() / "libvgpu/base/include/vgpu/base/crash_point.h")) << source_root();
+  ASSERT_TRUE(fs::exists(source_root() / "base/include/vgpu/base/crash_point.h")) << source_root();
   const auto calls = calls_in_sources();
   for (const auto& p : vgpu::kCrashPoints)
     EXPECT_TRUE(calls.contains(std::string(p.name))) << p.name << ": listed in kCrashPoints but no code calls it";
