@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   if (!vgpu::agent::job_id_from_env("epilog")) return 0;
   const auto request = vgpu::contract::hook_request_from_env(
-      vgpu::contract::HookKind::epilog, [](const char* name) { return std::getenv(name); }, vgpu::agent::monotonic_ns(started));
+      vgpu::contract::HookKind::epilog, [](const char* name) { return std::getenv(name); },
+      vgpu::agent::monotonic_ns(started));
   if (!request) return 0;
   const vgpu::JobId job = request->job;
   if (vgpu::agent::holds_nothing_here(job)) return 0;
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
     int rc = vgpu::agent::run_in_child([&] { return vgpu::agent::release_job("epilog", job, "ended", started); });
     if (rc >= 0) return 0;
     std::fprintf(stderr, "vgpu: epilog: job %u: attempt %d of %d died by signal %d (%s)%s\n", job, attempt, kAttempts,
-                 -rc, strsignal(-rc), attempt < kAttempts ? "; running it again" : "; the planner's rounds finish what was released");
+                 -rc, strsignal(-rc),
+                 attempt < kAttempts ? "; running it again" : "; the planner's rounds finish what was released");
   }
   return 0;
 }

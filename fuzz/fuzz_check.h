@@ -5,10 +5,10 @@
 
 #include <cstdio>
 
-#define FUZZ_CHECK(cond)                                                                     \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
+#define FUZZ_CHECK(cond)                                                                       \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
       std::fprintf(stderr, "fuzz property violated: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      __builtin_trap();                                                                      \
-    }                                                                                        \
+      __builtin_trap();                                                                        \
+    }                                                                                          \
   } while (0)

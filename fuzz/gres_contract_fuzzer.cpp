@@ -35,7 +35,8 @@ void check_reported(const vgpu::Result<Advertisement>& adv) {
       if (!overflow) sum += count;
     }
   }
-  for (std::uint64_t total : {std::uint64_t{0}, std::uint64_t{7}, sum, sum + 1, std::numeric_limits<std::uint64_t>::max()}) {
+  for (std::uint64_t total :
+       {std::uint64_t{0}, std::uint64_t{7}, sum, sum + 1, std::numeric_limits<std::uint64_t>::max()}) {
     const auto out = vgpu::contract::reported_counts(adv, total, before);
     // The node's reported total never changes (slurmctld drains a node whose total does).
     std::uint64_t reported = out.free;
@@ -95,12 +96,11 @@ void check_job_record(std::string_view text, vgpu::JobId job_id) {
   // The pipe directory becomes an environment value: absolute, one printable line.
   if (shared) {
     FUZZ_CHECK(record->mps_pipe_directory.front() == '/');
-    FUZZ_CHECK(std::ranges::none_of(record->mps_pipe_directory, [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    }));
+    FUZZ_CHECK(std::ranges::none_of(record->mps_pipe_directory,
+                                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }));
     FUZZ_CHECK(std::ranges::count_if(env, [&](const auto& e) {
-      return e.name == "CUDA_MPS_PIPE_DIRECTORY" && e.value == record->mps_pipe_directory;
-    }) == 1);
+                 return e.name == "CUDA_MPS_PIPE_DIRECTORY" && e.value == record->mps_pipe_directory;
+               }) == 1);
   }
   FUZZ_CHECK(env[0].name == (amd ? "ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES") && env[0].value == devices);
   FUZZ_CHECK(env[2].value == std::to_string(record->instances.size()));
@@ -143,8 +143,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (doc && doc->is_object()) {
     if (auto it = doc->find("node"); it != doc->end() && it->is_string())
       check_advertisement(text, it->get_ref<const std::string&>());
-    if (auto it = doc->find("job_id"); it != doc->end() && it->is_number_unsigned() &&
-                                       it->get<std::uint64_t>() <= UINT32_MAX)
+    if (auto it = doc->find("job_id");
+        it != doc->end() && it->is_number_unsigned() && it->get<std::uint64_t>() <= UINT32_MAX)
       check_job_record(text, static_cast<vgpu::JobId>(it->get<std::uint64_t>()));
   }
 

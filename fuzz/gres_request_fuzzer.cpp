@@ -17,8 +17,8 @@ namespace {
 bool safe_type(std::string_view type) {
   if (type.empty() || type.size() > 64) return false;
   for (char c : type) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '-' || c == '_' || c == '+';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+              c == '_' || c == '+';
     if (!ok) return false;
   }
   return true;

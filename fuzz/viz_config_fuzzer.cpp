@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const viz::VizConfig& c = *config;
-  for (const std::string* s : {&c.libvirt_uri, &c.listen_address, &c.public_host, &c.ssh_host, &c.ood_listen_address,
-                               &c.ood_host})
+  for (const std::string* s :
+       {&c.libvirt_uri, &c.listen_address, &c.public_host, &c.ssh_host, &c.ood_listen_address, &c.ood_host})
     FUZZ_CHECK(host_string(*s));
   // The OnDemand websockets' port range: on websockify's command line, never privileged, never empty.
   FUZZ_CHECK(c.ood_port_min >= 1024 && c.ood_port_min <= c.ood_port_max);

@@ -39,8 +39,8 @@ void check_xml_escape(std::string_view text) {
       continue;
     }
     bool known = false;
-    for (auto [entity, plain] : {std::pair{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'},
-                                  {"&apos;", '\''}}) {
+    for (auto [entity, plain] :
+         {std::pair{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}}) {
       if (std::string_view(out).substr(i).starts_with(entity)) {
         back += plain;
         i += std::string_view(entity).size() - 1;

@@ -65,7 +65,8 @@ class Waiter {
       if (hooks_) {
         for (int fd : hooks_->wait_fds()) fds.push_back({fd, POLLIN, 0});
         due = hooks_->next_deadline();
-        if (due) left = std::clamp<decltype(left)>(std::chrono::ceil<std::chrono::milliseconds>(*due - now).count(), 0, left);
+        if (due)
+          left = std::clamp<decltype(left)>(std::chrono::ceil<std::chrono::milliseconds>(*due - now).count(), 0, left);
       }
       const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(left));
       if (ready < 0 && errno != EINTR) return 0;
@@ -77,7 +78,8 @@ class Waiter {
       if (!hooks_) continue;
       const bool pending_woke = std::any_of(fds.begin() + 2, fds.end(), [](const pollfd& p) { return p.revents != 0; });
       if ((fds[1].revents & POLLIN) || pending_woke || (due && steady_clock::now() >= *due)) serve_();
-      else if (fds[1].revents & (POLLERR | POLLHUP | POLLNVAL)) hooks_ = nullptr;  // broken: hooks work alone
+      else if (fds[1].revents & (POLLERR | POLLHUP | POLLNVAL))
+        hooks_ = nullptr;  // broken: hooks work alone
     }
   }
 
@@ -95,7 +97,8 @@ constexpr auto kPokeSettleMax = std::chrono::milliseconds(1000);
 int settle_pokes(const Waiter& waiter) {
   const auto give_up = std::chrono::steady_clock::now() + kPokeSettleMax;
   while (true) {
-    const auto left = std::min<std::chrono::steady_clock::duration>(kPokeSettle, give_up - std::chrono::steady_clock::now());
+    const auto left =
+        std::min<std::chrono::steady_clock::duration>(kPokeSettle, give_up - std::chrono::steady_clock::now());
     if (left <= std::chrono::steady_clock::duration::zero()) return 0;
     const int sig = waiter.wait(left);
     if (sig != SIGUSR1) return sig;
@@ -127,9 +130,8 @@ int publish_demand(const std::string& path, int period, int reserve_wide_after, 
       if (auto ok = vgpu::contract::write_demand_file(vgpu::posix_file_system(), path, *text); !ok)
         std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", ok.error().message.c_str());
       if (reserve_wide_after > 0)
-        for (const auto& line :
-             vgpu::agent::book_wide_reservations(*text, reserve_wide_after, wide_reservations_may_exist,
-                                                 booking_retries))
+        for (const auto& line : vgpu::agent::book_wide_reservations(*text, reserve_wide_after,
+                                                                    wide_reservations_may_exist, booking_retries))
           std::fprintf(stderr, "vgpu-planner: publish-demand: %s\n", line.c_str());
     }
     timespec wait{period, 0};
@@ -143,8 +145,7 @@ int publish_demand(const std::string& path, int period, int reserve_wide_after, 
 // next round rewrites it.
 void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::PlannerState& state,
                    const vgpu::PlannerMetrics& metrics, const std::optional<vgpu::NodeGres>& slurm,
-                   const vgpu::agent::NodeRuntime& rt, const vgpu::ActivitySample* activity,
-                   std::string& last_error) {
+                   const vgpu::agent::NodeRuntime& rt, const vgpu::ActivitySample* activity, std::string& last_error) {
   auto ledger = ctx.ledger->load();
   vgpu::NodeMetricsInput in;
   in.node = ctx.node;
@@ -226,12 +227,15 @@ int main(int argc, char** argv) {
     };
     vgpu::PlannerState planner;
     // The hooks' socket before the pid file: a hook that sees the planner may hand it work at once.
-    const auto policy = vgpu::agent::PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")));
+    const auto policy =
+        vgpu::agent::PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")));
     std::optional<vgpu::agent::HookListener> hooks;
     if (!once) {
       auto listener = vgpu::agent::HookListener::open(vgpu::contract::hook_socket_path(ctx.state_dir, ctx.node));
       if (listener) hooks.emplace(std::move(*listener));
-      else (*rt)->log(fmt::format("vgpu: planner: node {}: hooks do their own work: {}", ctx.node, listener.error().message));
+      else
+        (*rt)->log(
+            fmt::format("vgpu: planner: node {}: hooks do their own work: {}", ctx.node, listener.error().message));
     }
     const int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
     if (signal_fd < 0) {
@@ -255,10 +259,11 @@ int main(int argc, char** argv) {
         serve_hook(**rt, r);
         const auto ended = std::chrono::steady_clock::now();
         if (r.kind == vgpu::contract::HookKind::epilog && epilogs.served(ended - started, ended))
-          (*rt)->log(fmt::format("vgpu: planner: node {}: a served epilog took {} ms (its scrub): epilogs run on "
-                                 "their own for {} minutes, so the scrubs of different jobs overlap",
-                                 ctx.node, std::chrono::duration_cast<std::chrono::milliseconds>(ended - started).count(),
-                                 std::chrono::duration_cast<std::chrono::minutes>(vgpu::agent::EpilogServing::kPause).count()));
+          (*rt)->log(fmt::format(
+              "vgpu: planner: node {}: a served epilog took {} ms (its scrub): epilogs run on "
+              "their own for {} minutes, so the scrubs of different jobs overlap",
+              ctx.node, std::chrono::duration_cast<std::chrono::milliseconds>(ended - started).count(),
+              std::chrono::duration_cast<std::chrono::minutes>(vgpu::agent::EpilogServing::kPause).count()));
       });
       serving = false;
       for (const auto& note : notes) (*rt)->log(note);
@@ -312,7 +317,8 @@ int main(int argc, char** argv) {
         for (const auto& n : notes.to_log(round->notes, std::time(nullptr)))
           (*rt)->log(fmt::format("vgpu: planner: node {}: {}", ctx.node, n));
         if (round->prepared > 0)
-          (*rt)->log(fmt::format("vgpu: planner: node {}: prepared {} slot(s) ahead of demand", ctx.node, round->prepared));
+          (*rt)->log(
+              fmt::format("vgpu: planner: node {}: prepared {} slot(s) ahead of demand", ctx.node, round->prepared));
         if (round->advertisement_changed) {
           std::string split;
           for (const auto& [p, n] : round->advertised) split += fmt::format(" {}:{}", p, n);

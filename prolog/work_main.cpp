@@ -55,7 +55,8 @@ int prolog(const vgpu::PrologRequest& req, std::chrono::steady_clock::time_point
 
 }  // namespace
 
-constexpr std::string_view kHelp = R"(vgpu-prolog - slurmd's Prolog for slurm-vgpu (slurm.conf: Prolog=, PrologFlags=Alloc)
+constexpr std::string_view kHelp =
+    R"(vgpu-prolog - slurmd's Prolog for slurm-vgpu (slurm.conf: Prolog=, PrologFlags=Alloc)
 
 Creates the MIG instances Slurm allocated to the job on this node, at the placements the node's
 planner advertised, and writes the job record the gres/vgpu plugin turns into CUDA_VISIBLE_DEVICES.
@@ -80,10 +81,12 @@ int main(int argc, char** argv) {
   const char* partition_env = std::getenv("SLURM_JOB_PARTITION");
   // Most jobs without VGPU_ALLOC hold no vgpu and return here at once; only a job of a partition
   // the policy serves is checked with Slurm (vgpu_alloc_for_prolog says why).
-  if ((!alloc_env || !*alloc_env) && !vgpu::agent::policy_serves_partition(partition_env ? partition_env : "")) return 0;
+  if ((!alloc_env || !*alloc_env) && !vgpu::agent::policy_serves_partition(partition_env ? partition_env : ""))
+    return 0;
   if (!vgpu::agent::job_id_from_env("prolog")) return 0;
   auto request = vgpu::contract::hook_request_from_env(
-      vgpu::contract::HookKind::prolog, [](const char* name) { return std::getenv(name); }, vgpu::agent::monotonic_ns(started));
+      vgpu::contract::HookKind::prolog, [](const char* name) { return std::getenv(name); },
+      vgpu::agent::monotonic_ns(started));
   if (!request) return 0;
   const vgpu::JobId job = request->job;
   const char* node_env = std::getenv("SLURMD_NODENAME");
@@ -101,15 +104,16 @@ int main(int argc, char** argv) {
                node.c_str(), -first, strsignal(-first));
   int second = vgpu::agent::run_in_child([&] { return prolog(req, started); });
   if (second >= 0) return 0;
-  std::string why = fmt::format("vgpu: prolog: job {}: node {}: the prolog died twice (signal {}, then {}); "
-                                "instances released, job cancelled",
-                                job, node, -first, -second);
+  std::string why = fmt::format(
+      "vgpu: prolog: job {}: node {}: the prolog died twice (signal {}, then {}); "
+      "instances released, job cancelled",
+      job, node, -first, -second);
   std::fprintf(stderr, "%s\n", why.c_str());
   int released = vgpu::agent::run_in_child(
       [&] { return vgpu::agent::release_job("prolog", job, "prolog crashed", started, "node"); });
   if (released < 0)
-    std::fprintf(stderr, "vgpu: prolog: job %u: release died by signal %d; the epilog and the planner finish it\n",
-                 job, -released);
+    std::fprintf(stderr, "vgpu: prolog: job %u: release died by signal %d; the epilog and the planner finish it\n", job,
+                 -released);
   try {
     if (auto slurm = vgpu::agent::make_command_slurm_client()) (void)slurm->reject_job(job, why);
   } catch (const std::exception& e) {

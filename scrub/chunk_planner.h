@@ -12,8 +12,8 @@ namespace vgpu::scrub {
 struct ChunkPolicy {
   std::size_t granularity = std::size_t{2} << 20;  // cudaMalloc rounds to 2 MiB pages anyway
   std::size_t min_chunk = std::size_t{2} << 20;    // below this the tail is not worth chasing
-  std::size_t max_chunk = SIZE_MAX;                 // cap per allocation (bench buffers, tests)
-  std::size_t max_chunks = 4096;                    // guard against a driver that never says no
+  std::size_t max_chunk = SIZE_MAX;                // cap per allocation (bench buffers, tests)
+  std::size_t max_chunks = 4096;                   // guard against a driver that never says no
 };
 
 class ChunkPlanner {

@@ -113,7 +113,8 @@ class CudaDevice final : public Device {
         return f;
       if (auto f = check("cudaHostAlloc", cudaHostAlloc(&host_out, n * sizeof(std::uint64_t), cudaHostAllocMapped)))
         return f;
-      std::span<std::uint64_t> a(static_cast<std::uint64_t*>(host_addr), n), o(static_cast<std::uint64_t*>(host_out), n);
+      std::span<std::uint64_t> a(static_cast<std::uint64_t*>(host_addr), n),
+          o(static_cast<std::uint64_t*>(host_out), n);
       for (std::size_t i = 0; i < n; ++i) {
         a[i] = addresses[i];
         o[i] = out[i];  // the caller's sentinel survives a gather that did not run

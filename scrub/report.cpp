@@ -22,9 +22,7 @@ nlohmann::ordered_json to_json(const Bandwidth& b) {
   return {{"best_gbps", number(b.best_gbps)}, {"median_gbps", number(b.median_gbps)}, {"reps", b.reps}};
 }
 
-double percent(double num, double den) {
-  return den > 0 ? 100.0 * num / den : std::nan("");
-}
+double percent(double num, double den) { return den > 0 ? 100.0 * num / den : std::nan(""); }
 
 }  // namespace
 
@@ -69,9 +67,8 @@ std::string to_json_line(const ScrubReport& r) {
   j["cuda_visible_devices"] = r.visible_devices;
   j["total_bytes"] = r.total_bytes;
   j["scrubbed_bytes"] = r.scrubbed_bytes;
-  j["fraction"] = r.total_bytes > 0
-                      ? number(static_cast<double>(r.scrubbed_bytes) / static_cast<double>(r.total_bytes))
-                      : nlohmann::ordered_json(nullptr);
+  j["fraction"] = r.total_bytes > 0 ? number(static_cast<double>(r.scrubbed_bytes) / static_cast<double>(r.total_bytes))
+                                    : nlohmann::ordered_json(nullptr);
   j["chunks"] = r.chunks;
   j["alloc_failures"] = r.alloc_failures;
   j["method"] = r.method;

@@ -78,14 +78,17 @@ DeviceResult allocate_everything(Device& d, const ChunkPolicy& policy, Chunks& c
 DeviceResult calibrate(Device& d, const ScrubOptions& o, const Chunk& c, ScrubReport& report, Method& chosen) {
   const std::size_t bytes = std::min(c.bytes, o.calibration_bytes);
   std::vector<double> kernel, memset;
-  if (auto f = repeat(d, o.calibration_reps, bytes, [&] { return d.zero(Method::kernel, c.ptr, bytes); }, kernel))
+  if (auto f = repeat(
+          d, o.calibration_reps, bytes, [&] { return d.zero(Method::kernel, c.ptr, bytes); }, kernel))
     return f;
-  if (auto f = repeat(d, o.calibration_reps, bytes, [&] { return d.zero(Method::memset, c.ptr, bytes); }, memset))
+  if (auto f = repeat(
+          d, o.calibration_reps, bytes, [&] { return d.zero(Method::memset, c.ptr, bytes); }, memset))
     return f;
   report.calib_kernel_gbps = summarize(kernel).best_gbps;
   report.calib_memset_gbps = summarize(memset).best_gbps;
   if (o.method != Method::automatic) chosen = o.method;
-  else chosen = report.calib_kernel_gbps >= report.calib_memset_gbps ? Method::kernel : Method::memset;
+  else
+    chosen = report.calib_kernel_gbps >= report.calib_memset_gbps ? Method::kernel : Method::memset;
   return std::nullopt;
 }
 
@@ -130,13 +133,17 @@ DeviceResult verify(Device& d, const ScrubOptions& o, const Chunks& chunks, Scru
 DeviceResult bench(Device& d, const ScrubOptions& o, const Chunk& c, BenchResult& b) {
   b.buffer_bytes = c.bytes;
   std::vector<double> memset, kernel, copy;
-  if (auto f = repeat(d, o.bench_reps, c.bytes, [&] { return d.zero(Method::memset, c.ptr, c.bytes); }, memset))
+  if (auto f = repeat(
+          d, o.bench_reps, c.bytes, [&] { return d.zero(Method::memset, c.ptr, c.bytes); }, memset))
     return f;
-  if (auto f = repeat(d, o.bench_reps, c.bytes, [&] { return d.zero(Method::kernel, c.ptr, c.bytes); }, kernel))
+  if (auto f = repeat(
+          d, o.bench_reps, c.bytes, [&] { return d.zero(Method::kernel, c.ptr, c.bytes); }, kernel))
     return f;
   const std::size_t half = c.bytes / 2 / 256 * 256;
   auto* base = static_cast<unsigned char*>(c.ptr);
-  if (auto f = repeat(d, o.bench_reps, 2 * half, [&] { return d.copy(base + half, base, half); }, copy)) return f;
+  if (auto f = repeat(
+          d, o.bench_reps, 2 * half, [&] { return d.copy(base + half, base, half); }, copy))
+    return f;
   b.memset = summarize(memset);
   b.kernel = summarize(kernel);
   b.copy = summarize(copy);

@@ -17,16 +17,17 @@ int main(int argc, char** argv) {
   vgpu::scrub::ScrubOptions o;
   std::uint64_t seed = 0;
   std::size_t max_chunk = 0;
-  const std::map<std::string, vgpu::scrub::Method> methods{
-      {"auto", vgpu::scrub::Method::automatic}, {"kernel", vgpu::scrub::Method::kernel},
-      {"memset", vgpu::scrub::Method::memset}};
+  const std::map<std::string, vgpu::scrub::Method> methods{{"auto", vgpu::scrub::Method::automatic},
+                                                           {"kernel", vgpu::scrub::Method::kernel},
+                                                           {"memset", vgpu::scrub::Method::memset}};
   app.add_option("--method", o.method, "auto (time both on 1 GiB, use the faster), kernel, memset")
       ->transform(CLI::CheckedTransformer(methods, CLI::ignore_case));
   app.add_option("--samples", o.random_samples, "random 8-byte words to read back (plus first/last of each chunk)");
   auto* seed_opt = app.add_option("--seed", seed, "sample seed (default: random, echoed in the output)");
   app.add_option("--max-chunk", max_chunk, "cap on one allocation in bytes (default: none)");
   app.add_flag("--bench", o.bench, "also time cudaMemset, the zero kernel and D2D cudaMemcpy on the largest chunk");
-  app.add_option("--reps", o.bench_reps, "timed repetitions per benchmark, after one warm-up")->check(CLI::Range(1, 1000));
+  app.add_option("--reps", o.bench_reps, "timed repetitions per benchmark, after one warm-up")
+      ->check(CLI::Range(1, 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -22,8 +22,7 @@ __global__ void zero_vec16(uint4* __restrict__ p, std::size_t n) {
 
 __global__ void zero_bytes(unsigned char* __restrict__ p, std::size_t n) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    p[i] = 0;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) p[i] = 0;
 }
 
 __global__ void gather_words(const std::uint64_t* __restrict__ addresses, std::uint64_t* __restrict__ out,
@@ -42,8 +41,8 @@ int resident_blocks() {
     int dev = 0, sms = 0, per_sm = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zero_vec16, kThreads, 0) != cudaSuccess ||
-        sms <= 0 || per_sm <= 0)
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zero_vec16, kThreads, 0) != cudaSuccess || sms <= 0 ||
+        per_sm <= 0)
       return 1024;
     return sms * per_sm;
   }();
@@ -67,14 +66,12 @@ cudaError_t launch_zero(void* ptr, std::size_t bytes, cudaStream_t stream) {
   const std::size_t words = (bytes - head) / 16;
   const std::size_t tail = bytes - head - words * 16;
   if (head > 0) zero_bytes<<<1, 32, 0, stream>>>(base, head);
-  if (words > 0)
-    zero_vec16<<<blocks_for(words), kThreads, 0, stream>>>(reinterpret_cast<uint4*>(base + head), words);
+  if (words > 0) zero_vec16<<<blocks_for(words), kThreads, 0, stream>>>(reinterpret_cast<uint4*>(base + head), words);
   if (tail > 0) zero_bytes<<<1, 32, 0, stream>>>(base + head + words * 16, tail);
   return cudaGetLastError();
 }
 
-cudaError_t launch_gather(const std::uint64_t* addresses, std::uint64_t* out, std::size_t count,
-                          cudaStream_t stream) {
+cudaError_t launch_gather(const std::uint64_t* addresses, std::uint64_t* out, std::size_t count, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   gather_words<<<blocks_for(count), kThreads, 0, stream>>>(addresses, out, count);
   return cudaGetLastError();

@@ -14,7 +14,6 @@ cudaError_t launch_zero(void* ptr, std::size_t bytes, cudaStream_t stream);
 
 // out[i] = *reinterpret_cast<const uint64_t*>(addresses[i]); both arrays must be device-visible
 // (mapped pinned host memory, so verification needs no device memory of its own).
-cudaError_t launch_gather(const std::uint64_t* addresses, std::uint64_t* out, std::size_t count,
-                          cudaStream_t stream);
+cudaError_t launch_gather(const std::uint64_t* addresses, std::uint64_t* out, std::size_t count, cudaStream_t stream);
 
 }  // namespace vgpu::scrub

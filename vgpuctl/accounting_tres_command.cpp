@@ -11,8 +11,7 @@ namespace vgpuctl {
 
 void add_accounting_tres_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
-      "accounting-tres",
-      "Print slurm.conf's AccountingStorageTRES value: gres/vgpu and every vgpu type POLICY offers");
+      "accounting-tres", "Print slurm.conf's AccountingStorageTRES value: gres/vgpu and every vgpu type POLICY offers");
   auto file = std::make_shared<std::string>();
   cmd->add_option("POLICY", *file, "The policy JSON file")->required();
   cmd->callback([file, &exit_code] {
@@ -22,7 +21,8 @@ void add_accounting_tres_command(CLI::App& app, int& exit_code) {
       exit_code = 2;
       return;
     }
-    fmt::print("{}\n", vgpu::render_accounting_tres(*policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types())));
+    fmt::print("{}\n", vgpu::render_accounting_tres(
+                           *policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types())));
   });
 }
 

@@ -16,28 +16,29 @@ std::string placements_text(const vgpu::Profile& p) {
 }
 
 void print_table(const vgpu::GpuModel& m) {
-  fmt::print("{}  ({} compute slices, {} memory slices, {} SMs, {} MiB)\n", m.name, m.compute_slices,
-             m.memory_slices, m.sm_count, m.memory_mib);
-  fmt::print("  {:<12} {:>4} {:>4} {:>4} {:>5} {:>8} {:>4}  {}\n", "profile", "id", "cs", "ms", "SMs",
-             "MiB", "max", "placements {start,size}");
+  fmt::print("{}  ({} compute slices, {} memory slices, {} SMs, {} MiB)\n", m.name, m.compute_slices, m.memory_slices,
+             m.sm_count, m.memory_mib);
+  fmt::print("  {:<12} {:>4} {:>4} {:>4} {:>5} {:>8} {:>4}  {}\n", "profile", "id", "cs", "ms", "SMs", "MiB", "max",
+             "placements {start,size}");
   for (const auto& p : m.profiles)
-    fmt::print("  {:<12} {:>4} {:>4} {:>4} {:>5} {:>8} {:>4}  {}\n", p.name, p.nvml_profile_id,
-               p.compute_slices, p.memory_slices, p.sm_count, p.memory_mib, p.max_instances,
-               placements_text(p));
+    fmt::print("  {:<12} {:>4} {:>4} {:>4} {:>5} {:>8} {:>4}  {}\n", p.name, p.nvml_profile_id, p.compute_slices,
+               p.memory_slices, p.sm_count, p.memory_mib, p.max_instances, placements_text(p));
 }
 
 }  // namespace
 
 void add_catalog_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("catalog", "Print the profiles (MIG, AMD partition modes) and legal placements per GPU "
-                                             "model, and with --policy how each model realizes the policy's classes");
+  auto* cmd = app.add_subcommand("catalog",
+                                 "Print the profiles (MIG, AMD partition modes) and legal placements per GPU "
+                                 "model, and with --policy how each model realizes the policy's classes");
   auto model = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto policy_file = std::make_shared<std::string>();
   cmd->add_option("--model", *model, "Only this model (e.g. H100-80GB)");
   cmd->add_option("--policy", *policy_file, "Also show the classes of this policy file, resolved per model");
-  cmd->add_flag("--json", *json, "Machine-readable output: {\"models\": [...], \"classes\": {class: {model: profile}}, "
-                  "\"share_types\": {type: {model: {\"instance\": profile, \"shares\": N}}}}");
+  cmd->add_flag("--json", *json,
+                "Machine-readable output: {\"models\": [...], \"classes\": {class: {model: profile}}, "
+                "\"share_types\": {type: {model: {\"instance\": profile, \"shares\": N}}}}");
   cmd->callback([model, json, policy_file, &exit_code] {
     const auto& catalog = vgpu::Catalog::builtin();
     std::vector<vgpu::GpuClass> classes;

@@ -25,7 +25,9 @@ struct JobArgs {
   bool json = false;
 };
 
-std::string utc(std::int64_t t) { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(static_cast<std::time_t>(t))); }
+std::string utc(std::int64_t t) {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(static_cast<std::time_t>(t)));
+}
 
 std::string slices(const vgpu::Placement& p) {
   return p.size == 1 ? fmt::format("slice {}", p.start) : fmt::format("slices {}-{}", p.start, p.end() - 1);
@@ -57,9 +59,16 @@ int run_job(const JobArgs& a) {
         if (i.gpu == g.index && i.job == a.job) mine.push_back(&i);
       if (mine.empty()) continue;
       for (const auto* i : mine) {
-        out["instances"].push_back({{"node", node}, {"gpu", g.index}, {"gpu_uuid", g.uuid}, {"profile", i->profile},
-                                    {"start", i->placement.start}, {"size", i->placement.size}, {"mig_uuid", i->mig_uuid},
-                                    {"state", vgpu::to_string(i->state)}, {"user", i->user}, {"since", i->created_at}});
+        out["instances"].push_back({{"node", node},
+                                    {"gpu", g.index},
+                                    {"gpu_uuid", g.uuid},
+                                    {"profile", i->profile},
+                                    {"start", i->placement.start},
+                                    {"size", i->placement.size},
+                                    {"mig_uuid", i->mig_uuid},
+                                    {"state", vgpu::to_string(i->state)},
+                                    {"user", i->user},
+                                    {"since", i->created_at}});
         text += fmt::format("{} GPU {}  {}  {}  {}  {}  since {}\n", node, g.index, i->profile, slices(i->placement),
                             i->mig_uuid, vgpu::to_string(i->state), utc(i->created_at));
       }
@@ -70,8 +79,8 @@ int run_job(const JobArgs& a) {
       for (const auto& i : ledger->instances)
         if (i.gpu == g.index)
           if (const auto* p = model->find_profile(i.profile))
-            drawn.push_back({i.placement, i.job == a.job ? i.profile : "other", i.job == a.job ? fmt::format("job {}", a.job) : "",
-                             false, p->compute_slices});
+            drawn.push_back({i.placement, i.job == a.job ? i.profile : "other",
+                             i.job == a.job ? fmt::format("job {}", a.job) : "", false, p->compute_slices});
       text += draw_gpu(g.index, *model, drawn);
     }
     auto history = store.history();
@@ -82,12 +91,19 @@ int run_job(const JobArgs& a) {
     }
     for (const auto& h : *history) {
       if (h.job != a.job) continue;
-      out["ended"].push_back({{"node", node}, {"gpu", h.gpu}, {"profile", h.profile}, {"start", h.placement.start},
-                              {"size", h.placement.size}, {"mig_uuid", h.mig_uuid}, {"user", h.user},
-                              {"start_time", h.start_time}, {"end_time", h.end_time}, {"end_reason", h.end_reason}});
-      ended.emplace_back(h.start_time, fmt::format("{} GPU {}  {}  {}  {}  {} to {} ({} s), {}\n", node, h.gpu, h.profile,
-                                                   slices(h.placement), h.mig_uuid, utc(h.start_time), utc(h.end_time),
-                                                   h.end_time - h.start_time, h.end_reason));
+      out["ended"].push_back({{"node", node},
+                              {"gpu", h.gpu},
+                              {"profile", h.profile},
+                              {"start", h.placement.start},
+                              {"size", h.placement.size},
+                              {"mig_uuid", h.mig_uuid},
+                              {"user", h.user},
+                              {"start_time", h.start_time},
+                              {"end_time", h.end_time},
+                              {"end_reason", h.end_reason}});
+      ended.emplace_back(h.start_time, fmt::format("{} GPU {}  {}  {}  {}  {} to {} ({} s), {}\n", node, h.gpu,
+                                                   h.profile, slices(h.placement), h.mig_uuid, utc(h.start_time),
+                                                   utc(h.end_time), h.end_time - h.start_time, h.end_reason));
     }
   }
   std::ranges::stable_sort(ended, {}, &std::pair<std::int64_t, std::string>::first);
@@ -108,8 +124,9 @@ int run_job(const JobArgs& a) {
 
 void add_job_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<JobArgs>();
-  auto* cmd = app.add_subcommand("job", "What a job got: its instances (node, GPU, profile, slices, MIG UUID) and their GPUs, "
-                                        "or its ended tenancies");
+  auto* cmd = app.add_subcommand("job",
+                                 "What a job got: its instances (node, GPU, profile, slices, MIG UUID) and their GPUs, "
+                                 "or its ended tenancies");
   cmd->add_option("JOBID", a->job, "Slurm job id (an array task's own id)")->required()->check(CLI::PositiveNumber);
   cmd->add_option("--state-dir", a->state_dir, "Directory holding <node>/ledger.json")->capture_default_str();
   cmd->add_flag("--json", a->json, "Machine-readable output");

@@ -24,8 +24,8 @@ std::string draw_gpu(int index, const vgpu::GpuModel& model, const std::vector<D
   int used = 0, planned = 0;
   for (const auto& d : sorted) (d.planned ? planned : used) += d.compute_slices;
 
-  std::string out = fmt::format("GPU {}  {}  compute {}/{} used, {} planned\n", index, model.name,
-                                used, model.compute_slices, planned);
+  std::string out = fmt::format("GPU {}  {}  compute {}/{} used, {} planned\n", index, model.name, used,
+                                model.compute_slices, planned);
   out += "  slice  ";
   for (int s = 0; s < model.memory_slices; ++s) out += fmt::format("{:<{}}", s, kCell);
   out += "\n         ";

@@ -61,8 +61,8 @@ int run_plan(const PlanArgs& a) {
   vgpu::PlannerConfig config{split_list(a.allowed), split_list(a.idle)};
   for (const auto& d : *demand)
     if (!(*model)->find_profile(d.profile)) {
-      fmt::print(stderr, "vgpuctl: plan: --demand: profile {}: unknown profile on {} (valid: {})\n",
-                 d.profile, (*model)->name, (*model)->profile_names());
+      fmt::print(stderr, "vgpuctl: plan: --demand: profile {}: unknown profile on {} (valid: {})\n", d.profile,
+                 (*model)->name, (*model)->profile_names());
       return 2;
     }
   vgpu::Plan plan = vgpu::plan_node(*gpus, config, *demand);
@@ -79,8 +79,11 @@ int run_plan(const PlanArgs& a) {
     j["notes"] = plan.notes;
     j["slots"] = nlohmann::json::array();
     for (const auto& s : plan.slots)
-      j["slots"].push_back({{"gpu", s.gpu}, {"profile", s.profile->name}, {"start", s.placement.start},
-                            {"size", s.placement.size}, {"reason", s.reason}});
+      j["slots"].push_back({{"gpu", s.gpu},
+                            {"profile", s.profile->name},
+                            {"start", s.placement.start},
+                            {"size", s.placement.size},
+                            {"reason", s.reason}});
     std::cout << j.dump(2) << "\n";
     return 0;
   }

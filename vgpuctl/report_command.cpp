@@ -45,9 +45,14 @@ std::string plotter() {
 }
 
 nlohmann::json to_json(const UsageReport& r) {
-  return {{"since", r.since}, {"until", r.until}, {"bucket_seconds", r.bucket_seconds}, {"bucket_starts", r.bucket_starts},
-          {"node_utilisation", r.node_utilisation}, {"profile_instances", r.profile_instances},
-          {"node_mean", r.node_mean}, {"profile_instance_hours", r.profile_instance_hours}};
+  return {{"since", r.since},
+          {"until", r.until},
+          {"bucket_seconds", r.bucket_seconds},
+          {"bucket_starts", r.bucket_starts},
+          {"node_utilisation", r.node_utilisation},
+          {"profile_instances", r.profile_instances},
+          {"node_mean", r.node_mean},
+          {"profile_instance_hours", r.profile_instance_hours}};
 }
 
 // Feeds the report to the plotter on stdin; its exit status, or -1 when it could not run.
@@ -87,7 +92,8 @@ int run_report(const ReportArgs& a) {
   for (const auto& node : nodes) {
     vgpu::LedgerStore store(a.state_dir + "/" + node, ledger_reader_options());
     auto ledger = store.load();
-    auto history = ledger ? store.history() : vgpu::Result<std::vector<vgpu::HistoryRecord>>(std::unexpected(ledger.error()));
+    auto history =
+        ledger ? store.history() : vgpu::Result<std::vector<vgpu::HistoryRecord>>(std::unexpected(ledger.error()));
     if (!history) {
       fmt::print(stderr, "vgpuctl: report: node {}: {}\n", node, history.error().message);
       return 2;
@@ -105,7 +111,8 @@ int run_report(const ReportArgs& a) {
       const vgpu::Profile* p = it == models.end() ? nullptr : it->second->find_profile(profile);
       return p ? p->compute_slices : 0;
     };
-    for (const auto& h : *history) tenancies.push_back({node, h.profile, slices_of(h.gpu, h.profile), h.start_time, h.end_time});
+    for (const auto& h : *history)
+      tenancies.push_back({node, h.profile, slices_of(h.gpu, h.profile), h.start_time, h.end_time});
     for (const auto& i : ledger->instances)
       if (i.job) tenancies.push_back({node, i.profile, slices_of(i.gpu, i.profile), i.created_at, *until});
   }
@@ -148,7 +155,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--until", a->until, "End (default: now)");
   cmd->add_option("--buckets", a->buckets, "Time buckets")->check(CLI::Range(1, 10000))->capture_default_str();
   cmd->add_flag("--json", a->json, "Machine-readable output");
-  cmd->add_option("--png", a->png, "Also draw it to this PNG file (/usr/bin/python3 with matplotlib, or VGPU_REPORT_PYTHON)");
+  cmd->add_option("--png", a->png,
+                  "Also draw it to this PNG file (/usr/bin/python3 with matplotlib, or VGPU_REPORT_PYTHON)");
   cmd->callback([a, &exit_code] { exit_code = run_report(*a); });
 }
 

@@ -68,11 +68,11 @@ void add_slurm_check_command(CLI::App& app, int& exit_code) {
   auto from = std::make_shared<std::string>();
   auto scontrol = std::make_shared<std::string>("scontrol");
   cmd->add_option("POLICY", *file, "The policy JSON file")->required();
-  cmd->add_option("--from", *from,
-                  fmt::format("Read captured outputs instead of asking slurmctld: DIR/{} (scontrol {}), "
-                              "DIR/{} (scontrol {}), DIR/{} (scontrol {})",
-                              kConfig.file, kConfig.args, kPartitions.file, kPartitions.args, kNodes.file,
-                              kNodes.args));
+  cmd->add_option(
+      "--from", *from,
+      fmt::format("Read captured outputs instead of asking slurmctld: DIR/{} (scontrol {}), "
+                  "DIR/{} (scontrol {}), DIR/{} (scontrol {})",
+                  kConfig.file, kConfig.args, kPartitions.file, kPartitions.args, kNodes.file, kNodes.args));
   cmd->add_option("--scontrol", *scontrol, "The scontrol to run (default: scontrol on PATH)");
   cmd->callback([file, from, scontrol, &exit_code] {
     auto policy = vgpu::load_policy_file(*file);
@@ -94,10 +94,9 @@ void add_slurm_check_command(CLI::App& app, int& exit_code) {
       }
       *into = std::move(*text);
     }
-    const auto result = check_slurm_conf(
-        *policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types()), views);
-    for (const auto& f : result.findings)
-      fmt::print("{}: {}\n", f.error ? "error" : "warning", f.message);
+    const auto result =
+        check_slurm_conf(*policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types()), views);
+    for (const auto& f : result.findings) fmt::print("{}: {}\n", f.error ? "error" : "warning", f.message);
     const int errors = result.errors();
     const int warnings = static_cast<int>(result.findings.size()) - errors;
     fmt::print("{}: {} partition(s) checked against Slurm {}: {} error(s), {} warning(s)\n", *file,

@@ -55,8 +55,7 @@ bool list_has(std::string_view list, std::string_view item) {
   for (std::string_view entry : vgpu::split_view(list, ',')) {
     entry = vgpu::trim_view(entry);
     if (auto slash = entry.rfind('/'); slash != std::string_view::npos) entry = entry.substr(slash + 1);
-    if (entry.size() == item.size() &&
-        std::ranges::equal(entry, item, [](char a, char b) {
+    if (entry.size() == item.size() && std::ranges::equal(entry, item, [](char a, char b) {
           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
         }))
       return true;
@@ -89,23 +88,26 @@ void check_config(const std::map<std::string, std::string, std::less<>>& config,
   auto error = [&](std::string m) { out.push_back({true, std::move(m)}); };
   auto warning = [&](std::string m) { out.push_back({false, std::move(m)}); };
   if (!list_has(value_of(config, "GresTypes"), kGres))
-    error(fmt::format("GresTypes = '{}' lacks vgpu: slurmctld and slurmd do not load gres/vgpu, and every "
-                      "--gres=vgpu request is refused (docs/slurm.md)",
-                      value_of(config, "GresTypes")));
+    error(
+        fmt::format("GresTypes = '{}' lacks vgpu: slurmctld and slurmd do not load gres/vgpu, and every "
+                    "--gres=vgpu request is refused (docs/slurm.md)",
+                    value_of(config, "GresTypes")));
   if (!list_has(value_of(config, "PrologFlags"), "Alloc"))
-    error(fmt::format("PrologFlags = '{}' lacks Alloc: the prolog must create a job's instances when it is "
-                      "allocated, on every node, before any step or its batch script starts (docs/slurm.md)",
-                      value_of(config, "PrologFlags")));
+    error(
+        fmt::format("PrologFlags = '{}' lacks Alloc: the prolog must create a job's instances when it is "
+                    "allocated, on every node, before any step or its batch script starts (docs/slurm.md)",
+                    value_of(config, "PrologFlags")));
   for (std::string_view hook : {"Prolog", "Epilog"})
     if (!hook_set(config, hook))
       error(fmt::format("{} is not set: {} (vgpu-{} in docs/slurm.md)", hook,
                         hook == "Prolog" ? "no job gets its instances" : "no job's instances are released",
                         hook == "Prolog" ? "prolog" : "epilog"));
   if (!list_has(value_of(config, "JobSubmitPlugins"), "lua"))
-    warning(fmt::format("JobSubmitPlugins = '{}' lacks lua: without the submit filter an untyped --gres=vgpu:N "
-                        "takes the padding type 'free', and a type the partition does not offer pends forever "
-                        "instead of being refused at submission (docs/admin.md, the job_submit filter)",
-                        value_of(config, "JobSubmitPlugins")));
+    warning(
+        fmt::format("JobSubmitPlugins = '{}' lacks lua: without the submit filter an untyped --gres=vgpu:N "
+                    "takes the padding type 'free', and a type the partition does not offer pends forever "
+                    "instead of being refused at submission (docs/admin.md, the job_submit filter)",
+                    value_of(config, "JobSubmitPlugins")));
   if (value_of(config, "AccountingStorageType").ends_with("slurmdbd")) {
     const std::string have_text = value_of(config, "AccountingStorageTRES");
     std::set<std::string_view> have;
@@ -115,9 +117,10 @@ void check_config(const std::map<std::string, std::string, std::less<>>& config,
     for (std::string_view tres : vgpu::split_view(wanted, ','))
       if (!have.contains(tres)) missing.emplace_back(tres);
     if (!missing.empty())
-      warning(fmt::format("AccountingStorageTRES lacks {}: sacct and sreport do not show those instances by "
-                          "type (`vgpuctl accounting-tres POLICY` prints the whole value; docs/accounting.md)",
-                          joined(missing)));
+      warning(
+          fmt::format("AccountingStorageTRES lacks {}: sacct and sreport do not show those instances by "
+                      "type (`vgpuctl accounting-tres POLICY` prints the whole value; docs/accounting.md)",
+                      joined(missing)));
   }
 }
 
@@ -138,7 +141,8 @@ void check_partition(const vgpu::PartitionPolicy& partition, const vgpu::PolicyF
   if (node_expr != "ALL") {
     auto parsed = vgpu::Hostlist::parse(is_unset(node_expr) ? std::string_view() : std::string_view(node_expr));
     if (!parsed) {
-      out.push_back({true, fmt::format("{}: cannot read its Nodes = '{}': {}", where, node_expr, parsed.error().message)});
+      out.push_back(
+          {true, fmt::format("{}: cannot read its Nodes = '{}': {}", where, node_expr, parsed.error().message)});
       return;
     }
     members = std::move(*parsed);
@@ -172,8 +176,7 @@ void check_partition(const vgpu::PartitionPolicy& partition, const vgpu::PolicyF
     int most = 0;
     for (const auto* a : anchors)
       if (auto c = a->vgpu.find(type); c != a->vgpu.end()) most = std::max(most, c->second);
-    if (most == 0)
-      undeclared.push_back(type);
+    if (most == 0) undeclared.push_back(type);
     else if (most < largest_total)
       short_declared.push_back(fmt::format("{}:{}", type, most));
   }
@@ -200,12 +203,13 @@ void check_partition(const vgpu::PartitionPolicy& partition, const vgpu::PolicyF
       if (missing.size() < best_missing.size()) best_missing = missing;
     }
     if (!best_missing.empty())
-      out.push_back({true, fmt::format("{}: no FUTURE node of it has the feature(s) {} ({}): with "
-                                       "planner.node_features the submit filter gives jobs a preference for them, "
-                                       "and slurmctld refuses a preference no node of the partition has ('Invalid "
-                                       "preferred feature specification'); declare Features={} on a FUTURE node "
-                                       "listed in it (docs/admin.md, Node features)",
-                                       where, joined(best_missing), anchor_names(), vgpu::contract::kPlannerFeatureList)});
+      out.push_back(
+          {true, fmt::format("{}: no FUTURE node of it has the feature(s) {} ({}): with "
+                             "planner.node_features the submit filter gives jobs a preference for them, "
+                             "and slurmctld refuses a preference no node of the partition has ('Invalid "
+                             "preferred feature specification'); declare Features={} on a FUTURE node "
+                             "listed in it (docs/admin.md, Node features)",
+                             where, joined(best_missing), anchor_names(), vgpu::contract::kPlannerFeatureList)});
   }
 }
 
@@ -215,8 +219,7 @@ int SlurmConfCheck::errors() const {
   return static_cast<int>(std::ranges::count_if(findings, [](const auto& f) { return f.error; }));
 }
 
-SlurmConfCheck check_slurm_conf(const vgpu::PolicyFile& policy, const vgpu::Catalog& catalog,
-                                const SlurmViews& slurm) {
+SlurmConfCheck check_slurm_conf(const vgpu::PolicyFile& policy, const vgpu::Catalog& catalog, const SlurmViews& slurm) {
   SlurmConfCheck result;
   const auto config = parse_config(slurm.config);
   result.slurm_version = value_of(config, "SLURM_VERSION");

@@ -32,7 +32,6 @@ struct SlurmConfCheck {
   [[nodiscard]] int errors() const;
 };
 
-SlurmConfCheck check_slurm_conf(const vgpu::PolicyFile& policy, const vgpu::Catalog& catalog,
-                                const SlurmViews& slurm);
+SlurmConfCheck check_slurm_conf(const vgpu::PolicyFile& policy, const vgpu::Catalog& catalog, const SlurmViews& slurm);
 
 }  // namespace vgpuctl

@@ -74,21 +74,30 @@ int run_status(const StatusArgs& a) {
     if (a.json) {
       nlohmann::json n = {{"node", node}, {"generation", ledger->plan.generation}, {"gpus", nlohmann::json::array()}};
       for (const auto& g : ledger->gpus) {
-        nlohmann::json gj = {{"index", g.index}, {"model", g.model}, {"instances", nlohmann::json::array()},
+        nlohmann::json gj = {{"index", g.index},
+                             {"model", g.model},
+                             {"instances", nlohmann::json::array()},
                              {"planned", nlohmann::json::array()}};
         for (const auto& i : ledger->instances)
           if (i.gpu == g.index)
-            gj["instances"].push_back({{"profile", i.profile}, {"start", i.placement.start}, {"size", i.placement.size},
+            gj["instances"].push_back({{"profile", i.profile},
+                                       {"start", i.placement.start},
+                                       {"size", i.placement.size},
                                        {"job", i.job ? nlohmann::json(*i.job) : nlohmann::json(nullptr)},
-                                       {"state", vgpu::to_string(i.state)}, {"mig_uuid", i.mig_uuid}});
+                                       {"state", vgpu::to_string(i.state)},
+                                       {"mig_uuid", i.mig_uuid}});
         for (const auto& s : ledger->plan.slots)
           if (s.gpu == g.index)
-            gj["planned"].push_back({{"profile", s.profile}, {"start", s.placement.start}, {"size", s.placement.size},
-                                     {"claimed_by_job", s.claimed_by_job ? nlohmann::json(*s.claimed_by_job) : nlohmann::json(nullptr)}});
+            gj["planned"].push_back(
+                {{"profile", s.profile},
+                 {"start", s.placement.start},
+                 {"size", s.placement.size},
+                 {"claimed_by_job", s.claimed_by_job ? nlohmann::json(*s.claimed_by_job) : nlohmann::json(nullptr)}});
         n["gpus"].push_back(gj);
       }
       for (const auto& vm : ledger->vms)
-        n["viz_vms"].push_back({{"job", vm.job}, {"domain", vm.domain}, {"device", vm.device}, {"state", vgpu::to_string(vm.state)}});
+        n["viz_vms"].push_back(
+            {{"job", vm.job}, {"domain", vm.domain}, {"device", vm.device}, {"state", vgpu::to_string(vm.state)}});
       out.push_back(n);
       continue;
     }

@@ -11,8 +11,7 @@ namespace vgpuctl {
 
 void add_submit_table_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
-      "submit-table",
-      "Print vgpu_profiles.lua for job_submit.lua: the vgpu types each partition of POLICY offers");
+      "submit-table", "Print vgpu_profiles.lua for job_submit.lua: the vgpu types each partition of POLICY offers");
   auto file = std::make_shared<std::string>();
   auto default_partition = std::make_shared<std::string>();
   cmd->add_option("POLICY", *file, "The policy JSON file")->required();
@@ -26,8 +25,8 @@ void add_submit_table_command(CLI::App& app, int& exit_code) {
       exit_code = 2;
       return;
     }
-    auto table = vgpu::render_submit_table(*policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types()),
-                                           *default_partition);
+    auto table = vgpu::render_submit_table(
+        *policy, vgpu::Catalog::with_classes(vgpu::Catalog::builtin(), policy->site_types()), *default_partition);
     if (!table) {
       fmt::print(stderr, "vgpuctl: submit-table: {}\n", table.error().message);
       exit_code = 1;

@@ -13,7 +13,8 @@ UsageReport build_usage_report(const std::vector<Tenancy>& tenancies, const std:
   r.until = until;
   r.bucket_seconds = std::max<std::int64_t>(1, (until - since + buckets - 1) / buckets);
   const auto n = static_cast<std::size_t>((until - since + r.bucket_seconds - 1) / r.bucket_seconds);
-  for (std::size_t b = 0; b < n; ++b) r.bucket_starts.push_back(since + static_cast<std::int64_t>(b) * r.bucket_seconds);
+  for (std::size_t b = 0; b < n; ++b)
+    r.bucket_starts.push_back(since + static_cast<std::int64_t>(b) * r.bucket_seconds);
   for (const auto& [node, slices] : capacity)
     if (slices > 0) r.node_utilisation[node].assign(n, 0.0);
   for (const auto& t : tenancies) {
@@ -35,7 +36,8 @@ UsageReport build_usage_report(const std::vector<Tenancy>& tenancies, const std:
   for (const auto& [node, series] : r.node_utilisation) {
     double weighted = 0;
     for (std::size_t b = 0; b < n; ++b)
-      weighted += series[b] * static_cast<double>(std::min(r.bucket_starts[b] + r.bucket_seconds, until) - r.bucket_starts[b]);
+      weighted +=
+          series[b] * static_cast<double>(std::min(r.bucket_starts[b] + r.bucket_seconds, until) - r.bucket_starts[b]);
     r.node_mean[node] = weighted / static_cast<double>(until - since);
   }
   return r;

@@ -22,7 +22,7 @@ struct Tenancy {
 struct UsageReport {
   std::int64_t since = 0, until = 0, bucket_seconds = 0;
   std::vector<std::int64_t> bucket_starts;
-  std::map<std::string, std::vector<double>> node_utilisation;  // 0..1 per bucket
+  std::map<std::string, std::vector<double>> node_utilisation;   // 0..1 per bucket
   std::map<std::string, std::vector<double>> profile_instances;  // mean instances held per bucket
   std::map<std::string, double> node_mean;                       // over the whole window
   std::map<std::string, double> profile_instance_hours;

@@ -41,7 +41,8 @@ Result<std::map<std::string, std::uint64_t>> parse_properties(std::string_view t
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (line.empty()) continue;
     auto space = line.find(' ');
-    if (space == std::string_view::npos) return fail(ErrorCode::corrupt, fmt::format("{}: '{}': expected '<key> <value>'", where, line));
+    if (space == std::string_view::npos)
+      return fail(ErrorCode::corrupt, fmt::format("{}: '{}': expected '<key> <value>'", where, line));
     std::uint64_t v = 0;
     auto value = line.substr(space + 1);
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
@@ -99,13 +100,15 @@ Result<void> Backend::scan() {
     if (!model)
       if (auto id = sysfs_.read(dev + "/device")) model = model_of_device_id(*id);
     if (!model) {
-      notes.push_back(fmt::format("GPU {} ({}): not a model slurm-vgpu knows", bdf, product ? *product : "no product_name"));
+      notes.push_back(
+          fmt::format("GPU {} ({}): not a model slurm-vgpu knows", bdf, product ? *product : "no product_name"));
       continue;
     }
     auto memory = sysfs_.read(dev + "/current_memory_partition");
     if (!memory || *memory != "NPS1") {
-      notes.push_back(fmt::format("GPU {}: memory partition {}: slurm-vgpu's {} catalog assumes NPS1; the GPU is left out",
-                                  bdf, memory ? *memory : "unreadable", model->name));
+      notes.push_back(
+          fmt::format("GPU {}: memory partition {}: slurm-vgpu's {} catalog assumes NPS1; the GPU is left out", bdf,
+                      memory ? *memory : "unreadable", model->name));
       continue;
     }
     gpus_.push_back({bdf, model});
@@ -118,7 +121,8 @@ Result<Backend::Gpu> Backend::gpu_at(int gpu) {
   if (gpus_.empty())
     if (auto ok = scan(); !ok) return std::unexpected(ok.error());
   if (gpu < 0 || static_cast<std::size_t>(gpu) >= gpus_.size())
-    return fail(ErrorCode::not_found, fmt::format("amdgpu: GPU {}: no such partitionable GPU ({} found)", gpu, gpus_.size()));
+    return fail(ErrorCode::not_found,
+                fmt::format("amdgpu: GPU {}: no such partitionable GPU ({} found)", gpu, gpus_.size()));
   return gpus_[static_cast<std::size_t>(gpu)];
 }
 
@@ -160,7 +164,8 @@ Result<std::string> Backend::current_mode(const Gpu& g) {
   auto mode = sysfs_.read(device_dir(g.bdf) + "/current_compute_partition");
   if (!mode) return std::unexpected(mode.error());
   if (!parse_mode(*mode))
-    return fail(ErrorCode::corrupt, fmt::format("amdgpu: GPU {}: current_compute_partition '{}' is not a mode", g.bdf, *mode));
+    return fail(ErrorCode::corrupt,
+                fmt::format("amdgpu: GPU {}: current_compute_partition '{}' is not a mode", g.bdf, *mode));
   return *mode;
 }
 
@@ -168,7 +173,8 @@ Result<std::vector<Partition>> Backend::partitions(int gpu) {
   auto g = gpu_at(gpu);
   if (!g) return std::unexpected(g.error());
   auto nodes = sysfs_.list(kTopology);
-  if (!nodes) return fail(ErrorCode::unavailable, fmt::format("amdgpu: /{}: no KFD topology (is amdgpu loaded?)", kTopology));
+  if (!nodes)
+    return fail(ErrorCode::unavailable, fmt::format("amdgpu: /{}: no KFD topology (is amdgpu loaded?)", kTopology));
   std::vector<Partition> out;
   for (const auto& node : *nodes) {
     const std::string path = fmt::format("{}/{}/properties", kTopology, node);
@@ -179,10 +185,12 @@ Result<std::vector<Partition>> Backend::partitions(int gpu) {
     auto& p = *props;
     if (p["simd_count"] == 0) continue;  // a CPU node
     const auto loc = p["location_id"];
-    const std::string bdf = fmt::format("{:04x}:{:02x}:{:02x}.{}", p["domain"], (loc >> 8) & 0xff, (loc >> 3) & 0x1f, loc & 7);
+    const std::string bdf =
+        fmt::format("{:04x}:{:02x}:{:02x}.{}", p["domain"], (loc >> 8) & 0xff, (loc >> 3) & 0x1f, loc & 7);
     if (bdf != g->bdf) continue;
     out.push_back({static_cast<int>((loc >> 28) & 0xf), static_cast<int>(p["drm_render_minor"]),
-                   fmt::format("GPU-{:016x}", p["unique_id"]), static_cast<int>(p.contains("num_xcc") ? p["num_xcc"] : 0)});
+                   fmt::format("GPU-{:016x}", p["unique_id"]),
+                   static_cast<int>(p.contains("num_xcc") ? p["num_xcc"] : 0)});
   }
   std::ranges::sort(out, {}, &Partition::id);
   for (std::size_t i = 1; i < out.size(); ++i)
@@ -196,7 +204,9 @@ Result<std::vector<Partition>> Backend::partitions(int gpu) {
 
 Result<InstanceInfo> Backend::instance_of(int gpu, const Gpu& g, const std::string& mode, const Partition& p) {
   const Profile* profile = g.model->find_profile_by_nvml_id(static_cast<int>(*parse_mode(mode)));
-  if (!profile) return fail(ErrorCode::unavailable, fmt::format("amdgpu: GPU {}: mode {} is not in the {} catalog", g.bdf, mode, g.model->name));
+  if (!profile)
+    return fail(ErrorCode::unavailable,
+                fmt::format("amdgpu: GPU {}: mode {} is not in the {} catalog", g.bdf, mode, g.model->name));
   InstanceInfo info;
   info.gpu = gpu;
   info.gi_id = p.id;
@@ -217,9 +227,10 @@ Result<std::vector<InstanceInfo>> Backend::list_instances(int gpu) {
   if (!parts) return std::unexpected(parts.error());
   const Profile* profile = g->model->find_profile_by_nvml_id(static_cast<int>(*parse_mode(*mode)));
   if (profile && static_cast<int>(parts->size()) != profile->max_instances)
-    return fail(ErrorCode::unavailable, fmt::format("amdgpu: GPU {}: KFD shows {} partition(s) in {} mode, which has {}: "
-                                                    "a mode switch is in progress",
-                                                    g->bdf, parts->size(), *mode, profile->max_instances));
+    return fail(ErrorCode::unavailable,
+                fmt::format("amdgpu: GPU {}: KFD shows {} partition(s) in {} mode, which has {}: "
+                            "a mode switch is in progress",
+                            g->bdf, parts->size(), *mode, profile->max_instances));
   std::vector<InstanceInfo> out;
   for (const auto& p : *parts) {
     auto info = instance_of(gpu, *g, *mode, p);
@@ -233,7 +244,9 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
   auto g = gpu_at(gpu);
   if (!g) return std::unexpected(g.error());
   const Profile* profile = g->model->find_profile_by_nvml_id(profile_id);
-  if (!profile) return fail(ErrorCode::invalid_argument, fmt::format("amdgpu: GPU {}: no profile with mode id {} on {}", g->bdf, profile_id, g->model->name));
+  if (!profile)
+    return fail(ErrorCode::invalid_argument,
+                fmt::format("amdgpu: GPU {}: no profile with mode id {} on {}", g->bdf, profile_id, g->model->name));
   if (std::ranges::find(profile->placements, placement) == profile->placements.end())
     return fail(ErrorCode::invalid_argument, fmt::format("amdgpu: GPU {}: {{{},{}}} is not a partition of {}", g->bdf,
                                                          placement.start, placement.size, profile->name));
@@ -244,7 +257,7 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
     const std::string attr = device_dir(g->bdf) + "/current_compute_partition";
     if (auto w = sysfs_.write(attr, want); !w) {
       const int err = w.error();
-      std::string why = err == EBUSY   ? "a process still uses one of its partitions"
+      std::string why = err == EBUSY    ? "a process still uses one of its partitions"
                         : err == EINVAL ? "the driver does not offer it in the GPU's memory mode"
                         : err == EPERM  ? "a GPU reset is in progress"
                                         : "";
@@ -259,8 +272,9 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
       auto parts = partitions(gpu);
       if (now_mode && *now_mode == want && parts && static_cast<int>(parts->size()) == profile->max_instances) break;
       if (std::chrono::steady_clock::now() > deadline)
-        return fail(ErrorCode::io, fmt::format("amdgpu: GPU {}: switched to {}, but its {} partitions did not appear within {} ms",
-                                               g->bdf, want, profile->max_instances, options_.switch_timeout.count()));
+        return fail(ErrorCode::io,
+                    fmt::format("amdgpu: GPU {}: switched to {}, but its {} partitions did not appear within {} ms",
+                                g->bdf, want, profile->max_instances, options_.switch_timeout.count()));
       std::this_thread::sleep_for(options_.poll);
     }
   }
@@ -269,7 +283,8 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
   const int id = placement.start / profile->memory_slices;
   auto it = std::ranges::find(*parts, id, &Partition::id);
   if (it == parts->end())
-    return fail(ErrorCode::io, fmt::format("amdgpu: GPU {}: partition {} of {} is not in KFD's topology", g->bdf, id, want));
+    return fail(ErrorCode::io,
+                fmt::format("amdgpu: GPU {}: partition {} of {} is not in KFD's topology", g->bdf, id, want));
   return instance_of(gpu, *g, want, *it);
 }
 

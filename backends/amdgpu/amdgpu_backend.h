@@ -31,9 +31,9 @@ struct Options {
 
 // One partition as KFD's topology describes it.
 struct Partition {
-  int id = 0;              // partition id (location_id bits 31:28)
-  int render_minor = 0;    // /dev/dri/renderD<minor>
-  std::string uuid;        // "GPU-<16 hex digits>"
+  int id = 0;            // partition id (location_id bits 31:28)
+  int render_minor = 0;  // /dev/dri/renderD<minor>
+  std::string uuid;      // "GPU-<16 hex digits>"
   int xcc = 0;
 };
 

@@ -45,8 +45,8 @@ void on_pci(void* ctx, const vgpu_hwloc_pci* d) {
   });
 }
 
-void on_ancestor(void* ctx, const char* type, unsigned logical_index, const unsigned* pus,
-                 std::size_t n_pus, const unsigned* numa, std::size_t n_numa) {
+void on_ancestor(void* ctx, const char* type, unsigned logical_index, const unsigned* pus, std::size_t n_pus,
+                 const unsigned* numa, std::size_t n_numa) {
   guarded(ctx, [&](Collector& c) {
     if (c.topology.pci_devices.empty()) return;
     c.topology.pci_devices.back().ancestors.push_back(
@@ -64,8 +64,7 @@ Result<Topology> load_topology(const std::optional<std::string>& xml_path) {
   if (vgpu_hwloc_walk(xml_path ? xml_path->c_str() : nullptr, &visitor, err.data(), err.size()) != 0)
     return fail(xml_path ? ErrorCode::corrupt : ErrorCode::unavailable, err.data());
   if (collector.failed)
-    return fail(ErrorCode::internal, "out of memory while copying the topology of " +
-                                         collector.topology.source);
+    return fail(ErrorCode::internal, "out of memory while copying the topology of " + collector.topology.source);
   return std::move(collector.topology);
 }
 

@@ -28,9 +28,7 @@ static int bitmap_to_array(hwloc_const_bitmap_t set, unsigned** out, size_t* n) 
   if (ids == NULL) return -1;
   size_t i = 0;
   unsigned id;
-  hwloc_bitmap_foreach_begin(id, set) {
-    ids[i++] = id;
-  }
+  hwloc_bitmap_foreach_begin(id, set) { ids[i++] = id; }
   hwloc_bitmap_foreach_end();
   *out = ids;
   *n = i;
@@ -57,8 +55,7 @@ static int report_ancestor(const vgpu_hwloc_visitor* v, hwloc_obj_t obj) {
     free(pus);
     return -1;
   }
-  v->ancestor(v->ctx, hwloc_obj_type_string(obj->type), obj->logical_index, pus, n_pus, nodes,
-              n_nodes);
+  v->ancestor(v->ctx, hwloc_obj_type_string(obj->type), obj->logical_index, pus, n_pus, nodes, n_nodes);
   free(pus);
   free(nodes);
   return 0;
@@ -68,8 +65,7 @@ static int report_pci(hwloc_topology_t topo, const vgpu_hwloc_visitor* v) {
   hwloc_obj_t pci = NULL;
   while ((pci = hwloc_get_next_pcidev(topo, pci)) != NULL) {
     const struct hwloc_pcidev_attr_s* a = &pci->attr->pcidev;
-    vgpu_hwloc_pci dev = {a->domain, a->bus, a->dev, a->func, a->vendor_id, a->device_id,
-                          a->class_id};
+    vgpu_hwloc_pci dev = {a->domain, a->bus, a->dev, a->func, a->vendor_id, a->device_id, a->class_id};
     v->pci_device(v->ctx, &dev);
     for (hwloc_obj_t up = hwloc_get_non_io_ancestor_obj(topo, pci); up != NULL; up = up->parent) {
       if (report_ancestor(v, up) != 0) return -1;
@@ -78,8 +74,7 @@ static int report_pci(hwloc_topology_t topo, const vgpu_hwloc_visitor* v) {
   return 0;
 }
 
-int vgpu_hwloc_walk(const char* xml_path, const vgpu_hwloc_visitor* visitor, char* err,
-                    size_t err_len) {
+int vgpu_hwloc_walk(const char* xml_path, const vgpu_hwloc_visitor* visitor, char* err, size_t err_len) {
   set_err(err, err_len, "%s", "");
   if (xml_path != NULL) {
     /* hwloc only says "failed" for a missing file; check first so the error names the cause. */
@@ -97,8 +92,7 @@ int vgpu_hwloc_walk(const char* xml_path, const vgpu_hwloc_visitor* visitor, cha
   }
   int rc = -1;
   if (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) != 0) {
-    set_err(err, err_len, "topology XML %s: hwloc_topology_set_xml: %s", xml_path,
-            strerror(errno));
+    set_err(err, err_len, "topology XML %s: hwloc_topology_set_xml: %s", xml_path, strerror(errno));
     goto out;
   }
   /* hwloc drops I/O objects by default; GPUs are PCI devices, so keep all of those and the
@@ -110,8 +104,8 @@ int vgpu_hwloc_walk(const char* xml_path, const vgpu_hwloc_visitor* visitor, cha
   if (hwloc_topology_load(topo) != 0) {
     int e = errno;
     if (xml_path != NULL)
-      set_err(err, err_len, "topology XML %s: hwloc could not load it (%s); is it an lstopo --of xml export?",
-              xml_path, e != 0 ? strerror(e) : "invalid content");
+      set_err(err, err_len, "topology XML %s: hwloc could not load it (%s); is it an lstopo --of xml export?", xml_path,
+              e != 0 ? strerror(e) : "invalid content");
     else
       set_err(err, err_len, "hwloc_topology_load on this machine: %s", strerror(e));
     goto out;

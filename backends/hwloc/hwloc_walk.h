@@ -20,14 +20,13 @@ typedef struct vgpu_hwloc_visitor {
   void (*core)(void* ctx, unsigned logical_index, const unsigned* pus, size_t n_pus);
   /* Called once per PCI device, then ancestor() for each non-I/O ancestor, nearest first. */
   void (*pci_device)(void* ctx, const vgpu_hwloc_pci* dev);
-  void (*ancestor)(void* ctx, const char* type, unsigned logical_index, const unsigned* pus,
-                   size_t n_pus, const unsigned* numa_nodes, size_t n_numa);
+  void (*ancestor)(void* ctx, const char* type, unsigned logical_index, const unsigned* pus, size_t n_pus,
+                   const unsigned* numa_nodes, size_t n_numa);
 } vgpu_hwloc_visitor;
 
 /* Loads the topology of this machine (xml_path == NULL) or of an XML export and walks it.
  * Returns 0 on success; otherwise -1 with a one-line reason in err (always NUL-terminated). */
-int vgpu_hwloc_walk(const char* xml_path, const vgpu_hwloc_visitor* visitor, char* err,
-                    size_t err_len);
+int vgpu_hwloc_walk(const char* xml_path, const vgpu_hwloc_visitor* visitor, char* err, size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -41,16 +41,14 @@ std::vector<unsigned> cores_touching(const Topology& t, const std::vector<unsign
   const std::set<unsigned> wanted(pus.begin(), pus.end());
   std::vector<unsigned> cores;
   for (const auto& c : t.cores) {
-    if (std::ranges::any_of(c.pus, [&](unsigned pu) { return wanted.contains(pu); }))
-      cores.push_back(c.logical_index);
+    if (std::ranges::any_of(c.pus, [&](unsigned pu) { return wanted.contains(pu); })) cores.push_back(c.logical_index);
   }
   return sorted_unique(std::move(cores));
 }
 
 Result<GpuLocality> locality_of(const Topology& t, const PciDevice& d) {
   const std::string where = fmt::format("GPU {}", to_string(d.bus_id));
-  if (d.ancestors.empty())
-    return fail(ErrorCode::corrupt, where + ": no CPU-side ancestor in the topology");
+  if (d.ancestors.empty()) return fail(ErrorCode::corrupt, where + ": no CPU-side ancestor in the topology");
   GpuLocality loc;
   loc.bus_id = d.bus_id;
   loc.vendor_id = d.vendor_id;
@@ -60,8 +58,7 @@ Result<GpuLocality> locality_of(const Topology& t, const PciDevice& d) {
   loc.numa_from = nearest.name();
   auto with_cpus = std::ranges::find_if(d.ancestors, [](const auto& a) { return !a.pus.empty(); });
   if (with_cpus == d.ancestors.end())
-    return fail(ErrorCode::corrupt, where + ": no ancestor up to " + d.ancestors.back().name() +
-                                        " has any CPU");
+    return fail(ErrorCode::corrupt, where + ": no ancestor up to " + d.ancestors.back().name() + " has any CPU");
   loc.pus = sorted_unique(with_cpus->pus);
   loc.cpus_from = with_cpus->name();
   if (t.cores.empty()) {
@@ -93,8 +90,7 @@ Result<PciBusId> parse_pci_bus_id(std::string_view text) {
   if (!parse_hex(bus, 2, b)) return bad("bus must be 2 hex digits");
   if (!parse_hex(dev, 2, v) || v > 0x1f) return bad("device must be 2 hex digits, 00-1f");
   if (!parse_hex(fn, 1, f) || f > 7) return bad("function must be one digit, 0-7");
-  return PciBusId{d, static_cast<std::uint8_t>(b), static_cast<std::uint8_t>(v),
-                  static_cast<std::uint8_t>(f)};
+  return PciBusId{d, static_cast<std::uint8_t>(b), static_cast<std::uint8_t>(v), static_cast<std::uint8_t>(f)};
 }
 
 std::string to_string(const PciBusId& id) {
@@ -122,18 +118,15 @@ std::string format_index_list(std::span<const unsigned> indexes) {
 Result<GpuLocality> locate_gpu(const Topology& topology, std::string_view bus_id) {
   auto id = parse_pci_bus_id(bus_id);
   if (!id) return std::unexpected(id.error());
-  auto it = std::ranges::find_if(topology.pci_devices,
-                                 [&](const PciDevice& d) { return d.bus_id == *id; });
+  auto it = std::ranges::find_if(topology.pci_devices, [&](const PciDevice& d) { return d.bus_id == *id; });
   if (it == topology.pci_devices.end())
-    return fail(ErrorCode::not_found,
-                fmt::format("PCI bus id {}: not found in topology of {}; PCI GPUs present: {}",
-                            to_string(*id), topology.source, gpu_inventory(topology)));
+    return fail(ErrorCode::not_found, fmt::format("PCI bus id {}: not found in topology of {}; PCI GPUs present: {}",
+                                                  to_string(*id), topology.source, gpu_inventory(topology)));
   if (!it->is_gpu())
     return fail(ErrorCode::invalid_argument,
                 fmt::format("PCI bus id {}: device {:04x}:{:04x} is class {:04x}, not a GPU; "
                             "PCI GPUs present: {}",
-                            to_string(*id), it->vendor_id, it->device_id, it->class_id,
-                            gpu_inventory(topology)));
+                            to_string(*id), it->vendor_id, it->device_id, it->class_id, gpu_inventory(topology)));
   return within(locality_of(topology, *it), "topology of " + topology.source);
 }
 

@@ -24,10 +24,9 @@ std::unique_ptr<Backend> Backend::open(std::string library_path) {
   b->unavailable_ = b->reader_->unavailable_reason();
   const auto& lib = b->reader_->library();
   if (!lib) return b;
-  auto create_gi = lib->symbol<decltype(nvmlDeviceCreateGpuInstanceWithPlacement)>(
-      "nvmlDeviceCreateGpuInstanceWithPlacement");
-  auto create_ci = lib->symbol<decltype(nvmlGpuInstanceCreateComputeInstance)>(
-      "nvmlGpuInstanceCreateComputeInstance");
+  auto create_gi =
+      lib->symbol<decltype(nvmlDeviceCreateGpuInstanceWithPlacement)>("nvmlDeviceCreateGpuInstanceWithPlacement");
+  auto create_ci = lib->symbol<decltype(nvmlGpuInstanceCreateComputeInstance)>("nvmlGpuInstanceCreateComputeInstance");
   auto destroy_ci = lib->symbol<decltype(nvmlComputeInstanceDestroy)>("nvmlComputeInstanceDestroy");
   auto destroy_gi = lib->symbol<decltype(nvmlGpuInstanceDestroy)>("nvmlGpuInstanceDestroy");
   for (const Error* e : {create_gi ? nullptr : &create_gi.error(), create_ci ? nullptr : &create_ci.error(),
@@ -48,17 +47,14 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
   auto dev = R.device(gpu);
   if (!dev) return std::unexpected(dev.error());
   if (profile_id < 0 || placement.start < 0 || placement.size <= 0)
-    return fail(ErrorCode::invalid_argument,
-                fmt::format("gpu {}: profile {} at {{{},{}}}: negative id or placement", gpu,
-                            profile_id, placement.start, placement.size));
-  nvmlGpuInstancePlacement_t pl{static_cast<unsigned>(placement.start),
-                                static_cast<unsigned>(placement.size)};
+    return fail(ErrorCode::invalid_argument, fmt::format("gpu {}: profile {} at {{{},{}}}: negative id or placement",
+                                                         gpu, profile_id, placement.start, placement.size));
+  nvmlGpuInstancePlacement_t pl{static_cast<unsigned>(placement.start), static_cast<unsigned>(placement.size)};
   nvmlGpuInstance_t gi = nullptr;
-  if (auto rc = api_.create_gi_with_placement(*dev, static_cast<unsigned>(profile_id), &pl, &gi);
-      rc != NVML_SUCCESS)
+  if (auto rc = api_.create_gi_with_placement(*dev, static_cast<unsigned>(profile_id), &pl, &gi); rc != NVML_SUCCESS)
     return std::unexpected(
-        L.failure(fmt::format("nvmlDeviceCreateGpuInstanceWithPlacement(gpu {}, profile {}, {{{},{}}})",
-                              gpu, profile_id, placement.start, placement.size),
+        L.failure(fmt::format("nvmlDeviceCreateGpuInstanceWithPlacement(gpu {}, profile {}, {{{},{}}})", gpu,
+                              profile_id, placement.start, placement.size),
                   rc)
             .error());
   vgpu::crash_point("nvml.after_gi_create");
@@ -66,12 +62,13 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
   if (auto rc = R.api().gpu_instance_get_info(gi, &gi_info); rc != NVML_SUCCESS) {
     // Without its id the GI cannot be described; destroy it so nothing is left half made.
     api_.destroy_gi(gi);
-    return std::unexpected(L.failure(fmt::format("nvmlGpuInstanceGetInfo(gpu {}, profile {})", gpu, profile_id), rc).error());
+    return std::unexpected(
+        L.failure(fmt::format("nvmlGpuInstanceGetInfo(gpu {}, profile {})", gpu, profile_id), rc).error());
   }
   auto undo = [&](Error e) -> Result<InstanceInfo> {
     if (auto rc = api_.destroy_gi(gi); rc != NVML_SUCCESS)
-      e.message += fmt::format("; and undoing: nvmlGpuInstanceDestroy(gpu {}, gi {}): {}", gpu,
-                               gi_info.id, L.error_string(rc));
+      e.message +=
+          fmt::format("; and undoing: nvmlGpuInstanceDestroy(gpu {}, gi {}): {}", gpu, gi_info.id, L.error_string(rc));
     return std::unexpected(std::move(e));
   };
   auto profile = R.gi_profile_by_id(gpu, *dev, static_cast<unsigned>(profile_id));
@@ -81,14 +78,19 @@ Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement
     return undo(Error{ErrorCode::internal, fmt::format("gpu {}: profile {}: no compute-instance profile for {} slices",
                                                        gpu, profile_id, profile->sliceCount)});
   nvmlComputeInstanceProfileInfo_t ci_prof{};
-  if (auto rc = R.api().gpu_instance_get_ci_profile_info(gi, *ci_index, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci_prof);
+  if (auto rc = R.api().gpu_instance_get_ci_profile_info(gi, *ci_index, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+                                                         &ci_prof);
       rc != NVML_SUCCESS)
-    return undo(L.failure(fmt::format("nvmlGpuInstanceGetComputeInstanceProfileInfo(gpu {}, gi {}, index {})",
-                                      gpu, gi_info.id, *ci_index), rc).error());
+    return undo(L.failure(fmt::format("nvmlGpuInstanceGetComputeInstanceProfileInfo(gpu {}, gi {}, index {})", gpu,
+                                      gi_info.id, *ci_index),
+                          rc)
+                    .error());
   nvmlComputeInstance_t ci = nullptr;
   if (auto rc = api_.create_ci(gi, ci_prof.id, &ci); rc != NVML_SUCCESS)
-    return undo(L.failure(fmt::format("nvmlGpuInstanceCreateComputeInstance(gpu {}, gi {}, profile {})",
-                                      gpu, gi_info.id, ci_prof.id), rc).error());
+    return undo(L.failure(fmt::format("nvmlGpuInstanceCreateComputeInstance(gpu {}, gi {}, profile {})", gpu,
+                                      gi_info.id, ci_prof.id),
+                          rc)
+                    .error());
   vgpu::crash_point("nvml.after_ci_create");
   nvmlComputeInstanceInfo_t ci_info{};
   if (auto rc = R.api().compute_instance_get_info(ci, &ci_info); rc != NVML_SUCCESS) {
@@ -121,7 +123,8 @@ Result<void> Backend::destroy_instance(int gpu, int gi_id) {
   if (gi_id < 0) return fail(ErrorCode::invalid_argument, fmt::format("gpu {}: gi {}: negative id", gpu, gi_id));
   nvmlGpuInstance_t gi = nullptr;
   if (auto rc = R.api().device_get_gpu_instance_by_id(*dev, static_cast<unsigned>(gi_id), &gi); rc != NVML_SUCCESS)
-    return std::unexpected(L.failure(fmt::format("nvmlDeviceGetGpuInstanceById(gpu {}, gi {})", gpu, gi_id), rc).error());
+    return std::unexpected(
+        L.failure(fmt::format("nvmlDeviceGetGpuInstanceById(gpu {}, gi {})", gpu, gi_id), rc).error());
   auto cis = R.compute_instances(gpu, static_cast<unsigned>(gi_id), gi);
   if (!cis) return std::unexpected(cis.error());
   for (const auto& [ci_id, ci] : *cis)

@@ -23,9 +23,7 @@ class Backend : public GpuBackend {
   Result<std::vector<GpuInfo>> discover() override { return reader_->discover(); }
   [[nodiscard]] std::string unavailable_reason() const override { return unavailable_; }
   Result<GpuModel> read_catalog(int gpu) override { return reader_->read_catalog(gpu); }
-  Result<std::vector<InstanceInfo>> list_instances(int gpu) override {
-    return reader_->list_instances(gpu);
-  }
+  Result<std::vector<InstanceInfo>> list_instances(int gpu) override { return reader_->list_instances(gpu); }
   std::unique_ptr<ActivitySampler> activity_sampler() override { return reader_->activity_sampler(); }
   Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) override;
   Result<void> destroy_instance(int gpu, int gi_id) override;

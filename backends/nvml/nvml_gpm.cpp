@@ -40,11 +40,11 @@ void GpmSampler::free_sample(nvmlGpmSample_t s) {
   if (s && api_.sample_free) api_.sample_free(s);
 }
 
-void GpmSampler::read_scope(nvmlDevice_t gpu_handle, const Scope& scope, bool gpm,
-                            ActivitySample& out, std::map<std::string, Held>& now) {
+void GpmSampler::read_scope(nvmlDevice_t gpu_handle, const Scope& scope, bool gpm, ActivitySample& out,
+                            std::map<std::string, Held>& now) {
   const auto& lib = *reader_.library();
-  std::string where = scope.gi_id ? fmt::format("gpu {}, gi {}", scope.gpu, *scope.gi_id)
-                                  : fmt::format("gpu {}", scope.gpu);
+  std::string where =
+      scope.gi_id ? fmt::format("gpu {}, gi {}", scope.gpu, *scope.gi_id) : fmt::format("gpu {}", scope.gpu);
   ActivityReading r;
   r.gpu = scope.gpu;
   r.gi_id = scope.gi_id;
@@ -89,8 +89,10 @@ void GpmSampler::read_scope(nvmlDevice_t gpu_handle, const Scope& scope, bool gp
           r.interval_seconds = std::chrono::duration<double>(held.taken - prev->second.taken).count();
           auto ratio = [&](const nvmlGpmMetric_t& m, std::optional<double>& into) {
             if (m.nvmlReturn == NVML_SUCCESS) into = m.value / 100.0;
-            else out.errors.push_back(lib.failure(fmt::format("nvmlGpmMetricsGet({}, metric {})", where, m.metricId),
-                                                  m.nvmlReturn).message());
+            else
+              out.errors.push_back(
+                  lib.failure(fmt::format("nvmlGpmMetricsGet({}, metric {})", where, m.metricId), m.nvmlReturn)
+                      .message());
           };
           ratio(get->metrics[0], r.sm_utilization);
           ratio(get->metrics[1], r.dram_bandwidth_utilization);
@@ -122,11 +124,9 @@ ActivitySample GpmSampler::sample() {
     if (api_.complete()) {
       nvmlGpmSupport_t support{};
       support.version = NVML_GPM_SUPPORT_VERSION;
-      if (auto rc = api_.query_device_support(*dev, &support); rc == NVML_SUCCESS)
-        gpm = support.isSupportedDevice != 0;
+      if (auto rc = api_.query_device_support(*dev, &support); rc == NVML_SUCCESS) gpm = support.isSupportedDevice != 0;
       else
-        out.errors.push_back(
-            lib.failure(fmt::format("nvmlGpmQueryDeviceSupport(gpu {})", info.index), rc).message());
+        out.errors.push_back(lib.failure(fmt::format("nvmlGpmQueryDeviceSupport(gpu {})", info.index), rc).message());
     }
     if (!gpm) ++out.gpus_without_support;
     if (info.mig_current != MigMode::enabled) {
@@ -150,8 +150,7 @@ ActivitySample GpmSampler::sample() {
       if (rc == NVML_SUCCESS) call = "nvmlDeviceGetUUID", rc = q.device_get_uuid(mig, uuid, sizeof uuid);
       if (rc != NVML_SUCCESS) {
         // An instance destroyed between the calls (an epilog racing the planner) ends up here.
-        out.errors.push_back(
-            lib.failure(fmt::format("{}(gpu {}, mig index {})", call, info.index, i), rc).message());
+        out.errors.push_back(lib.failure(fmt::format("{}(gpu {}, mig index {})", call, info.index, i), rc).message());
         continue;
       }
       read_scope(*dev, {info.index, static_cast<int>(gi), uuid, mig}, gpm, out, now);

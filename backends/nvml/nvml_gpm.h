@@ -21,8 +21,7 @@ struct GpmApi {
   decltype(&nvmlGpmMigSampleGet) mig_sample_get = nullptr;
   decltype(&nvmlGpmMetricsGet) metrics_get = nullptr;
   [[nodiscard]] bool complete() const {
-    return query_device_support && sample_alloc && sample_free && sample_get && mig_sample_get &&
-           metrics_get;
+    return query_device_support && sample_alloc && sample_free && sample_get && mig_sample_get && metrics_get;
   }
 };
 

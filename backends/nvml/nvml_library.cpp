@@ -16,8 +16,7 @@ Result<std::shared_ptr<Library>> Library::open(std::string path) {
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = ::dlerror();
-    return fail(ErrorCode::unavailable,
-                fmt::format("NVML library {} not loadable: {}", path, why ? why : "unknown"));
+    return fail(ErrorCode::unavailable, fmt::format("NVML library {} not loadable: {}", path, why ? why : "unknown"));
   }
   std::shared_ptr<Library> lib(new Library(handle, path));
   auto init = lib->symbol<decltype(nvmlInit_v2)>("nvmlInit_v2");
@@ -32,9 +31,8 @@ Result<std::shared_ptr<Library>> Library::open(std::string path) {
     auto f = lib->failure("nvmlInit_v2()", rc);
     // Not initialised: the destructor must not shut down what never started.
     lib->shutdown_ = nullptr;
-    return fail(rc == NVML_ERROR_DRIVER_NOT_LOADED || rc == NVML_ERROR_LIBRARY_NOT_FOUND
-                    ? ErrorCode::unavailable
-                    : error_code_for(rc),
+    return fail(rc == NVML_ERROR_DRIVER_NOT_LOADED || rc == NVML_ERROR_LIBRARY_NOT_FOUND ? ErrorCode::unavailable
+                                                                                         : error_code_for(rc),
                 fmt::format("{} ({})", f.message(), path));
   }
   lib->shutdown_ = *shutdown;
@@ -51,8 +49,7 @@ Result<void*> Library::raw_symbol(const char* name) const {
   ::dlerror();
   void* p = ::dlsym(handle_, name);
   if (!p)
-    return fail(ErrorCode::unavailable,
-                fmt::format("NVML library {}: no symbol {} (driver too old?)", path_, name));
+    return fail(ErrorCode::unavailable, fmt::format("NVML library {}: no symbol {} (driver too old?)", path_, name));
   return p;
 }
 

@@ -17,9 +17,7 @@ Result<void> resolve(const Library& lib, Fn*& slot, const char* name) {
   return {};
 }
 
-MigMode mig_mode_of(unsigned mode) {
-  return mode == NVML_DEVICE_MIG_ENABLE ? MigMode::enabled : MigMode::disabled;
-}
+MigMode mig_mode_of(unsigned mode) { return mode == NVML_DEVICE_MIG_ENABLE ? MigMode::enabled : MigMode::disabled; }
 
 }  // namespace
 
@@ -83,8 +81,7 @@ Result<nvmlDevice_t> Reader::device(int gpu) {
   nvmlDevice_t dev = nullptr;
   if (gpu < 0) return fail(ErrorCode::invalid_argument, fmt::format("gpu {}: no such GPU", gpu));
   if (auto rc = api_.device_get_handle_by_index(static_cast<unsigned>(gpu), &dev); rc != NVML_SUCCESS)
-    return std::unexpected(
-        lib_->failure(fmt::format("nvmlDeviceGetHandleByIndex_v2({})", gpu_arg(gpu)), rc).error());
+    return std::unexpected(lib_->failure(fmt::format("nvmlDeviceGetHandleByIndex_v2({})", gpu_arg(gpu)), rc).error());
   return dev;
 }
 
@@ -148,15 +145,15 @@ Result<std::vector<ProfileRead>> Reader::read_profiles(int gpu) {
     info.version = nvmlGpuInstanceProfileInfo_v2;
     nvmlReturn_t rc = api_.device_get_gi_profile_info(*dev, idx, &info);
     if (rc != NVML_SUCCESS) {
-      pr.info_error = lib_->failure(
-          fmt::format("nvmlDeviceGetGpuInstanceProfileInfoV({}, index {})", gpu_arg(gpu), idx), rc);
+      pr.info_error =
+          lib_->failure(fmt::format("nvmlDeviceGetGpuInstanceProfileInfoV({}, index {})", gpu_arg(gpu), idx), rc);
       out.push_back(std::move(pr));
       continue;
     }
     info.name[sizeof info.name - 1] = '\0';
     pr.info = info;
-    auto placement_call = fmt::format("nvmlDeviceGetGpuInstancePossiblePlacements_v2({}, profile {})",
-                                      gpu_arg(gpu), info.id);
+    auto placement_call =
+        fmt::format("nvmlDeviceGetGpuInstancePossiblePlacements_v2({}, profile {})", gpu_arg(gpu), info.id);
     unsigned count = 0;
     rc = api_.device_get_gi_possible_placements(*dev, info.id, nullptr, &count);
     if (rc == NVML_SUCCESS && count > 0) {
@@ -193,8 +190,7 @@ Result<GpuModel> Reader::read_catalog(int gpu) {
     d.instance_count = static_cast<int>(r.info->instanceCount);
     d.sm_count = static_cast<int>(r.info->multiprocessorCount);
     d.memory_mib = static_cast<int>(r.info->memorySizeMB);
-    for (const auto& p : r.placements)
-      d.placements.push_back({static_cast<int>(p.start), static_cast<int>(p.size)});
+    for (const auto& p : r.placements) d.placements.push_back({static_cast<int>(p.start), static_cast<int>(p.size)});
     profiles.push_back(std::move(d));
   }
   return within(model_from_device(info->product_name, info->memory_mib, profiles),
@@ -219,16 +215,14 @@ Result<std::map<std::pair<unsigned, unsigned>, std::string>> Reader::mig_uuids(i
   std::map<std::pair<unsigned, unsigned>, std::string> out;
   unsigned max = 0;
   if (auto rc = api_.device_get_max_mig_device_count(dev, &max); rc != NVML_SUCCESS)
-    return std::unexpected(
-        lib_->failure(fmt::format("nvmlDeviceGetMaxMigDeviceCount({})", gpu_arg(gpu)), rc).error());
+    return std::unexpected(lib_->failure(fmt::format("nvmlDeviceGetMaxMigDeviceCount({})", gpu_arg(gpu)), rc).error());
   for (unsigned i = 0; i < max; ++i) {
     nvmlDevice_t mig = nullptr;
     nvmlReturn_t rc = api_.device_get_mig_device_handle_by_index(dev, i, &mig);
     if (rc == NVML_ERROR_NOT_FOUND) continue;  // no MIG device at this index
     auto step = [&](const char* name, nvmlReturn_t code) -> Result<void> {
       if (code == NVML_SUCCESS) return {};
-      return std::unexpected(
-          lib_->failure(fmt::format("{}({}, mig index {})", name, gpu_arg(gpu), i), code).error());
+      return std::unexpected(lib_->failure(fmt::format("{}({}, mig index {})", name, gpu_arg(gpu), i), code).error());
     };
     unsigned gi = 0, ci = 0;
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
@@ -242,29 +236,35 @@ Result<std::map<std::pair<unsigned, unsigned>, std::string>> Reader::mig_uuids(i
   return out;
 }
 
-Result<std::vector<std::pair<unsigned, nvmlComputeInstance_t>>> Reader::compute_instances(
-    int gpu, unsigned gi_id, nvmlGpuInstance_t gi) {
+Result<std::vector<std::pair<unsigned, nvmlComputeInstance_t>>> Reader::compute_instances(int gpu, unsigned gi_id,
+                                                                                          nvmlGpuInstance_t gi) {
   std::vector<std::pair<unsigned, nvmlComputeInstance_t>> out;
   for (unsigned idx = 0; idx < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++idx) {
     nvmlComputeInstanceProfileInfo_t prof{};
-    nvmlReturn_t rc = api_.gpu_instance_get_ci_profile_info(
-        gi, idx, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &prof);
+    nvmlReturn_t rc =
+        api_.gpu_instance_get_ci_profile_info(gi, idx, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &prof);
     if (rc != NVML_SUCCESS) {
       if (means_profile_absent(rc)) continue;
-      return std::unexpected(lib_->failure(fmt::format("nvmlGpuInstanceGetComputeInstanceProfileInfo({}, gi {}, index {})",
-                                                       gpu_arg(gpu), gi_id, idx), rc).error());
+      return std::unexpected(
+          lib_->failure(fmt::format("nvmlGpuInstanceGetComputeInstanceProfileInfo({}, gi {}, index {})", gpu_arg(gpu),
+                                    gi_id, idx),
+                        rc)
+              .error());
     }
     std::vector<nvmlComputeInstance_t> cis(std::max(prof.instanceCount, 1u));
     unsigned n = 0;
     rc = api_.gpu_instance_get_compute_instances(gi, prof.id, cis.data(), &n);
     if (rc != NVML_SUCCESS)
       return std::unexpected(lib_->failure(fmt::format("nvmlGpuInstanceGetComputeInstances({}, gi {}, profile {})",
-                                                       gpu_arg(gpu), gi_id, prof.id), rc).error());
+                                                       gpu_arg(gpu), gi_id, prof.id),
+                                           rc)
+                                 .error());
     for (unsigned k = 0; k < n && k < cis.size(); ++k) {
       nvmlComputeInstanceInfo_t ci{};
       rc = api_.compute_instance_get_info(cis[k], &ci);
       if (rc != NVML_SUCCESS)
-        return std::unexpected(lib_->failure(fmt::format("nvmlComputeInstanceGetInfo_v2({}, gi {})", gpu_arg(gpu), gi_id), rc).error());
+        return std::unexpected(
+            lib_->failure(fmt::format("nvmlComputeInstanceGetInfo_v2({}, gi {})", gpu_arg(gpu), gi_id), rc).error());
       out.emplace_back(ci.id, cis[k]);
     }
   }
@@ -284,19 +284,23 @@ Result<std::vector<InstanceInfo>> Reader::list_instances(int gpu) {
     nvmlReturn_t rc = api_.device_get_gi_profile_info(*dev, idx, &info);
     if (rc != NVML_SUCCESS) {
       if (means_profile_absent(rc)) continue;
-      return std::unexpected(lib_->failure(fmt::format("nvmlDeviceGetGpuInstanceProfileInfoV({}, index {})", gpu_arg(gpu), idx), rc).error());
+      return std::unexpected(
+          lib_->failure(fmt::format("nvmlDeviceGetGpuInstanceProfileInfoV({}, index {})", gpu_arg(gpu), idx), rc)
+              .error());
     }
     // The buffer must hold every instance the profile allows (NVML does not check its size).
     std::vector<nvmlGpuInstance_t> gis(std::max(info.instanceCount, 1u));
     unsigned n = 0;
     rc = api_.device_get_gpu_instances(*dev, info.id, gis.data(), &n);
     if (rc != NVML_SUCCESS)
-      return std::unexpected(lib_->failure(fmt::format("nvmlDeviceGetGpuInstances({}, profile {})", gpu_arg(gpu), info.id), rc).error());
+      return std::unexpected(
+          lib_->failure(fmt::format("nvmlDeviceGetGpuInstances({}, profile {})", gpu_arg(gpu), info.id), rc).error());
     for (unsigned k = 0; k < n && k < gis.size(); ++k) {
       nvmlGpuInstanceInfo_t gi{};
       rc = api_.gpu_instance_get_info(gis[k], &gi);
       if (rc != NVML_SUCCESS)
-        return std::unexpected(lib_->failure(fmt::format("nvmlGpuInstanceGetInfo({}, profile {})", gpu_arg(gpu), info.id), rc).error());
+        return std::unexpected(
+            lib_->failure(fmt::format("nvmlGpuInstanceGetInfo({}, profile {})", gpu_arg(gpu), info.id), rc).error());
       InstanceInfo inst;
       inst.gpu = gpu;
       inst.gi_id = static_cast<int>(gi.id);

@@ -81,8 +81,8 @@ class Reader : public GpuReader {
   // MIG device UUIDs keyed by (gi id, ci id).
   Result<std::map<std::pair<unsigned, unsigned>, std::string>> mig_uuids(int gpu, nvmlDevice_t dev);
   // Compute instances of one GI, lowest id first: (ci id, handle).
-  Result<std::vector<std::pair<unsigned, nvmlComputeInstance_t>>> compute_instances(
-      int gpu, unsigned gi_id, nvmlGpuInstance_t gi);
+  Result<std::vector<std::pair<unsigned, nvmlComputeInstance_t>>> compute_instances(int gpu, unsigned gi_id,
+                                                                                    nvmlGpuInstance_t gi);
 
  protected:
   Reader() = default;

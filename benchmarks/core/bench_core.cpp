@@ -130,16 +130,15 @@ struct TraceFixture {
       x.tasks = map_tasks(x.trace, h100(), 8);
       x.sequence = arrival_sequence(x.tasks, 6212 * 1000LL, 0);
       x.arrivals_plan = choose_static_plan(h100(), 6212, arrival_demand(h100(), x.tasks, 6212000));
-      x.replay_plan =
-          choose_static_plan(h100(), 6212, replay_demand(h100(), x.trace, x.tasks, 6212 * 7));
+      x.replay_plan = choose_static_plan(h100(), 6212, replay_demand(h100(), x.trace, x.tasks, 6212 * 7));
       return x;
     }();
     return f;
   }
 };
 
-constexpr PolicyKind kPolicies[] = {PolicyKind::whole, PolicyKind::static_mig,
-                                    PolicyKind::firstfit, PolicyKind::planner};
+constexpr PolicyKind kPolicies[] = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
+                                    PolicyKind::planner};
 
 // The arrival experiment on the openb default trace over 6,212 GPUs: one seed per iteration.
 void BM_TraceArrivals(benchmark::State& state) {

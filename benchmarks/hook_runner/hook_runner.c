@@ -70,10 +70,14 @@ static int read_config(const char* path, struct config* c) {
     *eq = '\0';
     const char* v = eq + 1;
     if (strcmp(line, "kind") == 0) ok = set_field(c->kind, sizeof c->kind, v);
-    else if (strcmp(line, "program") == 0) ok = set_field(c->program, sizeof c->program, v);
-    else if (strcmp(line, "env_dir") == 0) ok = set_field(c->env_dir, sizeof c->env_dir, v);
-    else if (strcmp(line, "log_dir") == 0) ok = set_field(c->log_dir, sizeof c->log_dir, v);
-    else if (strcmp(line, "times") == 0) ok = set_field(c->times, sizeof c->times, v);
+    else if (strcmp(line, "program") == 0)
+      ok = set_field(c->program, sizeof c->program, v);
+    else if (strcmp(line, "env_dir") == 0)
+      ok = set_field(c->env_dir, sizeof c->env_dir, v);
+    else if (strcmp(line, "log_dir") == 0)
+      ok = set_field(c->log_dir, sizeof c->log_dir, v);
+    else if (strcmp(line, "times") == 0)
+      ok = set_field(c->times, sizeof c->times, v);
     else {
       complain("%s:%d: unknown key '%s'", path, lineno, line);
       ok = -1;

@@ -33,9 +33,12 @@ int main(int argc, char** argv) {
   std::string label = "probe";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--alloc-gib")) alloc_gib = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--spin-s")) spin_s = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--fault-after-s")) fault_after_s = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--label")) label = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--spin-s"))
+      spin_s = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--fault-after-s"))
+      fault_after_s = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--label"))
+      label = argv[i + 1];
   }
   const auto t0 = std::chrono::steady_clock::now();
   cudaError_t e = cudaFree(nullptr);  // context creation (through the MPS server, if any)
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"label\":\"%s\",\"context_s\":%.3f,\"sms\":%d,\"total_mib\":%zu,\"free_mib\":%zu,"
       "\"alloc_gib\":%.1f,\"alloc\":\"%s\",\"run\":\"%s\",\"kernels\":%d}\n",
-      label.c_str(), context_s, prop.multiProcessorCount, total_b >> 20, free_b >> 20, alloc_gib,
-      alloc.c_str(), run.c_str(), kernels);
+      label.c_str(), context_s, prop.multiProcessorCount, total_b >> 20, free_b >> 20, alloc_gib, alloc.c_str(),
+      run.c_str(), kernels);
   return 0;
 }

@@ -21,11 +21,11 @@ static double now_us(void) {
   return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-#define LOAD(name)                                                   \
-  name##_fn name = (name##_fn)dlsym(lib, #name);                     \
-  if (!name) {                                                       \
+#define LOAD(name)                                                    \
+  name##_fn name = (name##_fn)dlsym(lib, #name);                      \
+  if (!name) {                                                        \
     fprintf(stderr, "nvml_init_cost: %s missing from NVML\n", #name); \
-    return 2;                                                        \
+    return 2;                                                         \
   }
 
 typedef nvmlReturn_t (*nvmlInit_v2_fn)(void);
@@ -94,9 +94,10 @@ int main(void) {
   getrusage(RUSAGE_SELF, &self);
   const double cpu_us = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1e6 +
                         (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec);
-  printf("load_us %.0f init_us %.0f read_us %.0f shutdown_us %.0f total_us %.0f cpu_us %.0f handle_us %.0f "
-         "name_us %.0f uuid_us %.0f memory_us %.0f mig_mode_us %.0f gpus %u failures %u\n",
-         t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0, cpu_us, handle_us, name_us, uuid_us, memory_us, mig_us,
-         count, failures + (rc != 0));
+  printf(
+      "load_us %.0f init_us %.0f read_us %.0f shutdown_us %.0f total_us %.0f cpu_us %.0f handle_us %.0f "
+      "name_us %.0f uuid_us %.0f memory_us %.0f mig_mode_us %.0f gpus %u failures %u\n",
+      t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0, cpu_us, handle_us, name_us, uuid_us, memory_us, mig_us, count,
+      failures + (rc != 0));
   return 0;
 }

@@ -50,8 +50,10 @@ const std::vector<Shape>& shapes() {
   static const std::vector<Shape> all = {
       {"small", "1g.10gb:4 (inference bursts)", {"1g.10gb:4"}, false},
       {"hopeless", "2g.20gb:4096 (never fits, every unit once tried)", {"2g.20gb:4096"}, false},
-      {"mixed", "1g.10gb:1, 2g.20gb:2, 3g.40gb:1, 7g.80gb:1, 1g.20gb:3 (arrays of 100)",
-       {"1g.10gb:1", "2g.20gb:2", "3g.40gb:1", "7g.80gb:1", "1g.20gb:3"}, true},
+      {"mixed",
+       "1g.10gb:1, 2g.20gb:2, 3g.40gb:1, 7g.80gb:1, 1g.20gb:3 (arrays of 100)",
+       {"1g.10gb:1", "2g.20gb:2", "3g.40gb:1", "7g.80gb:1", "1g.20gb:3"},
+       true},
   };
   return all;
 }
@@ -137,8 +139,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--jobs") jobs = parse_list(value);
-    else if (flag == "--repeat") repeat = std::max(1, std::stoi(value));
-    else if (flag == "--shapes") only = value;
+    else if (flag == "--repeat")
+      repeat = std::max(1, std::stoi(value));
+    else if (flag == "--shapes")
+      only = value;
     else {
       std::fprintf(stderr, "usage: %s [--jobs N,N,...] [--repeat R] [--shapes all|small,hopeless,mixed]\n", argv[0]);
       return 2;

@@ -15,19 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
-static double ms_since(const struct timespec *start) {
+static double ms_since(const struct timespec* start) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (double)(now.tv_sec - start->tv_sec) * 1e3 + (double)(now.tv_nsec - start->tv_nsec) / 1e6;
 }
 
-static double cpu_ms(const struct rusage *ru) {
+static double cpu_ms(const struct rusage* ru) {
   return (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1e3 +
          (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e3;
 }
 
 /* One load in a child; returns 0 and adds its costs, or -1 with the reason printed. */
-static int load_once(const char *plugin, double *cpu, double *wall) {
+static int load_once(const char* plugin, double* cpu, double* wall) {
   struct timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   pid_t pid = fork();
@@ -58,14 +58,16 @@ static int load_once(const char *plugin, double *cpu, double *wall) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  const char *libslurmfull = NULL;
+int main(int argc, char** argv) {
+  const char* libslurmfull = NULL;
   long loads = 0;
   int first = 1;
   while (first + 1 < argc && strncmp(argv[first], "--", 2) == 0) {
     if (strcmp(argv[first], "--libslurmfull") == 0) libslurmfull = argv[first + 1];
-    else if (strcmp(argv[first], "--loads") == 0) loads = strtol(argv[first + 1], NULL, 10);
-    else break;
+    else if (strcmp(argv[first], "--loads") == 0)
+      loads = strtol(argv[first + 1], NULL, 10);
+    else
+      break;
     first += 2;
   }
   if (!libslurmfull || loads <= 0 || first >= argc) {

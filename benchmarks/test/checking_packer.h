@@ -63,9 +63,7 @@ class CheckingPacker final : public Packer {
     check();
   }
 
-  [[nodiscard]] std::vector<GpuLayout> running_layouts() const override {
-    return inner_->running_layouts();
-  }
+  [[nodiscard]] std::vector<GpuLayout> running_layouts() const override { return inner_->running_layouts(); }
   [[nodiscard]] int gpu_used_slices(int gpu) const override { return inner_->gpu_used_slices(gpu); }
   void hold(const std::vector<int>& gpus) override {
     Packer::hold(gpus);

@@ -62,12 +62,12 @@ TEST(PlannerEquivalence, SingleNodeChoiceIsPlanNodeChoice) {
     ASSERT_TRUE(got) << "step " << step << ": plan_node placed " << p.name;
     EXPECT_EQ(got->parts[0].gpu, plan.slots[0].gpu) << "step " << step << " " << p.name;
     EXPECT_EQ(got->parts[0].where, plan.slots[0].placement) << "step " << step << " " << p.name;
-    ASSERT_TRUE(node.gpus[static_cast<std::size_t>(got->parts[0].gpu)].place(
-        *got->parts[0].profile, got->parts[0].where));
+    ASSERT_TRUE(
+        node.gpus[static_cast<std::size_t>(got->parts[0].gpu)].place(*got->parts[0].profile, got->parts[0].where));
     node.live.push_back(*got);
     ++placed;
   }
-  EXPECT_GT(placed, 500);  // the sequence really exercised placements, not only refusals
+  EXPECT_GT(placed, 500);             // the sequence really exercised placements, not only refusals
   EXPECT_GT(compared - placed, 100);  // ...and refusals, which must match plan_node too
 }
 

@@ -67,8 +67,7 @@ TEST(Fragmentation, AMultiGpuShapeNeedsThatManyRoomyGpus) {
 
 TEST(BestFitScore, LessLeftOverIsBetterWithCpuAndGpuWeightedEqually) {
   EXPECT_LT(best_fit_score(node(0, {0, 500})), best_fit_score(node(0, {1000, 500})));
-  EXPECT_DOUBLE_EQ(best_fit_score(node(128'000, {1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000})),
-                   1.0);
+  EXPECT_DOUBLE_EQ(best_fit_score(node(128'000, {1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000})), 1.0);
 }
 
 // FGD puts a small share into an existing fragment rather than breaking an idle GPU that the
@@ -111,8 +110,8 @@ TEST(TypicalShapes, InMigUnitsASharingTaskCountsAsItsProfile) {
 TEST(PublishedSchedulers, FgdMigFillsASplitGpuWithADedicatedInstance) {
   ClusterShape shape({{1, 64'000, 0}, {1, 64'000, 0}});
   std::vector<TaskShape> typical{{1, 1000, 1000, 0.5}, {1, 1000 / 7, 1000, 0.5}};
-  CheckingPacker fgd(std::make_unique<MigPacker>(h100(), shape, PublishedScheduler::fgd, typical,
-                                                 MigPacker::Mode::planner));
+  CheckingPacker fgd(
+      std::make_unique<MigPacker>(h100(), shape, PublishedScheduler::fgd, typical, MigPacker::Mode::planner));
   EXPECT_EQ(fgd.name(), "fgd-mig");
   auto first = fgd.allocate(whole(1));
   ASSERT_TRUE(first);

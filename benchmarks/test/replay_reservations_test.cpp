@@ -52,9 +52,7 @@ ReplayOutcome replay(PolicyKind kind, long long reserve_after_s) {
   return r;
 }
 
-const ClassWaits& wide(const ReplayOutcome& r) {
-  return r.by_class[static_cast<std::size_t>(TaskClass::multi_gpu)];
-}
+const ClassWaits& wide(const ReplayOutcome& r) { return r.by_class[static_cast<std::size_t>(TaskClass::multi_gpu)]; }
 
 TEST(ReplayReservations, WithoutOneTheWideTaskWaitsForTheStreamToEnd) {
   ReplayOutcome r = replay(PolicyKind::planner, -1);

@@ -26,12 +26,21 @@ const Trace& sample_trace() {
 SimOptions sample_options() {
   SimOptions o;
   o.trace_path = "sample";
-  o.policies = {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
-                PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
-                PolicyKind::shared_weighted, PolicyKind::planner_preferring,
-                PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
+  o.policies = {PolicyKind::whole,
+                PolicyKind::static_mig,
+                PolicyKind::firstfit,
+                PolicyKind::planner,
+                PolicyKind::shared,
+                PolicyKind::planner_weighted,
+                PolicyKind::shared_weighted,
+                PolicyKind::planner_preferring,
+                PolicyKind::shared_preferring,
+                PolicyKind::planner_filling,
+                PolicyKind::shared_filling,
                 PolicyKind::planner_preferring_filling,
-                PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin,
+                PolicyKind::shared_preferring_filling,
+                PolicyKind::fgd_twin,
+                PolicyKind::bestfit_twin,
                 PolicyKind::fgd_mig};
   o.seeds = 2;
   o.gpus = 64;
@@ -172,8 +181,7 @@ TEST(Simulation, OfflineBoundIsAtLeastEveryMigOnlyPolicyAndTheOnlineCeiling) {
   for (const auto& p : r.results) {
     // Shares are not rounded: the bound is MIG's.
     if (grants_shares(p.policy)) continue;
-    EXPECT_LE(c.offline_mig_pct, summarize_arrivals(r, p).fgd_unallocated_pct + 1e-9)
-        << policy_name(p.policy);
+    EXPECT_LE(c.offline_mig_pct, summarize_arrivals(r, p).fgd_unallocated_pct + 1e-9) << policy_name(p.policy);
   }
 }
 

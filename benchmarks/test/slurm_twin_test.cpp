@@ -46,9 +46,7 @@ TEST(SlurmNodeChoice, TheLightestNodesWinBeforeTheTightestOnCpus) {
   auto usable = [](int) { return true; };
   auto free_cpu = [&](int n) { return cpu[static_cast<std::size_t>(n)]; };
   EXPECT_EQ(slurm_node_choice(3, 1, usable, free_cpu), 0) << "one weight: the fewest CPUs";
-  EXPECT_EQ(slurm_node_choice(3, 1, usable, free_cpu,
-                              [&](int n) { return weight[static_cast<std::size_t>(n)]; }),
-            2)
+  EXPECT_EQ(slurm_node_choice(3, 1, usable, free_cpu, [&](int n) { return weight[static_cast<std::size_t>(n)]; }), 2)
       << "node 0 is heavier; of the lighter run {1, 2}, node 2 has fewer CPUs";
 }
 
@@ -70,7 +68,8 @@ TEST(NodeWeights, ASmallGpuTaskGoesToTheNodeInUseNotToAnIdleOneWithFewerCpus) {
   };
   EXPECT_EQ(run(false), 1);
   EXPECT_EQ(run(true), 0);
-  EXPECT_EQ(MigPacker(h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7, NodeWeighting::by_use).name(),
+  EXPECT_EQ(MigPacker(h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7, NodeWeighting::by_use)
+                .name(),
             "shared+weights");
 }
 
@@ -141,12 +140,12 @@ TEST(NodePreferences, PartsOfAGpuFillPartlyUsedGpus) {
 // fit on GPUs, where its own choice best-fits CPUs; CPU-only jobs see the weights too.
 TEST(NodeWeights, ByFreeCapacityTheFullestNodeIsTriedFirst) {
   ClusterShape shape({{2, 8000, 65536}, {2, 32000, 65536}});
-  MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7,
-                   NodeWeighting::by_free_capacity, true);
+  MigPacker packer(h100(), shape, MigPacker::Mode::planner, NodeChoice::slurm, 7, NodeWeighting::by_free_capacity,
+                   true);
   EXPECT_EQ(packer.name(), "planner+prefer+fill");
-  EXPECT_EQ(MigPacker(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, NodeWeighting::by_free_capacity)
-                .name(),
-            "shared+fill");
+  EXPECT_EQ(
+      MigPacker(h100(), shape, MigPacker::Mode::shared, NodeChoice::slurm, 7, NodeWeighting::by_free_capacity).name(),
+      "shared+fill");
   auto big = packer.allocate(whole(1, 1000));
   ASSERT_TRUE(big);
   EXPECT_EQ(big->node, 0) << "both idle, equally free: CPU best-fit";
@@ -191,8 +190,8 @@ TEST(RealNodeShapes, CpuOnlyTasksTakeHostResourcesOnly) {
 }
 
 TEST(SharedInstances, SharesFillOneInstanceWhichGoesWithTheLastShare) {
-  CheckingPacker packer(std::make_unique<MigPacker>(h100(), ClusterShape{1, 1},
-                                                    MigPacker::Mode::shared, NodeChoice::slurm, 1));
+  CheckingPacker packer(
+      std::make_unique<MigPacker>(h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 1));
   auto a = packer.allocate(share(100));  // opens a 1g (142)
   ASSERT_TRUE(a);
   EXPECT_EQ(a->parts[0].profile->name, "1g.10gb");
@@ -213,8 +212,8 @@ TEST(SharedInstances, SharesFillOneInstanceWhichGoesWithTheLastShare) {
 }
 
 TEST(SharedInstances, AMinimumSizeOpensRoomierInstances) {
-  CheckingPacker packer(std::make_unique<MigPacker>(
-      h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7));
+  CheckingPacker packer(
+      std::make_unique<MigPacker>(h100(), ClusterShape{1, 1}, MigPacker::Mode::shared, NodeChoice::slurm, 7));
   std::vector<Allocation> held;
   for (int k = 0; k < 10; ++k) {
     auto a = packer.allocate(share(100));
@@ -246,8 +245,7 @@ TEST(Published, ReadsTheTableAndNamesTheBadField) {
   EXPECT_DOUBLE_EQ(t->at("multigpu20").unallocated_pct.at("bestfit"), 6.27);
   auto bad = parse_published("workload,fgd_unallocated_pct,seeds\ndefault,lots,10\n", "p.csv");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message,
-            "p.csv:2: column fgd_unallocated_pct: value 'lots': not a percentage in [0, 100]");
+  EXPECT_EQ(bad.error().message, "p.csv:2: column fgd_unallocated_pct: value 'lots': not a percentage in [0, 100]");
   EXPECT_EQ(workload_of_trace("data/openb/openb_pod_list_multigpu20.csv"), "multigpu20");
   EXPECT_EQ(workload_of_trace("sample"), std::nullopt);
 }

@@ -51,8 +51,7 @@ TEST(TraceCsv, ErrorsNameFileLineColumnAndValue) {
             "t.csv:2: column deletion_time: value '5': deletion before creation_time");
   EXPECT_EQ(error_of(std::string(kLong) + "p0,1,1,1,5,,LS,Running,10,50,60\n"),
             "t.csv:2: column scheduled_time: value '60': out of range [10, 50]");
-  EXPECT_EQ(error_of(std::string(kShort) + ",1,1,1,5\n"),
-            "t.csv:2: column name: value '': empty task name");
+  EXPECT_EQ(error_of(std::string(kShort) + ",1,1,1,5\n"), "t.csv:2: column name: value '': empty task name");
   EXPECT_EQ(error_of(std::string(kShort) + "p0,1,1,1,5\n\np1,1,1,1,5\n"), "t.csv:3: empty line");
 }
 

@@ -5,8 +5,8 @@
 
 namespace vgpu::bench {
 
-std::vector<int> arrival_sequence(const std::vector<MappedTask>& tasks, long long capacity_milli,
-                                  std::uint64_t seed, double tune_ratio) {
+std::vector<int> arrival_sequence(const std::vector<MappedTask>& tasks, long long capacity_milli, std::uint64_t seed,
+                                  double tune_ratio) {
   std::vector<int> pool;
   long long total = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i)
@@ -44,8 +44,7 @@ std::vector<int> arrival_sequence(const std::vector<MappedTask>& tasks, long lon
   return out;
 }
 
-ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks,
-                            const std::vector<int>& sequence) {
+ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks, const std::vector<int>& sequence) {
   ArrivalOutcome o;
   o.capacity_slices = packer.capacity_slices();
   for (int i : sequence) {
@@ -71,8 +70,7 @@ double fluid_bound_milli(const std::vector<MappedTask>& tasks, const std::vector
                          long long capacity_slices) {
   std::vector<const MappedTask*> items;
   for (int i : sequence)
-    if (tasks[static_cast<std::size_t>(i)].slices() > 0)
-      items.push_back(&tasks[static_cast<std::size_t>(i)]);
+    if (tasks[static_cast<std::size_t>(i)].slices() > 0) items.push_back(&tasks[static_cast<std::size_t>(i)]);
   // Densest first: work per slice. Ties do not change the optimum.
   std::ranges::sort(items, [](const MappedTask* a, const MappedTask* b) {
     return a->requested_milli * b->slices() > b->requested_milli * a->slices();
@@ -92,8 +90,8 @@ double fluid_bound_milli(const std::vector<MappedTask>& tasks, const std::vector
 
 namespace vgpu::bench {
 
-long long online_mig_ceiling_milli(const std::vector<MappedTask>& tasks,
-                                   const std::vector<int>& sequence, long long capacity_slices) {
+long long online_mig_ceiling_milli(const std::vector<MappedTask>& tasks, const std::vector<int>& sequence,
+                                   long long capacity_slices) {
   long long left = capacity_slices, served = 0;
   for (int i : sequence) {
     const MappedTask& t = tasks[static_cast<std::size_t>(i)];

@@ -19,8 +19,8 @@ namespace vgpu::bench {
 // `tune_ratio` x the cluster's GPU capacity in requested GPU work (random removals when the trace
 // holds more; draws with replacement from the trace when it holds less), shuffled, and cut where the
 // arrived GPU work first reaches 100 % of capacity, the point the published numbers are read at.
-std::vector<int> arrival_sequence(const std::vector<MappedTask>& tasks, long long capacity_milli,
-                                  std::uint64_t seed, double tune_ratio = 1.3);
+std::vector<int> arrival_sequence(const std::vector<MappedTask>& tasks, long long capacity_milli, std::uint64_t seed,
+                                  double tune_ratio = 1.3);
 
 struct ArrivalOutcome {
   int arrived_tasks = 0;
@@ -35,8 +35,7 @@ struct ArrivalOutcome {
   std::array<long long, 3> failed_milli_by_class{};
 };
 
-ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks,
-                            const std::vector<int>& sequence);
+ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks, const std::vector<int>& sequence);
 
 // The fluid upper bound: capacity counted in compute slices with no placement rules at all, each
 // task costing its profile's slices (whole GPUs cost all of theirs). The most requested work any
@@ -50,7 +49,7 @@ double fluid_bound_milli(const std::vector<MappedTask>& tasks, const std::vector
 // no node boundaries, no host limits). No MIG-only policy that places arriving tasks as long as
 // they fit can serve more, except by refusing a task now to serve a denser one later. Thousandths
 // of a GPU of requested work.
-long long online_mig_ceiling_milli(const std::vector<MappedTask>& tasks,
-                                   const std::vector<int>& sequence, long long capacity_slices);
+long long online_mig_ceiling_milli(const std::vector<MappedTask>& tasks, const std::vector<int>& sequence,
+                                   long long capacity_slices);
 
 }  // namespace vgpu::bench

@@ -54,11 +54,9 @@ Result<void> for_each_csv_line(std::string_view text, std::string_view path, OnL
 }
 
 // A data row must have as many fields as the header.
-inline Result<void> check_columns(std::string_view path, int line_no, std::size_t got,
-                                  std::size_t want) {
+inline Result<void> check_columns(std::string_view path, int line_no, std::size_t got, std::size_t want) {
   if (got == want) return {};
-  return fail(ErrorCode::invalid_argument,
-              fmt::format("{}:{}: {} columns, expected {}", path, line_no, got, want));
+  return fail(ErrorCode::invalid_argument, fmt::format("{}:{}: {} columns, expected {}", path, line_no, got, want));
 }
 
 // The whole of a CSV file, or an error naming it.
@@ -78,8 +76,7 @@ class RowReader {
 
   [[nodiscard]] Error error(std::size_t col, std::string_view why) const {
     return Error{ErrorCode::invalid_argument,
-                 fmt::format("{}:{}: column {}: value '{}': {}", path_, line_, header_[col],
-                             fields_[col], why)};
+                 fmt::format("{}:{}: column {}: value '{}': {}", path_, line_, header_[col], fields_[col], why)};
   }
 
   [[nodiscard]] Result<long long> integer(std::size_t col, long long lo, long long hi) const {
@@ -88,8 +85,7 @@ class RowReader {
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
     if (v.empty() || ec != std::errc{} || ptr != v.data() + v.size())
       return std::unexpected(error(col, "not an integer"));
-    if (out < lo || out > hi)
-      return std::unexpected(error(col, fmt::format("out of range [{}, {}]", lo, hi)));
+    if (out < lo || out > hi) return std::unexpected(error(col, fmt::format("out of range [{}, {}]", lo, hi)));
     return out;
   }
 

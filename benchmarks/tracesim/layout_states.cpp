@@ -40,8 +40,7 @@ StateId LayoutStates::intern(const GpuLayout& layout) {
   return id;
 }
 
-PlacementChoice LayoutStates::choose(StateId s, int profile_index,
-                                     std::optional<Placement> where) {
+PlacementChoice LayoutStates::choose(StateId s, int profile_index, std::optional<Placement> where) {
   PlacementChoice c;
   if (!where) return c;
   const Profile& p = model_->profiles[static_cast<std::size_t>(profile_index)];
@@ -80,8 +79,7 @@ const PlacementChoice& LayoutStates::first_fit(StateId s, int profile_index) {
 StateId LayoutStates::release(StateId s, Placement where) {
   GpuLayout after = states_[idx(s)].layout;
   if (auto r = after.release(where); !r)
-    throw std::logic_error("release of an instance the simulator never placed: " +
-                           r.error().message);
+    throw std::logic_error("release of an instance the simulator never placed: " + r.error().message);
   return intern(after);
 }
 

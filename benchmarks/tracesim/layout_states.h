@@ -17,10 +17,10 @@ namespace vgpu::bench {
 using StateId = int;
 
 struct PlacementChoice {
-  bool ok = false;          // the profile fits this layout
-  Placement where;          // chosen placement
-  long loss = 0;            // options_score() before minus after: what plan_node minimises
-  StateId next = -1;        // layout after placing
+  bool ok = false;    // the profile fits this layout
+  Placement where;    // chosen placement
+  long loss = 0;      // options_score() before minus after: what plan_node minimises
+  StateId next = -1;  // layout after placing
 };
 
 class LayoutStates {
@@ -31,9 +31,7 @@ class LayoutStates {
   [[nodiscard]] static StateId empty() { return 0; }
   [[nodiscard]] std::size_t size() const { return states_.size(); }
   [[nodiscard]] const GpuLayout& layout(StateId s) const { return states_[idx(s)].layout; }
-  [[nodiscard]] int used_compute(StateId s) const {
-    return states_[idx(s)].layout.used_compute_slices();
-  }
+  [[nodiscard]] int used_compute(StateId s) const { return states_[idx(s)].layout.used_compute_slices(); }
   [[nodiscard]] int profile_index(const Profile& p) const;
 
   // GpuLayout::best_placement, with the planner's loss for it.

@@ -50,16 +50,12 @@ int main(int argc, char** argv) {
                "replay: only starts that no slot left by an ended task (a sticky plan) could serve pay "
                "--start-latency-s; without it every start pays (an upper bound)");
   app.add_option("--published", opt.published_path, "FGD's published table (fgd_published.csv)");
-  app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--gpus", opt.gpus, "GPUs in the cluster (default: openb's 6212)")
-      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--seeds", opt.seeds, "shuffles for the arrival experiment")->check(CLI::Range(1, 1000));
+  app.add_option("--gpus", opt.gpus, "GPUs in the cluster (default: openb's 6212)")->check(CLI::Range(1, 1'000'000));
   app.add_option("--gpus-per-node", opt.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 64));
   app.add_option("--model", opt.model, "GPU model from the built-in catalog");
-  app.add_option("--tasks", opt.max_tasks, "use only the first N trace rows")
-      ->check(CLI::Range(1, 100'000'000));
-  app.add_option("--util-buckets", opt.util_buckets, "points in the utilisation series")
-      ->check(CLI::Range(1, 100'000));
+  app.add_option("--tasks", opt.max_tasks, "use only the first N trace rows")->check(CLI::Range(1, 100'000'000));
+  app.add_option("--util-buckets", opt.util_buckets, "points in the utilisation series")->check(CLI::Range(1, 100'000));
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
   opt.node_choice = node_choice == "best" ? NodeChoice::best : NodeChoice::slurm;
@@ -83,8 +79,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vgpu-tracesim: %s\n", sim.error().message.c_str());
     return 1;
   }
-  if (json)
-    std::printf("%s\n", to_json(*sim).dump(1).c_str());
+  if (json) std::printf("%s\n", to_json(*sim).dump(1).c_str());
   else
     std::printf("%s", to_table(*sim).c_str());
   return 0;

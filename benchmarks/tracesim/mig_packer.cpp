@@ -9,8 +9,8 @@
 
 namespace vgpu::bench {
 
-MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice,
-                     int share_min_slices, NodeWeighting node_weights, bool node_preferences)
+MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice, int share_min_slices,
+                     NodeWeighting node_weights, bool node_preferences)
     : Packer(model, std::move(shape)),
       mode_(mode),
       node_choice_(node_choice),
@@ -65,8 +65,7 @@ std::string_view MigPacker::name() const {
 }
 
 const PlacementChoice& MigPacker::choice(StateId s, int profile_index) {
-  return mode_ == Mode::firstfit ? states_.first_fit(s, profile_index)
-                                 : states_.best(s, profile_index);
+  return mode_ == Mode::firstfit ? states_.first_fit(s, profile_index) : states_.best(s, profile_index);
 }
 
 bool MigPacker::fits_somewhere(int profile_index) {
@@ -139,11 +138,11 @@ int MigPacker::choose_node(const MappedTask& task, auto&& usable) {
         (mode_ == Mode::shared || (task.profile && task.profile->compute_slices < model_->compute_slices));
     auto preferred = [&](int n) {
       if (task.kind == TaskKind::cpu_only) return empty(n) == 0;  // feature "no idle GPU"
-      if (part_of_a_gpu) return partly_used_gpu(n);                // feature "partly used GPU"
+      if (part_of_a_gpu) return partly_used_gpu(n);               // feature "partly used GPU"
       return empty(n) < shape_.end_gpu(n) - shape_.first_gpu(n);  // feature "in use"
     };
-    int node = slurm_node_choice(shape_.nodes(), task.cpu_milli,
-                                 [&](int n) { return preferred(n) && usable(n); }, free_cpu, weight);
+    int node = slurm_node_choice(
+        shape_.nodes(), task.cpu_milli, [&](int n) { return preferred(n) && usable(n); }, free_cpu, weight);
     if (node >= 0) return node;
   }
   return slurm_node_choice(shape_.nodes(), task.cpu_milli, usable, free_cpu, weight);
@@ -178,9 +177,7 @@ std::optional<Allocation> MigPacker::allocate_one(const MappedTask& task, int pr
   if (!fits_somewhere(profile_index)) return std::nullopt;
   int chosen = -1;
   if (node_choice_ == NodeChoice::slurm) {
-    int node = choose_node(task, [&](int n) {
-      return host_fits(n, task) && gpu_in_node(n, profile_index) >= 0;
-    });
+    int node = choose_node(task, [&](int n) { return host_fits(n, task) && gpu_in_node(n, profile_index) >= 0; });
     if (node >= 0) chosen = gpu_in_node(node, profile_index);
   } else {
     GpuCandidate best;
@@ -192,8 +189,7 @@ std::optional<Allocation> MigPacker::allocate_one(const MappedTask& task, int pr
         chosen = g;
         break;
       }
-      GpuCandidate cand{g, c.loss,
-                        node_free_slices_[static_cast<std::size_t>(shape_.node_of(g))]};
+      GpuCandidate cand{g, c.loss, node_free_slices_[static_cast<std::size_t>(shape_.node_of(g))]};
       if (chosen < 0 || better_candidate(cand, best)) {
         chosen = g;
         best = cand;
@@ -219,9 +215,7 @@ std::optional<Allocation> MigPacker::allocate_node(const MappedTask& task) {
     for (int n = 0; n < shape_.nodes() && node < 0; ++n)
       if (usable(n)) node = n;
   } else {
-    node = best_fit_node(shape_.nodes(), task.gpus, [&](int n) {
-      return usable(n) ? empty_unheld_gpus(n) : 0;
-    });
+    node = best_fit_node(shape_.nodes(), task.gpus, [&](int n) { return usable(n) ? empty_unheld_gpus(n) : 0; });
   }
   if (node < 0) return std::nullopt;
   return take_empty_gpus(node, task);
@@ -231,8 +225,7 @@ Allocation MigPacker::take_empty_gpus(int node, const MappedTask& task) {
   Allocation a;
   take_host(node, task, a);
   const Profile* full = &model_->profiles[static_cast<std::size_t>(full_index_)];
-  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node) && std::ssize(a.parts) < task.gpus;
-       ++g) {
+  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node) && std::ssize(a.parts) < task.gpus; ++g) {
     if (held(g) || gpu_state_[static_cast<std::size_t>(g)] != LayoutStates::empty()) continue;
     PlacementChoice c = choice(LayoutStates::empty(), full_index_);
     set_state(g, c.next);
@@ -261,9 +254,7 @@ void MigPacker::refresh_share_room(int node) {
   int room = 0;
   for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g)
     for (const auto& s : shared_[static_cast<std::size_t>(g)])
-      if (!held(g))
-      room = std::max(room, share_capacity_milli(*model_, *s.instance.profile) -
-                                s.instance.used_milli);
+      if (!held(g)) room = std::max(room, share_capacity_milli(*model_, *s.instance.profile) - s.instance.used_milli);
   node_share_room_[static_cast<std::size_t>(node)] = room;
 }
 
@@ -271,9 +262,7 @@ std::optional<Allocation> MigPacker::allocate_share(const MappedTask& task) {
   int milli = static_cast<int>(task.requested_milli);
   // An open instance with room first, on the node Slurm picks among those that have one: the
   // node only offers new share capacity once its open instances are full (docs/benchmarks.md).
-  auto has_room = [&](int n) {
-    return node_share_room_[static_cast<std::size_t>(n)] >= milli && host_fits(n, task);
-  };
+  auto has_room = [&](int n) { return node_share_room_[static_cast<std::size_t>(n)] >= milli && host_fits(n, task); };
   int node = -1;
   if (node_choice_ == NodeChoice::slurm) {
     node = choose_node(task, has_room);
@@ -309,8 +298,7 @@ int MigPacker::free_milli(int gpu) const {
   if (held(gpu)) return 0;
   int free_slices = model_->compute_slices - states_.used_compute(gpu_state_[g]);
   int room = 1000 * free_slices / model_->compute_slices;
-  for (const auto& s : shared_[g])
-    room += share_capacity_milli(*model_, *s.instance.profile) - s.instance.used_milli;
+  for (const auto& s : shared_[g]) room += share_capacity_milli(*model_, *s.instance.profile) - s.instance.used_milli;
   return room;
 }
 

@@ -50,14 +50,13 @@ class MigPacker final : public Packer {
   enum class Mode { planner, firstfit, whole, shared };
   // `share_min_slices`: the smallest shared instance the shared mode opens (default: whole GPUs,
   // measured best; docs/benchmarks.md).
-  MigPacker(const GpuModel& model, ClusterShape shape, Mode mode,
-            NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7,
-            NodeWeighting node_weights = NodeWeighting::none, bool node_preferences = false);
+  MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice = NodeChoice::slurm,
+            int share_min_slices = 7, NodeWeighting node_weights = NodeWeighting::none, bool node_preferences = false);
   // FGD's or BestFit's choice in the shared mode with whole-GPU shared instances, which is their
   // resource model (fractional GPUs without isolation), or in the planner mode with dedicated
   // instances; `typical`: FGD's target workload.
-  MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler,
-            std::vector<TaskShape> typical, Mode mode = Mode::shared);
+  MigPacker(const GpuModel& model, ClusterShape shape, PublishedScheduler scheduler, std::vector<TaskShape> typical,
+            Mode mode = Mode::shared);
 
   [[nodiscard]] std::string_view name() const override;
   std::optional<Allocation> allocate(const MappedTask& task) override;
@@ -113,9 +112,9 @@ class MigPacker final : public Packer {
   std::vector<StateId> gpu_state_;
   std::vector<int> node_free_slices_;
   std::vector<int> node_empty_gpus_;
-  std::vector<int> state_population_;  // GPUs currently in each layout
+  std::vector<int> state_population_;            // GPUs currently in each layout
   std::vector<std::vector<OpenShared>> shared_;  // per GPU: its open shared instances
-  std::vector<int> node_share_room_;  // per node: most room (milli) of any open shared instance
+  std::vector<int> node_share_room_;             // per node: most room (milli) of any open shared instance
 };
 
 }  // namespace vgpu::bench

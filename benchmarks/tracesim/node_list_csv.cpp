@@ -10,8 +10,7 @@
 namespace vgpu::bench {
 namespace {
 
-constexpr std::array<std::string_view, 5> kHeader = {"sn", "cpu_milli", "memory_mib", "gpu",
-                                                      "model"};
+constexpr std::array<std::string_view, 5> kHeader = {"sn", "cpu_milli", "memory_mib", "gpu", "model"};
 
 }  // namespace
 
@@ -21,8 +20,8 @@ Result<ClusterShape> parse_node_list(std::string_view text, std::string_view pat
     auto fields = split_commas(line);
     if (line_no == 1) {
       if (std::ranges::equal(fields, kHeader)) return {};
-      return fail(ErrorCode::invalid_argument, fmt::format("{}:1: header '{}': expected '{}'", path,
-                                                           line, fmt::join(kHeader, ",")));
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("{}:1: header '{}': expected '{}'", path, line, fmt::join(kHeader, ",")));
     }
     if (auto cols = check_columns(path, line_no, fields.size(), kHeader.size()); !cols) return cols;
     RowReader row(path, line_no, kHeader, fields);

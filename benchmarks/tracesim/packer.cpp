@@ -8,8 +8,7 @@ namespace vgpu::bench {
 
 ClusterShape::ClusterShape(int total_gpus, int gpus_per_node) {
   std::vector<NodeShape> nodes;
-  for (int left = total_gpus; left > 0; left -= gpus_per_node)
-    nodes.push_back({std::min(left, gpus_per_node), 0, 0});
+  for (int left = total_gpus; left > 0; left -= gpus_per_node) nodes.push_back({std::min(left, gpus_per_node), 0, 0});
   *this = ClusterShape(std::move(nodes));
 }
 
@@ -29,8 +28,7 @@ int ClusterShape::widest_node() const {
   return w;
 }
 
-Packer::Packer(const GpuModel& model, ClusterShape shape)
-    : model_(&model), shape_(std::move(shape)) {
+Packer::Packer(const GpuModel& model, ClusterShape shape) : model_(&model), shape_(std::move(shape)) {
   for (int n = 0; n < shape_.nodes(); ++n) {
     cpu_free_.push_back(shape_.node(n).cpu_milli);
     mem_free_.push_back(shape_.node(n).memory_mib);

@@ -32,12 +32,8 @@ class ClusterShape {
   [[nodiscard]] int nodes() const { return static_cast<int>(nodes_.size()); }
   [[nodiscard]] const NodeShape& node(int n) const { return nodes_[static_cast<std::size_t>(n)]; }
   [[nodiscard]] int node_of(int gpu) const { return node_of_gpu_[static_cast<std::size_t>(gpu)]; }
-  [[nodiscard]] int first_gpu(int node) const {
-    return first_gpu_[static_cast<std::size_t>(node)];
-  }
-  [[nodiscard]] int end_gpu(int node) const {
-    return first_gpu_[static_cast<std::size_t>(node) + 1];
-  }
+  [[nodiscard]] int first_gpu(int node) const { return first_gpu_[static_cast<std::size_t>(node)]; }
+  [[nodiscard]] int end_gpu(int node) const { return first_gpu_[static_cast<std::size_t>(node) + 1]; }
   [[nodiscard]] int widest_node() const;
   [[nodiscard]] bool host_constrained() const { return host_constrained_; }
 
@@ -88,9 +84,7 @@ class Packer {
   // the previous holds; an empty list lifts them all. The holder is placed with no hold in force.
   virtual void hold(const std::vector<int>& gpus);
   [[nodiscard]] bool held(int gpu) const { return held_[static_cast<std::size_t>(gpu)] != 0; }
-  [[nodiscard]] bool node_has_holds(int node) const {
-    return node_holds_[static_cast<std::size_t>(node)] > 0;
-  }
+  [[nodiscard]] bool node_has_holds(int node) const { return node_holds_[static_cast<std::size_t>(node)] > 0; }
 
   [[nodiscard]] const ClusterShape& shape() const { return shape_; }
   [[nodiscard]] long long allocated_slices() const { return allocated_slices_; }
@@ -106,9 +100,7 @@ class Packer {
   void take_host(int node, const MappedTask& task, Allocation& into);
   void return_host(const Allocation& allocation);
   // Free CPU of a node as Slurm's node choice weighs it (slurm_node_choice.h).
-  [[nodiscard]] long long free_cpu_milli(int node) const {
-    return cpu_free_[static_cast<std::size_t>(node)];
-  }
+  [[nodiscard]] long long free_cpu_milli(int node) const { return cpu_free_[static_cast<std::size_t>(node)]; }
   // A CPU-only task: Slurm's own choice among the nodes with room; no GPU policy is involved.
   std::optional<Allocation> allocate_host_only(const MappedTask& task);
   // A node's holds changed: packers that cache what a node offers refresh it.
@@ -139,10 +131,22 @@ enum class NodeChoice { slurm, best };
 // typical shapes rounded to their profiles: what a fragmentation-aware choice in slurmctld would
 // be worth for dedicated instances. No Slurm lever makes it; a reference, not a policy.
 enum class PolicyKind {
-  whole, static_mig, firstfit, planner, shared, planner_weighted, shared_weighted,
-  planner_preferring, shared_preferring, planner_filling, shared_filling, planner_preferring_filling,
+  whole,
+  static_mig,
+  firstfit,
+  planner,
+  shared,
+  planner_weighted,
+  shared_weighted,
+  planner_preferring,
+  shared_preferring,
+  planner_filling,
+  shared_filling,
+  planner_preferring_filling,
   shared_preferring_filling,
-  fgd_twin, bestfit_twin, fgd_mig
+  fgd_twin,
+  bestfit_twin,
+  fgd_mig
 };
 
 std::string_view policy_name(PolicyKind kind);

@@ -27,25 +27,23 @@ std::string_view policy_name(PolicyKind kind) {
 }
 
 bool reshapes_nodes(PolicyKind kind) {
-  return kind != PolicyKind::whole && kind != PolicyKind::static_mig &&
-         kind != PolicyKind::fgd_twin && kind != PolicyKind::bestfit_twin;
+  return kind != PolicyKind::whole && kind != PolicyKind::static_mig && kind != PolicyKind::fgd_twin &&
+         kind != PolicyKind::bestfit_twin;
 }
 
 bool grants_shares(PolicyKind kind) {
-  return kind == PolicyKind::shared || kind == PolicyKind::shared_weighted ||
-         kind == PolicyKind::shared_preferring || kind == PolicyKind::shared_filling ||
-         kind == PolicyKind::shared_preferring_filling ||
+  return kind == PolicyKind::shared || kind == PolicyKind::shared_weighted || kind == PolicyKind::shared_preferring ||
+         kind == PolicyKind::shared_filling || kind == PolicyKind::shared_preferring_filling ||
          kind == PolicyKind::fgd_twin || kind == PolicyKind::bestfit_twin;
 }
 
 Result<PolicyKind> parse_policy(std::string_view name) {
-  for (auto k : {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit,
-                 PolicyKind::planner, PolicyKind::shared, PolicyKind::planner_weighted,
-                 PolicyKind::shared_weighted, PolicyKind::planner_preferring,
-                 PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
-                 PolicyKind::planner_preferring_filling,
-                 PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin, PolicyKind::bestfit_twin,
-                 PolicyKind::fgd_mig})
+  for (auto k :
+       {PolicyKind::whole, PolicyKind::static_mig, PolicyKind::firstfit, PolicyKind::planner, PolicyKind::shared,
+        PolicyKind::planner_weighted, PolicyKind::shared_weighted, PolicyKind::planner_preferring,
+        PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
+        PolicyKind::planner_preferring_filling, PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin,
+        PolicyKind::bestfit_twin, PolicyKind::fgd_mig})
     if (policy_name(k) == name) return k;
   return fail(ErrorCode::invalid_argument,
               fmt::format("policy '{}': unknown (whole, static, firstfit, planner, shared, "

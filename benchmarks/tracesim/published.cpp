@@ -9,8 +9,7 @@
 
 namespace vgpu::bench {
 
-Result<std::map<std::string, PublishedRow>> parse_published(std::string_view text,
-                                                            std::string_view path) {
+Result<std::map<std::string, PublishedRow>> parse_published(std::string_view text, std::string_view path) {
   std::map<std::string, PublishedRow> out;
   std::vector<std::string> header;
   std::vector<std::string_view> header_views;
@@ -20,14 +19,12 @@ Result<std::map<std::string, PublishedRow>> parse_published(std::string_view tex
     if (line_no == 1) {
       if (fields.size() < 2 || fields.front() != "workload" || fields.back() != "seeds")
         return fail(ErrorCode::invalid_argument,
-                    fmt::format("{}:1: header '{}': expected 'workload,<scheduler>{},...,seeds'",
-                                path, line, kSuffix));
+                    fmt::format("{}:1: header '{}': expected 'workload,<scheduler>{},...,seeds'", path, line, kSuffix));
       for (auto f : fields) header.emplace_back(f);
       for (std::size_t c = 1; c + 1 < header.size(); ++c)
         if (!header[c].ends_with(kSuffix))
           return fail(ErrorCode::invalid_argument,
-                      fmt::format("{}:1: column '{}': expected a name ending in '{}'", path,
-                                  header[c], kSuffix));
+                      fmt::format("{}:1: column '{}': expected a name ending in '{}'", path, header[c], kSuffix));
       for (const auto& h : header) header_views.emplace_back(h);
       return {};
     }
@@ -38,13 +35,11 @@ Result<std::map<std::string, PublishedRow>> parse_published(std::string_view tex
     for (std::size_t c = 1; c + 1 < fields.size(); ++c) {
       double v = 0;
       auto [ptr, ec] = std::from_chars(fields[c].data(), fields[c].data() + fields[c].size(), v);
-      if (fields[c].empty() || ec != std::errc{} || ptr != fields[c].data() + fields[c].size() ||
-          v < 0 || v > 100)
+      if (fields[c].empty() || ec != std::errc{} || ptr != fields[c].data() + fields[c].size() || v < 0 || v > 100)
         return std::unexpected(row.error(c, "not a percentage in [0, 100]"));
       r.unallocated_pct[header[c].substr(0, header[c].size() - kSuffix.size())] = v;
     }
-    if (auto seeds = row.integer(fields.size() - 1, 1, 1000); !seeds)
-      return std::unexpected(seeds.error());
+    if (auto seeds = row.integer(fields.size() - 1, 1, 1000); !seeds) return std::unexpected(seeds.error());
     out[std::string(fields[0])] = std::move(r);
     return {};
   });

@@ -16,8 +16,7 @@ struct PublishedRow {
 };
 
 // workload -> row. Columns are `<scheduler>_unallocated_pct`; `seeds` is checked, not kept.
-Result<std::map<std::string, PublishedRow>> parse_published(std::string_view text,
-                                                            std::string_view path);
+Result<std::map<std::string, PublishedRow>> parse_published(std::string_view text, std::string_view path);
 Result<std::map<std::string, PublishedRow>> load_published(const std::string& path);
 
 // "default" for ".../openb_pod_list_default.csv"; nullopt for a file not named that way.

@@ -26,8 +26,7 @@ std::vector<TaskShape> most_common_shapes(std::span<const MappedTask> tasks, dou
   std::vector<std::pair<int, std::tuple<long long, int, int>>> by_count;
   for (const auto& [shape, n] : count) by_count.emplace_back(n, shape);
   // Most common first; the map's order breaks ties, so the choice is deterministic.
-  std::stable_sort(by_count.begin(), by_count.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<TaskShape> out;
   int covered = 0;
   for (const auto& [n, shape] : by_count) {
@@ -46,8 +45,7 @@ std::vector<TaskShape> typical_shapes(std::span<const MappedTask> tasks, double 
   return most_common_shapes(tasks, coverage, nullptr);
 }
 
-std::vector<TaskShape> typical_mig_shapes(std::span<const MappedTask> tasks, const GpuModel& model,
-                                          double coverage) {
+std::vector<TaskShape> typical_mig_shapes(std::span<const MappedTask> tasks, const GpuModel& model, double coverage) {
   return most_common_shapes(tasks, coverage, &model);
 }
 
@@ -78,8 +76,7 @@ double Fragmentation::of(const NodeFree& node) {
     int roomy = 0;           // GPUs with enough room for one of its GPUs
     for (int g = 0; g < node.gpus; ++g) {
       int free = node.gpu_milli[static_cast<std::size_t>(g)];
-      if (free >= s.milli)
-        ++roomy;
+      if (free >= s.milli) ++roomy;
       else
         unusable += free;
     }

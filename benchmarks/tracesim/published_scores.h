@@ -22,10 +22,10 @@ namespace vgpu::bench {
 // One kind of task and how often it arrives: FGD's "typical pods", the target workload its
 // fragmentation measure is taken against.
 struct TaskShape {
-  int gpus = 0;            // GPUs; 1 for a fraction of one
-  int milli = 0;           // per GPU: < 1000 for a fraction, 1000 for whole GPUs
+  int gpus = 0;   // GPUs; 1 for a fraction of one
+  int milli = 0;  // per GPU: < 1000 for a fraction, 1000 for whole GPUs
   long long cpu_milli = 0;
-  double frequency = 0;    // share of the typical tasks, summing to 1
+  double frequency = 0;  // share of the typical tasks, summing to 1
 };
 
 // The most common GPU task shapes (CPU, GPUs, thousandths) of `tasks` until they cover

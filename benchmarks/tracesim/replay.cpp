@@ -25,9 +25,7 @@ struct Job {
 struct Running {
   long long finish = 0;
   std::size_t job = 0;
-  bool operator>(const Running& o) const {
-    return std::tie(finish, job) > std::tie(o.finish, o.job);
-  }
+  bool operator>(const Running& o) const { return std::tie(finish, job) > std::tie(o.finish, o.job); }
 };
 
 double quantile(const std::vector<double>& sorted, double q) {
@@ -84,12 +82,15 @@ class StickySlots {
         std::erase_if(slots_, [&](const AllocationPart& s) { return s.gpu == p.gpu; });
         continue;
       }
-      auto same = [&](const AllocationPart& s) { return s.gpu == p.gpu && s.profile == p.profile && s.where == p.where; };
+      auto same = [&](const AllocationPart& s) {
+        return s.gpu == p.gpu && s.profile == p.profile && s.where == p.where;
+      };
       auto it = std::ranges::find_if(slots_, same);
       if (it == slots_.end())
         it = std::ranges::find_if(slots_, [&](const AllocationPart& s) { return s.profile == p.profile; });
       if (it == slots_.end()) warm = false;
-      else slots_.erase(it);
+      else
+        slots_.erase(it);
       std::erase_if(slots_, [&](const AllocationPart& s) {
         return s.gpu == p.gpu && s.where.start < p.where.end() && p.where.start < s.where.end();
       });
@@ -132,8 +133,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
       ++o.not_run_in_trace;
       continue;
     }
-    jobs.push_back({static_cast<int>(&t - tasks.data()), tt.creation_s,
-                    tt.deletion_s - *tt.scheduled_s});
+    jobs.push_back({static_cast<int>(&t - tasks.data()), tt.creation_s, tt.deletion_s - *tt.scheduled_s});
     o.longest_run_s = std::max(o.longest_run_s, jobs.back().duration);
   }
   if (jitter_seed > 0 && jitter_s > 0) {
@@ -155,7 +155,8 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   // Placed at `now`: it runs from now + its start latency, holding its instances from now.
   auto started_at = [&](std::size_t j, long long now, TaskClass c) {
     const bool warm = only_new_slots && sticky.take(*held[j], [&](const AllocationPart& p) {
-      return p.profile->compute_slices == packer.model().compute_slices && packer.gpu_used_slices(p.gpu) == p.profile->compute_slices;
+      return p.profile->compute_slices == packer.model().compute_slices &&
+             packer.gpu_used_slices(p.gpu) == p.profile->compute_slices;
     });
     const long long latency = warm ? 0 : start_latency_s;
     running_finish[j] = now + latency + jobs[j].duration;
@@ -214,8 +215,8 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
         still.push_back(j);
         continue;
       }
-      auto shape = std::make_tuple(t.profile, t.gpus, t.requested_milli,
-                                   reservations.hold_for(packer, now + jobs[j].duration));
+      auto shape =
+          std::make_tuple(t.profile, t.gpus, t.requested_milli, reservations.hold_for(packer, now + jobs[j].duration));
       if (failed.contains(shape)) {
         still.push_back(j);
         continue;
@@ -238,8 +239,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   std::array<int, kTaskClasses> stuck{};
   for (std::size_t j : waiting)
     ++stuck[static_cast<std::size_t>(task_class(tasks[static_cast<std::size_t>(jobs[j].task)]))];
-  for (std::size_t c = 0; c < kTaskClasses; ++c)
-    o.by_class[c] = class_waits(std::move(class_waits_s[c]), stuck[c]);
+  for (std::size_t c = 0; c < kTaskClasses; ++c) o.by_class[c] = class_waits(std::move(class_waits_s[c]), stuck[c]);
 
   std::vector<double> sorted = waits;
   std::ranges::sort(sorted);

@@ -28,20 +28,20 @@ struct ClassWaits {
 };
 
 struct ReplayOutcome {
-  int tasks = 0;             // GPU tasks that ran in the trace
+  int tasks = 0;  // GPU tasks that ran in the trace
   int started = 0;
   int never_started = 0;     // still waiting when nothing else could change (e.g. no such instance)
   int not_run_in_trace = 0;  // never scheduled in the real cluster: no duration to replay
   double mean_wait_s = 0;
   double p95_wait_s = 0;
   double max_wait_s = 0;
-  double span_h = 0;             // first arrival to last finish
+  double span_h = 0;  // first arrival to last finish
   double completed_per_hour = 0;
-  double mean_slice_util = 0;    // time-weighted allocated slices / capacity over the span
+  double mean_slice_util = 0;  // time-weighted allocated slices / capacity over the span
   long long peak_allocated_slices = 0;
   long long capacity_slices = 0;
-  std::vector<double> util_time_h;  // bucket midpoints, hours from the first arrival
-  std::vector<double> util;         // slice utilisation per bucket (0..1)
+  std::vector<double> util_time_h;       // bucket midpoints, hours from the first arrival
+  std::vector<double> util;              // slice utilisation per bucket (0..1)
   std::vector<double> wait_quantiles_s;  // wait at quantile i/100, i = 0..100 (empty if none)
   std::array<ClassWaits, kTaskClasses> by_class;
   long long longest_run_s = 0;  // the longest task duration replayed

@@ -22,8 +22,7 @@ namespace vgpu::bench {
 
 class ReplayReservations {
  public:
-  explicit ReplayReservations(const ClusterShape& shape)
-      : gpu_finishes_(static_cast<std::size_t>(shape.gpus())) {}
+  explicit ReplayReservations(const ClusterShape& shape) : gpu_finishes_(static_cast<std::size_t>(shape.gpus())) {}
 
   // What runs where, kept up to date by the replay.
   void started(const Allocation& a, long long finish);
@@ -39,8 +38,7 @@ class ReplayReservations {
   // reservation's own, free to use its node or any other it fits now (production books FLEX
   // reservations). Returns the holds in force (one flag per reservation): a task refused under
   // one set of holds may fit under another.
-  const std::vector<char>& hold_for(Packer& packer, long long finish,
-                                    std::optional<std::size_t> holder = std::nullopt);
+  const std::vector<char>& hold_for(Packer& packer, long long finish, std::optional<std::size_t> holder = std::nullopt);
   void forget(std::size_t task);
   void lift_holds(Packer& packer);
 

@@ -33,9 +33,9 @@ nlohmann::ordered_json class_json(const ReplayOutcome& r) {
   nlohmann::ordered_json out;
   for (int c = 0; c < kTaskClasses; ++c) {
     const ClassWaits& w = r.by_class[static_cast<std::size_t>(c)];
-    out[task_class_name(static_cast<TaskClass>(c))] = {
-        {"started", w.started},   {"never_started", w.never_started}, {"mean_wait_s", w.mean_s},
-        {"p50_wait_s", w.p50_s},  {"p95_wait_s", w.p95_s},           {"max_wait_s", w.max_s}};
+    out[task_class_name(static_cast<TaskClass>(c))] = {{"started", w.started},    {"never_started", w.never_started},
+                                                       {"mean_wait_s", w.mean_s}, {"p50_wait_s", w.p50_s},
+                                                       {"p95_wait_s", w.p95_s},   {"max_wait_s", w.max_s}};
   }
   return out;
 }
@@ -51,9 +51,7 @@ ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& p) {
   auto stranded = [&](std::size_t i) {
     return gpus_of(sim, p.per_seed[i].capacity_slices - p.per_seed[i].allocated_slices);
   };
-  auto rounding = [&](std::size_t i) {
-    return gpus_of(sim, p.per_seed[i].allocated_slices) - served(i);
-  };
+  auto rounding = [&](std::size_t i) { return gpus_of(sim, p.per_seed[i].allocated_slices) - served(i); };
   Stat u = stat(n, [&](std::size_t i) { return 100 - pct(served(i)); });
   a.fgd_unallocated_pct = u.mean;
   a.fgd_unallocated_pct_std = u.std;
@@ -69,9 +67,7 @@ ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& p) {
                       }).mean;
   for (std::size_t c = 0; c < 3; ++c)
     a.failed_work_pct_by_class[c] = stat(n, [&](std::size_t i) {
-                                      return pct(static_cast<double>(
-                                                     p.per_seed[i].failed_milli_by_class[c]) /
-                                                 1000);
+                                      return pct(static_cast<double>(p.per_seed[i].failed_milli_by_class[c]) / 1000);
                                     }).mean;
   auto count = [&](auto&& f) {
     return stat(n, [&](std::size_t i) { return static_cast<double>(f(p.per_seed[i])); }).mean;
@@ -85,12 +81,17 @@ ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& p) {
 Ceilings summarize_ceilings(const SimResult& sim) {
   Ceilings c;
   double gpus = sim.options.gpus;
-  c.online_mig_pct = 100 - 100 * stat(sim.ceiling_milli_per_seed.size(), [&](std::size_t i) {
-                                   return static_cast<double>(sim.ceiling_milli_per_seed[i]) / 1000;
-                                 }).mean / gpus;
-  c.offline_mig_pct = 100 - 100 * stat(sim.bound_milli_per_seed.size(), [&](std::size_t i) {
-                                    return sim.bound_milli_per_seed[i] / 1000;
-                                  }).mean / gpus;
+  c.online_mig_pct =
+      100 - 100 *
+                stat(sim.ceiling_milli_per_seed.size(),
+                     [&](std::size_t i) { return static_cast<double>(sim.ceiling_milli_per_seed[i]) / 1000; })
+                    .mean /
+                gpus;
+  c.offline_mig_pct =
+      100 - 100 *
+                stat(sim.bound_milli_per_seed.size(), [&](std::size_t i) { return sim.bound_milli_per_seed[i] / 1000; })
+                    .mean /
+                gpus;
   return c;
 }
 
@@ -102,11 +103,9 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
   Ceilings ceil = summarize_ceilings(sim);
   // FGD's published numbers for this workload lead, beside the ceilings every MIG-only policy is
   // held to; each policy's entry then leads with the same metric.
-  out["fgd_published_unallocated_pct"] = sim.published_unallocated_pct.empty()
-                                             ? json(nullptr)
-                                             : json(sim.published_unallocated_pct);
-  out["ceilings_fgd_unallocated_pct"] = {{"online_mig", ceil.online_mig_pct},
-                                         {"offline_mig", ceil.offline_mig_pct}};
+  out["fgd_published_unallocated_pct"] =
+      sim.published_unallocated_pct.empty() ? json(nullptr) : json(sim.published_unallocated_pct);
+  out["ceilings_fgd_unallocated_pct"] = {{"online_mig", ceil.online_mig_pct}, {"offline_mig", ceil.offline_mig_pct}};
   out["trace_rows"] = sim.trace_rows;
   out["model"] = sim.options.model;
   out["gpus"] = sim.options.gpus;
@@ -205,47 +204,42 @@ std::string to_table(const SimResult& sim) {
   std::string out = fmt::format(
       "trace {} ({} rows: {} GPU tasks, {} CPU-only, {} too wide skipped)\n"
       "cluster {} x {} in {} nodes ({}), node choice {}, {} seed(s), tuned to {}x capacity\n\n",
-      sim.trace_path, sim.trace_rows, sim.mapping.gpu_tasks, sim.mapping.cpu_only,
-      sim.mapping.too_wide, sim.options.gpus, sim.options.model, sim.nodes,
+      sim.trace_path, sim.trace_rows, sim.mapping.gpu_tasks, sim.mapping.cpu_only, sim.mapping.too_wide,
+      sim.options.gpus, sim.options.model, sim.nodes,
       sim.host_constrained ? "CPU and memory limited" : "no host limits",
-      sim.options.node_choice == NodeChoice::slurm ? "slurm" : "best", sim.options.seeds,
-      sim.options.tune_ratio);
+      sim.options.node_choice == NodeChoice::slurm ? "slurm" : "best", sim.options.seeds, sim.options.tune_ratio);
   out += "Arrivals until 100% of capacity (no departures), % of GPU capacity, mean over seeds:\n";
-  out += fmt::format("{:<9} {:>18} {:>10} {:>10} {:>13} {:>10} {:>8}\n", "policy",
-                     "FGD unallocated %", "rounding", "stranded", "failed work", "served",
-                     "failed");
+  out += fmt::format("{:<9} {:>18} {:>10} {:>10} {:>13} {:>10} {:>8}\n", "policy", "FGD unallocated %", "rounding",
+                     "stranded", "failed work", "served", "failed");
   for (const auto& p : sim.results) {
     ArrivalSummary a = summarize_arrivals(sim, p);
     out += fmt::format("{:<9} {:>11.2f} ±{:>5.2f} {:>10.2f} {:>10.2f} {:>13.2f} {:>10.2f} {:>8.1f}\n",
-                       policy_name(p.policy), a.fgd_unallocated_pct, a.fgd_unallocated_pct_std,
-                       a.rounding_pct, a.stranded_pct, a.failed_work_pct, a.served_pct,
-                       a.failed_tasks);
+                       policy_name(p.policy), a.fgd_unallocated_pct, a.fgd_unallocated_pct_std, a.rounding_pct,
+                       a.stranded_pct, a.failed_work_pct, a.served_pct, a.failed_tasks);
   }
   Ceilings ceil = summarize_ceilings(sim);
-  out += fmt::format("ceilings (FGD unallocated %): online MIG {:.2f}, offline MIG {:.2f}\n",
-                     ceil.online_mig_pct, ceil.offline_mig_pct);
+  out += fmt::format("ceilings (FGD unallocated %): online MIG {:.2f}, offline MIG {:.2f}\n", ceil.online_mig_pct,
+                     ceil.offline_mig_pct);
   if (!sim.published_unallocated_pct.empty()) {
     out += fmt::format("published for '{}':", sim.workload);
     for (const auto& [name, v] : sim.published_unallocated_pct) out += fmt::format(" {} {:.2f}", name, v);
     out += "\n";
   }
   for (const auto& p : sim.results)
-    if (!p.static_plan_arrivals.empty())
-      out += fmt::format("static layout (arrivals): {}\n", p.static_plan_arrivals);
+    if (!p.static_plan_arrivals.empty()) out += fmt::format("static layout (arrivals): {}\n", p.static_plan_arrivals);
 
   if (!sim.has_times) return out + "\nreplay: the trace has no times, skipped\n";
   out += "\nReplay with departures (creation/deletion times):\n";
-  out += fmt::format("{:<9} {:>12} {:>12} {:>12} {:>10} {:>11} {:>8}\n", "policy", "mean wait s",
-                     "p95 wait s", "max wait s", "jobs/h", "mean util", "stuck");
+  out += fmt::format("{:<9} {:>12} {:>12} {:>12} {:>10} {:>11} {:>8}\n", "policy", "mean wait s", "p95 wait s",
+                     "max wait s", "jobs/h", "mean util", "stuck");
   for (const auto& p : sim.results) {
     const ReplayOutcome& r = *p.replay;
-    out += fmt::format("{:<9} {:>12.1f} {:>12.1f} {:>12.1f} {:>10.2f} {:>10.1f}% {:>8}\n",
-                       policy_name(p.policy), r.mean_wait_s, r.p95_wait_s, r.max_wait_s,
-                       r.completed_per_hour, 100 * r.mean_slice_util, r.never_started);
+    out += fmt::format("{:<9} {:>12.1f} {:>12.1f} {:>12.1f} {:>10.2f} {:>10.1f}% {:>8}\n", policy_name(p.policy),
+                       r.mean_wait_s, r.p95_wait_s, r.max_wait_s, r.completed_per_hour, 100 * r.mean_slice_util,
+                       r.never_started);
   }
   for (const auto& p : sim.results)
-    if (!p.static_plan_replay.empty())
-      out += fmt::format("static layout (replay): {}\n", p.static_plan_replay);
+    if (!p.static_plan_replay.empty()) out += fmt::format("static layout (replay): {}\n", p.static_plan_replay);
   return out;
 }
 

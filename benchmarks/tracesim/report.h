@@ -15,10 +15,10 @@ namespace vgpu::bench {
 struct ArrivalSummary {
   // FGD's metric: capacity not serving requested work when arrivals reach 100 % of capacity.
   double fgd_unallocated_pct = 0, fgd_unallocated_pct_std = 0;
-  double served_gpus = 0, served_pct = 0;      // requested work of placed tasks
-  double rounding_gpus = 0, rounding_pct = 0;  // allocated but not requested (profile - request)
-  double stranded_gpus = 0, stranded_pct = 0;  // never allocated: free compute slices at the end
-  double failed_work_pct = 0;                  // arrived GPU work that was refused
+  double served_gpus = 0, served_pct = 0;            // requested work of placed tasks
+  double rounding_gpus = 0, rounding_pct = 0;        // allocated but not requested (profile - request)
+  double stranded_gpus = 0, stranded_pct = 0;        // never allocated: free compute slices at the end
+  double failed_work_pct = 0;                        // arrived GPU work that was refused
   std::array<double, 3> failed_work_pct_by_class{};  // sub-GPU, single GPU, multi-GPU
   double failed_tasks = 0, failed_cpu_only = 0, arrived_tasks = 0;
 };

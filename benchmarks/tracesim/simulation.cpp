@@ -15,9 +15,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::size_t index_of(const GpuModel& model, const Profile* p) {
   return static_cast<std::size_t>(p - model.profiles.data());
@@ -25,13 +23,13 @@ std::size_t index_of(const GpuModel& model, const Profile* p) {
 
 }  // namespace
 
-std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
-                                    const StaticPlan& plan, NodeChoice node_choice,
-                                    int share_min_slices, const std::vector<TaskShape>& typical) {
+std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape, const StaticPlan& plan,
+                                    NodeChoice node_choice, int share_min_slices,
+                                    const std::vector<TaskShape>& typical) {
   auto mig = [&](MigPacker::Mode mode, NodeWeighting node_weights = NodeWeighting::none,
                  bool node_preferences = false) {
-    return std::make_unique<MigPacker>(model, std::move(shape), mode, node_choice,
-                                       share_min_slices, node_weights, node_preferences);
+    return std::make_unique<MigPacker>(model, std::move(shape), mode, node_choice, share_min_slices, node_weights,
+                                       node_preferences);
   };
   switch (kind) {
     case PolicyKind::whole: return mig(MigPacker::Mode::whole);
@@ -48,8 +46,7 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
       return mig(MigPacker::Mode::planner, NodeWeighting::by_free_capacity, true);
     case PolicyKind::shared_preferring_filling:
       return mig(MigPacker::Mode::shared, NodeWeighting::by_free_capacity, true);
-    case PolicyKind::static_mig:
-      return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
+    case PolicyKind::static_mig: return std::make_unique<StaticPacker>(model, std::move(shape), plan, node_choice);
     case PolicyKind::fgd_twin:
       return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::fgd, typical);
     case PolicyKind::fgd_mig:
@@ -62,8 +59,7 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
   return nullptr;
 }
 
-std::vector<ProfileDemand> arrival_demand(const GpuModel& model,
-                                          const std::vector<MappedTask>& tasks,
+std::vector<ProfileDemand> arrival_demand(const GpuModel& model, const std::vector<MappedTask>& tasks,
                                           long long capacity_milli) {
   std::vector<ProfileDemand> d(model.profiles.size());
   std::vector<double> work(model.profiles.size(), 0.0);
@@ -84,8 +80,7 @@ std::vector<ProfileDemand> arrival_demand(const GpuModel& model,
 }
 
 std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& trace,
-                                         const std::vector<MappedTask>& tasks,
-                                         long long capacity_slices) {
+                                         const std::vector<MappedTask>& tasks, long long capacity_slices) {
   std::vector<ProfileDemand> d(model.profiles.size());
   std::vector<double> work(model.profiles.size(), 0.0);
   double slices = 0;
@@ -142,8 +137,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
   r.trace_rows = static_cast<int>(trace.tasks.size());
   auto tasks = map_tasks(trace, m, shape.widest_node());
   r.mapping = summarize(tasks);
-  if (r.mapping.gpu_tasks == 0)
-    return fail(ErrorCode::invalid_argument, fmt::format("{}: no GPU tasks", trace.path));
+  if (r.mapping.gpu_tasks == 0) return fail(ErrorCode::invalid_argument, fmt::format("{}: no GPU tasks", trace.path));
   if (auto w = workload_of_trace(trace.path)) r.workload = *w;
   if (!options.published_path.empty()) {
     auto published = load_published(options.published_path);
@@ -159,12 +153,9 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
 
   std::vector<std::vector<int>> sequences;
   for (int s = 0; s < options.seeds; ++s) {
-    sequences.push_back(arrival_sequence(tasks, capacity_milli, static_cast<std::uint64_t>(s),
-                                         options.tune_ratio));
-    r.bound_milli_per_seed.push_back(
-        fluid_bound_milli(tasks, sequences.back(), r.capacity_slices));
-    r.ceiling_milli_per_seed.push_back(
-        online_mig_ceiling_milli(tasks, sequences.back(), r.capacity_slices));
+    sequences.push_back(arrival_sequence(tasks, capacity_milli, static_cast<std::uint64_t>(s), options.tune_ratio));
+    r.bound_milli_per_seed.push_back(fluid_bound_milli(tasks, sequences.back(), r.capacity_slices));
+    r.ceiling_milli_per_seed.push_back(online_mig_ceiling_milli(tasks, sequences.back(), r.capacity_slices));
   }
 
   for (PolicyKind kind : options.policies) {
@@ -178,20 +169,17 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
     }
     auto t0 = Clock::now();
     for (const auto& seq : sequences) {
-      auto packer = make_packer(kind, m, shape, arrivals_plan, options.node_choice,
-                                options.share_min_slices, shapes);
+      auto packer = make_packer(kind, m, shape, arrivals_plan, options.node_choice, options.share_min_slices, shapes);
       pr.per_seed.push_back(run_arrivals(*packer, tasks, seq));
     }
     pr.arrival_seconds_per_seed = seconds_since(t0) / options.seeds;
     if (r.has_times) {
       if (kind == PolicyKind::static_mig) {
-        replay_plan = choose_static_plan(m, shape.gpus(),
-                                         replay_demand(m, trace, tasks, r.capacity_slices));
+        replay_plan = choose_static_plan(m, shape.gpus(), replay_demand(m, trace, tasks, r.capacity_slices));
         pr.static_plan_replay = replay_plan.describe();
       }
       auto t1 = Clock::now();
-      auto packer = make_packer(kind, m, shape, replay_plan, options.node_choice,
-                                options.share_min_slices, shapes);
+      auto packer = make_packer(kind, m, shape, replay_plan, options.node_choice, options.share_min_slices, shapes);
       ReplayOptions replay_options;
       replay_options.util_buckets = options.util_buckets;
       replay_options.reserve_after_s = options.reserve_after_s;
@@ -200,8 +188,7 @@ Result<SimResult> run_simulation(const SimOptions& options, const Trace& full_tr
       pr.replay = run_replay(*packer, trace, tasks, replay_options);
       pr.replay_seconds = seconds_since(t1);
       for (int s = 1; s <= options.replay_seeds; ++s) {
-        auto jittered = make_packer(kind, m, shape, replay_plan, options.node_choice,
-                                    options.share_min_slices, shapes);
+        auto jittered = make_packer(kind, m, shape, replay_plan, options.node_choice, options.share_min_slices, shapes);
         replay_options.jitter_seed = static_cast<std::uint64_t>(s);
         replay_options.jitter_s = options.jitter_s;
         pr.jittered.push_back(run_replay(*jittered, trace, tasks, replay_options));

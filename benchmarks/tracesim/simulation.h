@@ -30,10 +30,10 @@ struct SimOptions {
   // Smallest shared instance the shared policy opens: whole-GPU instances measured best on every
   // openb workload (docs/benchmarks.md, "Shared instances").
   int share_min_slices = 7;
-  double tune_ratio = 1.3;   // FGD's workload tuning (arrival_sequence)
+  double tune_ratio = 1.3;     // FGD's workload tuning (arrival_sequence)
   std::string published_path;  // FGD's published table, shown beside our numbers when given
-  int replay_seeds = 0;         // replays with jittered arrivals beside the trace's own
-  long long jitter_s = 600;     // each arrival moves by up to this many seconds either way
+  int replay_seeds = 0;        // replays with jittered arrivals beside the trace's own
+  long long jitter_s = 600;    // each arrival moves by up to this many seconds either way
   // A multi-GPU task waiting longer than this reserves a node (ReplayOptions); < 0: never.
   long long reserve_after_s = -1;
   // The replay's start latency of the policies that reshape nodes (ReplayOptions); 0: none.
@@ -51,7 +51,7 @@ struct PolicyResult {
   std::optional<ReplayOutcome> replay;  // only for traces with times: the trace's own arrivals
   std::vector<ReplayOutcome> jittered;  // the same with arrivals jittered, one per replay seed
   double replay_seconds = 0;
-  std::string static_plan_arrivals;     // the static layout mix used, when policy is static
+  std::string static_plan_arrivals;  // the static layout mix used, when policy is static
   std::string static_plan_replay;
 };
 
@@ -64,28 +64,24 @@ struct SimResult {
   long long capacity_slices = 0;
   int nodes = 0;
   bool host_constrained = false;
-  std::vector<double> bound_milli_per_seed;         // offline, fractional, with MIG rounding
-  std::vector<long long> ceiling_milli_per_seed;    // online, perfect packing, with MIG rounding
-  std::string workload;                             // "default" for openb_pod_list_default.csv
+  std::vector<double> bound_milli_per_seed;                 // offline, fractional, with MIG rounding
+  std::vector<long long> ceiling_milli_per_seed;            // online, perfect packing, with MIG rounding
+  std::string workload;                                     // "default" for openb_pod_list_default.csv
   std::map<std::string, double> published_unallocated_pct;  // FGD's table for `workload`
   std::vector<PolicyResult> results;
 };
 
 // Demand per profile implied by the arrival experiment (instances expected when arrivals reach
 // 100% of capacity) and by the replay (time-averaged, scaled to fill the cluster's slices).
-std::vector<ProfileDemand> arrival_demand(const GpuModel& model,
-                                          const std::vector<MappedTask>& tasks,
+std::vector<ProfileDemand> arrival_demand(const GpuModel& model, const std::vector<MappedTask>& tasks,
                                           long long capacity_milli);
 std::vector<ProfileDemand> replay_demand(const GpuModel& model, const Trace& trace,
-                                         const std::vector<MappedTask>& tasks,
-                                         long long capacity_slices);
+                                         const std::vector<MappedTask>& tasks, long long capacity_slices);
 
 // The packer for a policy; `plan` is used only by the static policy, `typical` (FGD's target
 // workload) only by fgd-twin (typical_shapes()) and fgd-mig (typical_mig_shapes()).
-std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape,
-                                    const StaticPlan& plan,
-                                    NodeChoice node_choice = NodeChoice::slurm,
-                                    int share_min_slices = 7,
+std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, ClusterShape shape, const StaticPlan& plan,
+                                    NodeChoice node_choice = NodeChoice::slurm, int share_min_slices = 7,
                                     const std::vector<TaskShape>& typical = {});
 
 Result<SimResult> run_simulation(const SimOptions& options);

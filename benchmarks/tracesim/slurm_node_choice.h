@@ -15,8 +15,7 @@ namespace vgpu::bench {
 // `usable(n)`: the job can run on node n now. `free_cpu(n)`: CPUs Slurm counts as available there
 // (any unit). `weight(n)`: the node's Slurm weight. Returns -1 when no node is usable.
 template <class Usable, class FreeCpu, class Weight>
-int slurm_node_choice(int nodes, long long need_cpu, Usable&& usable, FreeCpu&& free_cpu,
-                      Weight&& weight) {
+int slurm_node_choice(int nodes, long long need_cpu, Usable&& usable, FreeCpu&& free_cpu, Weight&& weight) {
   int best_first = -1, best_last = -1;
   long long best_run_cpu = 0, best_weight = 0;
   for (int n = 0; n < nodes;) {
@@ -29,8 +28,7 @@ int slurm_node_choice(int nodes, long long need_cpu, Usable&& usable, FreeCpu&& 
     for (; n < nodes && usable(n) && weight(n) == run_weight; ++n) run_cpu += free_cpu(n);
     // Every usable node suffices alone, so every run is sufficient: the lightest run wins, then
     // the tightest.
-    if (best_first < 0 || run_weight < best_weight ||
-        (run_weight == best_weight && run_cpu < best_run_cpu)) {
+    if (best_first < 0 || run_weight < best_weight || (run_weight == best_weight && run_cpu < best_run_cpu)) {
       best_first = first;
       best_last = n - 1;
       best_run_cpu = run_cpu;

@@ -9,8 +9,7 @@
 
 namespace vgpu::bench {
 
-StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const StaticPlan& plan,
-                           NodeChoice node_choice)
+StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const StaticPlan& plan, NodeChoice node_choice)
     : Packer(model, std::move(shape)), plan_(plan), node_choice_(node_choice) {
   std::size_t np = model.profiles.size();
   node_free_.assign(static_cast<std::size_t>(shape_.nodes()) * np, 0);
@@ -32,8 +31,7 @@ StaticPacker::StaticPacker(const GpuModel& model, ClusterShape shape, const Stat
   std::iota(by_size_.begin(), by_size_.end(), 0);
   std::ranges::stable_sort(by_size_, [&](std::size_t a, std::size_t b) {
     const auto &pa = model.profiles[a], &pb = model.profiles[b];
-    return std::tie(pa.compute_slices, pa.memory_slices) <
-           std::tie(pb.compute_slices, pb.memory_slices);
+    return std::tie(pa.compute_slices, pa.memory_slices) < std::tie(pb.compute_slices, pb.memory_slices);
   });
 }
 
@@ -72,16 +70,13 @@ std::optional<Allocation> StaticPacker::allocate(const MappedTask& task) {
   const Profile& want = *task.profile;
   for (std::size_t q : by_size_) {
     const Profile& have = model_->profiles[q];
-    if (have.compute_slices < want.compute_slices || have.memory_slices < want.memory_slices)
-      continue;
+    if (have.compute_slices < want.compute_slices || have.memory_slices < want.memory_slices) continue;
     if (task.gpus > 1 && have.compute_slices != model_->compute_slices) continue;
     if (total_free_[q] < task.gpus) continue;
     auto usable = [&](int n) { return free_unheld(n, q) >= task.gpus && host_fits(n, task); };
     int node = node_choice_ == NodeChoice::slurm
-                   ? slurm_node_choice(shape_.nodes(), task.cpu_milli, usable,
-                                       [&](int n) { return free_cpu_milli(n); })
-                   : best_fit_node(shape_.nodes(), task.gpus,
-                                   [&](int n) { return usable(n) ? free_unheld(n, q) : 0; });
+                   ? slurm_node_choice(shape_.nodes(), task.cpu_milli, usable, [&](int n) { return free_cpu_milli(n); })
+                   : best_fit_node(shape_.nodes(), task.gpus, [&](int n) { return usable(n) ? free_unheld(n, q) : 0; });
     if (node < 0) continue;
     Allocation a;
     take_host(node, task, a);

@@ -28,9 +28,7 @@ class StaticPacker final : public Packer {
     Placement where;
     bool busy = false;
   };
-  std::size_t pidx(const Profile* p) const {
-    return static_cast<std::size_t>(p - model_->profiles.data());
-  }
+  std::size_t pidx(const Profile* p) const { return static_cast<std::size_t>(p - model_->profiles.data()); }
   int& node_free(int node, std::size_t profile) {
     return node_free_[static_cast<std::size_t>(node) * model_->profiles.size() + profile];
   }
@@ -40,11 +38,11 @@ class StaticPacker final : public Packer {
 
   StaticPlan plan_;
   NodeChoice node_choice_;
-  std::vector<Slot> slots_;           // grouped by GPU, GPUs in order
+  std::vector<Slot> slots_;                  // grouped by GPU, GPUs in order
   std::vector<std::size_t> gpu_first_slot_;  // gpu -> index of its first slot; size gpus+1
-  std::vector<int> node_free_;        // node x profile -> free instances
-  std::vector<int> total_free_;       // profile -> free instances
-  std::vector<std::size_t> by_size_;  // profile indices, smallest first
+  std::vector<int> node_free_;               // node x profile -> free instances
+  std::vector<int> total_free_;              // profile -> free instances
+  std::vector<std::size_t> by_size_;         // profile indices, smallest first
 };
 
 }  // namespace vgpu::bench

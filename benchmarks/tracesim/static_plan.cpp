@@ -15,23 +15,19 @@ std::size_t index_of(const GpuModel& model, const Profile* p) {
 
 bool usable(const Profile& p) { return p.name.find('+') == std::string::npos; }
 
-void enumerate(const GpuModel& model, const GpuLayout& layout,
-               std::map<std::vector<std::string>, GpuRecipe>& out) {
+void enumerate(const GpuModel& model, const GpuLayout& layout, std::map<std::vector<std::string>, GpuRecipe>& out) {
   for (const auto& p : model.profiles) {
     if (!usable(p)) continue;
     for (const auto& where : layout.free_placements(p)) {
       // Only place at or after the last start: each multiset is reached once per ordering of
       // placements, which keeps the search tiny without losing any layout.
-      if (!layout.instances().empty() && where.start < layout.instances().back().placement.start)
-        continue;
+      if (!layout.instances().empty() && where.start < layout.instances().back().placement.start) continue;
       GpuLayout next = layout;
       (void)next.place(p, where);
       enumerate(model, next, out);
     }
   }
-  bool maximal = std::ranges::none_of(model.profiles, [&](const Profile& p) {
-    return usable(p) && layout.fits(p);
-  });
+  bool maximal = std::ranges::none_of(model.profiles, [&](const Profile& p) { return usable(p) && layout.fits(p); });
   if (!maximal || layout.empty()) return;
   std::vector<std::string> key;
   for (const auto& i : layout.instances()) key.push_back(i.profile->name);
@@ -43,8 +39,7 @@ std::vector<double> supply_of(const GpuModel& model, const std::vector<GpuRecipe
                               const std::vector<int>& gpus) {
   std::vector<double> supply(model.profiles.size(), 0.0);
   for (std::size_t r = 0; r < recipes.size(); ++r)
-    for (const auto& inst : recipes[r].instances)
-      supply[index_of(model, inst.profile)] += gpus[r];
+    for (const auto& inst : recipes[r].instances) supply[index_of(model, inst.profile)] += gpus[r];
   return supply;
 }
 
@@ -61,15 +56,14 @@ std::string GpuRecipe::describe() const {
 }
 
 int GpuRecipe::count_of(const Profile& p) const {
-  return static_cast<int>(std::ranges::count_if(
-      instances, [&](const PlacedInstance& i) { return i.profile->name == p.name; }));
+  return static_cast<int>(
+      std::ranges::count_if(instances, [&](const PlacedInstance& i) { return i.profile->name == p.name; }));
 }
 
 std::string StaticPlan::describe() const {
   std::string out;
   for (std::size_t r = 0; r < recipes.size(); ++r)
-    if (gpus[r] > 0)
-      out += fmt::format("{}{}x {}", out.empty() ? "" : ", ", gpus[r], recipes[r].describe());
+    if (gpus[r] > 0) out += fmt::format("{}{}x {}", out.empty() ? "" : ", ", gpus[r], recipes[r].describe());
   return out;
 }
 
@@ -97,17 +91,14 @@ double served_milli(const GpuModel& model, const std::vector<double>& supply,
   std::iota(order.begin(), order.end(), 0);
   auto size_less = [&](std::size_t a, std::size_t b) {
     const auto &pa = model.profiles[a], &pb = model.profiles[b];
-    return std::tie(pa.compute_slices, pa.memory_slices) <
-           std::tie(pb.compute_slices, pb.memory_slices);
+    return std::tie(pa.compute_slices, pa.memory_slices) < std::tie(pb.compute_slices, pb.memory_slices);
   };
   std::ranges::sort(order, size_less);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     std::size_t p = *it;
     for (std::size_t q : order) {
       if (left_demand[p] <= 0) break;
-      if (q == p || model.profiles[q].compute_slices < model.profiles[p].compute_slices ||
-          !size_less(p, q))
-        continue;
+      if (q == p || model.profiles[q].compute_slices < model.profiles[p].compute_slices || !size_less(p, q)) continue;
       double take = std::min(left_supply[q], left_demand[p]);
       served += take * demand[p].milli_per_instance;
       left_supply[q] -= take;
@@ -117,15 +108,13 @@ double served_milli(const GpuModel& model, const std::vector<double>& supply,
   return served;
 }
 
-StaticPlan choose_static_plan(const GpuModel& model, int gpus,
-                              const std::vector<ProfileDemand>& demand) {
+StaticPlan choose_static_plan(const GpuModel& model, int gpus, const std::vector<ProfileDemand>& demand) {
   StaticPlan plan;
   plan.recipes = maximal_recipes(model);
   // Full-GPU recipes first: the static packer lays GPUs out in recipe order, so whole nodes of
   // full GPUs stay together for multi-GPU tasks.
-  std::ranges::stable_sort(plan.recipes, [](const GpuRecipe& a, const GpuRecipe& b) {
-    return a.instances.size() < b.instances.size();
-  });
+  std::ranges::stable_sort(
+      plan.recipes, [](const GpuRecipe& a, const GpuRecipe& b) { return a.instances.size() < b.instances.size(); });
   std::size_t n = plan.recipes.size();
   plan.gpus.assign(n, 0);
   plan.gpus[0] = gpus;

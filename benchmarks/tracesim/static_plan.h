@@ -40,10 +40,8 @@ struct StaticPlan {
 
 // Work served when `supply[q]` instances of each profile meet `demand`: exact sizes first, then
 // leftover larger instances take leftover smaller tasks (the static policy's upsizing).
-double served_milli(const GpuModel& model, const std::vector<double>& supply,
-                    const std::vector<ProfileDemand>& demand);
+double served_milli(const GpuModel& model, const std::vector<double>& supply, const std::vector<ProfileDemand>& demand);
 
-StaticPlan choose_static_plan(const GpuModel& model, int gpus,
-                              const std::vector<ProfileDemand>& demand);
+StaticPlan choose_static_plan(const GpuModel& model, int gpus, const std::vector<ProfileDemand>& demand);
 
 }  // namespace vgpu::bench

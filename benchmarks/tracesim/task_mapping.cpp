@@ -71,8 +71,7 @@ std::vector<MappingRow> mapping_table(const GpuModel& model) {
   for (int milli = 1; milli <= 1000; ++milli) {
     const Profile* p = profile_for_milli(model, milli);
     std::string name = p ? p->name : "-";
-    if (!rows.empty() && rows.back().profile == name)
-      rows.back().milli_to = milli;
+    if (!rows.empty() && rows.back().profile == name) rows.back().milli_to = milli;
     else
       rows.push_back({milli, milli, name});
   }

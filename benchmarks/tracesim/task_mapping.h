@@ -20,7 +20,7 @@ enum class TaskKind {
 };
 
 struct MappedTask {
-  int trace_index = 0;        // index into Trace::tasks
+  int trace_index = 0;  // index into Trace::tasks
   TaskKind kind = TaskKind::cpu_only;
   const Profile* profile = nullptr;  // per GPU
   int gpus = 0;                      // GPUs needed on one node

@@ -13,14 +13,12 @@
 namespace vgpu::bench {
 namespace {
 
-constexpr std::array<std::string_view, 5> kShortHeader = {"name", "cpu_milli", "memory_mib",
-                                                           "num_gpu", "gpu_milli"};
+constexpr std::array<std::string_view, 5> kShortHeader = {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"};
 constexpr std::array<std::string_view, 11> kLongHeader = {
-    "name",     "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
-    "qos",      "pod_phase", "creation_time", "deletion_time", "scheduled_time"};
+    "name", "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
+    "qos",  "pod_phase", "creation_time", "deletion_time", "scheduled_time"};
 
-Result<TraceTask> parse_row(const RowReader& row, std::span<const std::string_view> fields,
-                            int line, bool has_times) {
+Result<TraceTask> parse_row(const RowReader& row, std::span<const std::string_view> fields, int line, bool has_times) {
   TraceTask t;
   t.line = line;
   t.name = std::string(fields[0]);
@@ -51,8 +49,7 @@ Result<TraceTask> parse_row(const RowReader& row, std::span<const std::string_vi
   if (!deletion) return std::unexpected(deletion.error());
   t.creation_s = *creation;
   t.deletion_s = *deletion;
-  if (t.deletion_s < t.creation_s)
-    return std::unexpected(row.error(9, "deletion before creation_time"));
+  if (t.deletion_s < t.creation_s) return std::unexpected(row.error(9, "deletion before creation_time"));
   if (!fields[10].empty()) {
     auto scheduled = row.integer(10, t.creation_s, t.deletion_s);
     if (!scheduled) return std::unexpected(scheduled.error());
@@ -77,8 +74,8 @@ Result<Trace> parse_trace(std::string_view text, std::string_view path) {
         header = kShortHeader;
       } else {
         return fail(ErrorCode::invalid_argument,
-                    fmt::format("{}:1: header '{}': expected '{}' or '{}'", path, line,
-                                fmt::join(kShortHeader, ","), fmt::join(kLongHeader, ",")));
+                    fmt::format("{}:1: header '{}': expected '{}' or '{}'", path, line, fmt::join(kShortHeader, ","),
+                                fmt::join(kLongHeader, ",")));
       }
       return {};
     }

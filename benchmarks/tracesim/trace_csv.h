@@ -14,20 +14,18 @@ namespace vgpu::bench {
 
 struct TraceTask {
   std::string name;
-  int line = 0;        // 1-based line in the source file, for messages
+  int line = 0;              // 1-based line in the source file, for messages
   long long cpu_milli = 0;   // host CPU, thousandths of a core
   long long memory_mib = 0;  // host memory (not GPU memory)
-  int num_gpu = 0;     // whole GPUs requested; 0 = CPU-only
-  int gpu_milli = 0;   // thousandths of one GPU per requested GPU (sharing tasks have num_gpu == 1)
+  int num_gpu = 0;           // whole GPUs requested; 0 = CPU-only
+  int gpu_milli = 0;         // thousandths of one GPU per requested GPU (sharing tasks have num_gpu == 1)
   // Present only in the 11-column schema. Seconds from the trace start.
   long long creation_s = 0;
   long long deletion_s = 0;
   std::optional<long long> scheduled_s;  // empty: the task never ran in the real cluster
 
   // GPU work the task asks for, in thousandths of a GPU.
-  [[nodiscard]] long long requested_milli() const {
-    return num_gpu == 1 ? gpu_milli : 1000LL * num_gpu;
-  }
+  [[nodiscard]] long long requested_milli() const { return num_gpu == 1 ? gpu_milli : 1000LL * num_gpu; }
 };
 
 struct Trace {

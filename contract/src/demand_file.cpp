@@ -1,6 +1,5 @@
 #include "vgpu/contract/demand_file.h"
 
-
 #include <algorithm>
 #include <cstdio>
 
@@ -28,8 +27,8 @@ Result<std::string> read_demand_file(FileSystem& fs, const std::string& path, ui
   if (!info) return refused("cannot stat (" + info.error().message + ")");
   if (!info->is_regular) return refused("refused: not a regular file");
   if (info->size > kDemandFileMaxBytes)
-    return refused("refused: " + std::to_string(info->size) + " bytes, over the " + std::to_string(kDemandFileMaxBytes) +
-                   " byte limit");
+    return refused("refused: " + std::to_string(info->size) + " bytes, over the " +
+                   std::to_string(kDemandFileMaxBytes) + " byte limit");
   if ((info->owner != 0 && info->owner != reader_uid) || (info->mode & 022)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", info->mode & 07777);

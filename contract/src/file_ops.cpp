@@ -1,6 +1,5 @@
 #include "vgpu/contract/file_ops.h"
 
-
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -20,9 +19,8 @@ auto retry(Call call) {
 }  // namespace
 
 Error sys_error(std::string_view syscall, std::string_view path, int err) {
-  return Error{ErrorCode::io,
-               std::string(syscall) + " " + std::string(path) + ": " + std::strerror(err) + " (errno " +
-                   std::to_string(err) + ")"};
+  return Error{ErrorCode::io, std::string(syscall) + " " + std::string(path) + ": " + std::strerror(err) + " (errno " +
+                                  std::to_string(err) + ")"};
 }
 
 File::~File() {
@@ -46,8 +44,7 @@ Result<char> File::read_byte_at(std::uint64_t offset) {
   char c = 0;
   auto n = retry([&] { return fs_->pread(fd_, std::span<char>(&c, 1), offset); });
   if (!n) return std::unexpected(sys_error("pread", path_, n.error()));
-  if (*n != 1)
-    return fail(ErrorCode::io, "pread " + path_ + ": nothing at offset " + std::to_string(offset));
+  if (*n != 1) return fail(ErrorCode::io, "pread " + path_ + ": nothing at offset " + std::to_string(offset));
   return c;
 }
 

@@ -22,11 +22,11 @@ bool is_token(std::string_view v) {
 
 Result<void> check_value(std::string_view key, std::string_view value) {
   if (value.size() > kValueMax)
-    return fail(ErrorCode::invalid_argument, "hook request: " + std::string(key) + ": longer than " +
-                                                 std::to_string(kValueMax) + " bytes");
-  if (!is_token(value))
     return fail(ErrorCode::invalid_argument,
-                "hook request: " + std::string(key) + " '" + std::string(value) + "': has a blank or control character");
+                "hook request: " + std::string(key) + ": longer than " + std::to_string(kValueMax) + " bytes");
+  if (!is_token(value))
+    return fail(ErrorCode::invalid_argument, "hook request: " + std::string(key) + " '" + std::string(value) +
+                                                 "': has a blank or control character");
   return {};
 }
 
@@ -77,8 +77,8 @@ Result<std::string> encode_hook_request(const HookRequest& r) {
   line += " job=" + std::to_string(r.job) + " user=" + r.user + " uid=" + uid + " partition=" + r.partition +
           " alloc=" + r.alloc + " policy=" + r.policy + " since=" + std::to_string(r.since_ns) + "\n";
   if (line.size() > kHookRequestMax)
-    return fail(ErrorCode::invalid_argument,
-                "hook request: " + std::to_string(line.size()) + " bytes, more than " + std::to_string(kHookRequestMax));
+    return fail(ErrorCode::invalid_argument, "hook request: " + std::to_string(line.size()) + " bytes, more than " +
+                                                 std::to_string(kHookRequestMax));
   return line;
 }
 
@@ -90,8 +90,10 @@ Result<HookRequest> decode_hook_request(std::string_view text) {
     return fail(ErrorCode::corrupt, "hook request: does not start with '" + std::string(kHookProtocol) + " <kind>'");
   HookRequest r;
   if (w[1] == "prolog") r.kind = HookKind::prolog;
-  else if (w[1] == "epilog") r.kind = HookKind::epilog;
-  else return fail(ErrorCode::corrupt, "hook request: kind '" + std::string(w[1]) + "': not prolog or epilog");
+  else if (w[1] == "epilog")
+    r.kind = HookKind::epilog;
+  else
+    return fail(ErrorCode::corrupt, "hook request: kind '" + std::string(w[1]) + "': not prolog or epilog");
   static constexpr std::string_view kKeys[] = {"job", "user", "uid", "partition", "alloc", "policy", "since"};
   std::map<std::string_view, std::string_view> seen;
   for (std::size_t i = 2; i < w.size(); ++i) {
@@ -154,8 +156,8 @@ Result<HookReply> decode_hook_reply(std::string_view text) {
   if (rest.substr(0, 5) == "done ") {
     auto n = whole_number<std::size_t>(rest.substr(5));
     if (!n || *n > kHookOutputMax)
-      return fail(ErrorCode::corrupt, "hook reply: done '" + std::string(rest.substr(5)) + "': not a byte count up to " +
-                                          std::to_string(kHookOutputMax));
+      return fail(ErrorCode::corrupt, "hook reply: done '" + std::string(rest.substr(5)) +
+                                          "': not a byte count up to " + std::to_string(kHookOutputMax));
     reply.answer = HookAnswer::done;
     reply.output_bytes = *n;
     return reply;
@@ -165,7 +167,8 @@ Result<HookReply> decode_hook_reply(std::string_view text) {
     reply.why = rest.substr(9);
     return reply;
   }
-  return fail(ErrorCode::corrupt, "hook reply: '" + std::string(rest.substr(0, 40)) + "': not serving, done or declined");
+  return fail(ErrorCode::corrupt,
+              "hook reply: '" + std::string(rest.substr(0, 40)) + "': not serving, done or declined");
 }
 
 std::optional<unsigned> parse_job_uid(std::string_view text) {

@@ -27,9 +27,9 @@ std::string render_hook_tally(const HookTally& tally) {
   for (const auto& [c, n] : tally.cancelled) cancelled[c] = n;
   nlohmann::json scrubs = nlohmann::json::object();
   for (const auto& [o, n] : tally.scrubs) scrubs[o] = n;
-  nlohmann::json doc = {{"format", kHookTallyFormat}, {"version", kHookTallyVersion}, {"node", tally.node},
-                        {"hooks", hooks},  {"cancelled", cancelled},  {"requeued", tally.requeued},
-                        {"scrubs", scrubs}};
+  nlohmann::json doc = {
+      {"format", kHookTallyFormat}, {"version", kHookTallyVersion}, {"node", tally.node}, {"hooks", hooks},
+      {"cancelled", cancelled},     {"requeued", tally.requeued},   {"scrubs", scrubs}};
   return doc.dump() + "\n";
 }
 
@@ -39,8 +39,9 @@ Result<HookTally> parse_hook_tally(std::string_view text, std::string_view expec
   // Version 1 (before scrubs were counted) is read as it is: written by hooks of the release before.
   const bool v1 = doc->is_object() && doc->contains("version") && doc->at("version") == 1;
   const std::uint64_t version = v1 ? 1 : kHookTallyVersion;
-  if (auto ok = v1 ? require_exact_keys(*doc, {"format", "version", "node", "hooks", "cancelled", "requeued"})
-                   : require_exact_keys(*doc, {"format", "version", "node", "hooks", "cancelled", "requeued", "scrubs"});
+  if (auto ok =
+          v1 ? require_exact_keys(*doc, {"format", "version", "node", "hooks", "cancelled", "requeued"})
+             : require_exact_keys(*doc, {"format", "version", "node", "hooks", "cancelled", "requeued", "scrubs"});
       !ok)
     return std::unexpected(ok.error());
   if (auto ok = require_header(*doc, kHookTallyFormat, version); !ok) return std::unexpected(ok.error());
@@ -48,7 +49,8 @@ Result<HookTally> parse_hook_tally(std::string_view text, std::string_view expec
   auto node = require_string(*doc, "node");
   if (!node) return std::unexpected(node.error());
   if (*node != expected_node)
-    return fail(ErrorCode::corrupt, "field 'node' is '" + *node + "' but this is node '" + std::string(expected_node) + "'");
+    return fail(ErrorCode::corrupt,
+                "field 'node' is '" + *node + "' but this is node '" + std::string(expected_node) + "'");
   t.node = *node;
   auto requeued = require_unsigned(*doc, "requeued");
   if (!requeued) return std::unexpected(requeued.error());
@@ -57,7 +59,8 @@ Result<HookTally> parse_hook_tally(std::string_view text, std::string_view expec
   if (!hooks.is_object()) return fail(ErrorCode::corrupt, "field 'hooks' must be an object");
   for (const auto& [name, h] : hooks.items()) {
     const bool known = name == "prolog" || name == "epilog" || (!v1 && name == "scrub");
-    if (!known) return fail(ErrorCode::corrupt, "hooks." + printable(name) + ": not a timed step (prolog, epilog, scrub)");
+    if (!known)
+      return fail(ErrorCode::corrupt, "hooks." + printable(name) + ": not a timed step (prolog, epilog, scrub)");
     const std::string where = "hooks." + name;
     if (auto ok = require_keys(h, where, {"count", "sum_seconds", "buckets"}); !ok) return std::unexpected(ok.error());
     HookDurations d;
@@ -77,7 +80,8 @@ Result<HookTally> parse_hook_tally(std::string_view text, std::string_view expec
       total += d.buckets[i];
     }
     if (total != d.count)
-      return fail(ErrorCode::corrupt, where + ": buckets add up to " + std::to_string(total) + ", count is " + std::to_string(d.count));
+      return fail(ErrorCode::corrupt,
+                  where + ": buckets add up to " + std::to_string(total) + ", count is " + std::to_string(d.count));
     t.hooks.emplace(name, d);
   }
   const auto& cancelled = doc->at("cancelled");
@@ -91,7 +95,8 @@ Result<HookTally> parse_hook_tally(std::string_view text, std::string_view expec
   const auto& scrubs = doc->at("scrubs");
   if (!scrubs.is_object()) return fail(ErrorCode::corrupt, "field 'scrubs' must be an object");
   for (const auto& [o, n] : scrubs.items()) {
-    if (!is_scrub_outcome(o)) return fail(ErrorCode::corrupt, "scrubs." + printable(o) + ": not a scrub outcome (clean, failed, unavailable)");
+    if (!is_scrub_outcome(o))
+      return fail(ErrorCode::corrupt, "scrubs." + printable(o) + ": not a scrub outcome (clean, failed, unavailable)");
     if (!n.is_number_unsigned()) return fail(ErrorCode::corrupt, "scrubs." + o + ": must be an integer >= 0");
     t.scrubs.emplace(o, n.get<std::uint64_t>());
   }

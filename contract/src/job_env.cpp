@@ -58,8 +58,8 @@ std::vector<EnvVar> job_environment(const JobRecord& record) {
 }
 
 std::vector<EnvVar> hidden_environment() {
-  return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""}, {"VGPU_INSTANCES", "0"}, {"VGPU_PLACEMENT", ""},
-          {"VGPU_MODEL", ""}, {"VGPU_MEMORY_MIB", ""}, {"VGPU_COMPUTE", ""}, {"ROCR_VISIBLE_DEVICES", ""}};
+  return {{"CUDA_VISIBLE_DEVICES", ""}, {"VGPU_PROFILES", ""},   {"VGPU_INSTANCES", "0"}, {"VGPU_PLACEMENT", ""},
+          {"VGPU_MODEL", ""},           {"VGPU_MEMORY_MIB", ""}, {"VGPU_COMPUTE", ""},    {"ROCR_VISIBLE_DEVICES", ""}};
 }
 
 std::optional<JobId> job_of_stepd_title(std::string_view title) {

@@ -38,9 +38,11 @@ Result<SlicePlacement> parse_placement(const nlohmann::json& obj) {
 // Errors other than the keys' are prefixed by the caller with `where`.
 Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string& where, std::uint64_t version) {
   const char* uuid_key = version >= 3 ? "device_uuid" : "mig_uuid";
-  auto keys = version == 1   ? require_keys(obj, where, {"profile", "mig_uuid", "gpu"})
-              : version == 2 ? require_keys(obj, where, {"profile", uuid_key, "gpu", "placement"})
-                             : require_keys(obj, where, {"profile", uuid_key, "gpu", "placement", "model", "memory_mib", "compute"});
+  auto keys =
+      version == 1 ? require_keys(obj, where, {"profile", "mig_uuid", "gpu"})
+      : version == 2
+          ? require_keys(obj, where, {"profile", uuid_key, "gpu", "placement"})
+          : require_keys(obj, where, {"profile", uuid_key, "gpu", "placement", "model", "memory_mib", "compute"});
   if (!keys) return std::unexpected(keys.error());
   MigInstance inst;
   auto profile = require_string(obj, "profile");
@@ -51,7 +53,8 @@ Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string&
   if (!uuid) return std::unexpected(uuid.error());
   if (version >= 3) {
     if (!is_valid_mig_uuid(*uuid) && !is_amd_partition_uuid(*uuid))
-      return fail(ErrorCode::corrupt, "device_uuid '" + *uuid + "' is neither a MIG UUID nor an AMD partition's GPU-<16 hex digits>");
+      return fail(ErrorCode::corrupt,
+                  "device_uuid '" + *uuid + "' is neither a MIG UUID nor an AMD partition's GPU-<16 hex digits>");
   } else if (!is_valid_mig_uuid(*uuid)) {
     return fail(ErrorCode::corrupt, "mig_uuid '" + *uuid + "' is not a MIG UUID");
   }
@@ -96,9 +99,13 @@ bool is_amd_partition_uuid(std::string_view uuid) {
 std::string render_job_record(const JobRecord& record) {
   nlohmann::json instances = nlohmann::json::array();
   for (const auto& inst : record.instances) {
-    nlohmann::json i = {{"profile", inst.profile}, {"device_uuid", inst.mig_uuid}, {"gpu", inst.gpu},
-                        {"model", inst.model}, {"memory_mib", inst.memory_mib},
-                        {"compute", std::to_string(inst.compute_slices) + "/" + std::to_string(inst.model_compute_slices)}};
+    nlohmann::json i = {
+        {"profile", inst.profile},
+        {"device_uuid", inst.mig_uuid},
+        {"gpu", inst.gpu},
+        {"model", inst.model},
+        {"memory_mib", inst.memory_mib},
+        {"compute", std::to_string(inst.compute_slices) + "/" + std::to_string(inst.model_compute_slices)}};
     // The writer always knows the placement; a record without one is only ever read (version 1).
     const SlicePlacement at = inst.placement.value_or(SlicePlacement{});
     i["placement"] = {{"start", at.start}, {"size", at.size}};
@@ -121,8 +128,9 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
   if (doc->is_object() && doc->contains("version") &&
       (doc->at("version") == 1 || doc->at("version") == 2 || doc->at("version") == 3))
     version = doc->at("version").get<std::uint64_t>();
-  if (auto ok = version >= 4 ? require_exact_keys(*doc, {"format", "version", "job_id", "instances", "mps_pipe_directory"})
-                             : require_exact_keys(*doc, {"format", "version", "job_id", "instances"});
+  if (auto ok = version >= 4
+                    ? require_exact_keys(*doc, {"format", "version", "job_id", "instances", "mps_pipe_directory"})
+                    : require_exact_keys(*doc, {"format", "version", "job_id", "instances"});
       !ok) {
     return std::unexpected(ok.error());
   }
@@ -131,8 +139,8 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
   auto job_id = require_unsigned(*doc, "job_id");
   if (!job_id) return std::unexpected(job_id.error());
   if (*job_id != expected_job_id) {
-    return fail(ErrorCode::corrupt, "field 'job_id' is " + std::to_string(*job_id) + ", expected " +
-                                        std::to_string(expected_job_id));
+    return fail(ErrorCode::corrupt,
+                "field 'job_id' is " + std::to_string(*job_id) + ", expected " + std::to_string(expected_job_id));
   }
   record.job_id = expected_job_id;
   if (version >= 4) {
@@ -140,9 +148,8 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
     if (!dir.is_string()) return fail(ErrorCode::corrupt, "field 'mps_pipe_directory' must be a string");
     record.mps_pipe_directory = dir.get<std::string>();
     // It becomes an environment variable of the job's processes: an absolute path, one line.
-    const bool odd = std::ranges::any_of(record.mps_pipe_directory, [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
+    const bool odd = std::ranges::any_of(record.mps_pipe_directory,
+                                         [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
     if (!record.mps_pipe_directory.empty() && (record.mps_pipe_directory.front() != '/' || odd))
       return fail(ErrorCode::corrupt, "field 'mps_pipe_directory' '" + record.mps_pipe_directory +
                                           "' is not an absolute path of printable characters");
@@ -156,12 +163,14 @@ Result<JobRecord> parse_job_record(std::string_view text, JobId expected_job_id)
       if (inst.error().message.starts_with(where)) return std::unexpected(inst.error());
       return std::unexpected(inst.error().within(where));
     }
-    if (!record.instances.empty() && is_amd_partition_uuid(record.instances[0].mig_uuid) != is_amd_partition_uuid(inst->mig_uuid))
-      return fail(ErrorCode::corrupt, where + ": mixes MIG instances and AMD partitions (a node has GPUs of one vendor)");
+    if (!record.instances.empty() &&
+        is_amd_partition_uuid(record.instances[0].mig_uuid) != is_amd_partition_uuid(inst->mig_uuid))
+      return fail(ErrorCode::corrupt,
+                  where + ": mixes MIG instances and AMD partitions (a node has GPUs of one vendor)");
     for (const auto& seen : record.instances) {
       if (seen.mig_uuid == inst->mig_uuid) {
-        return fail(ErrorCode::corrupt, "instances[" + std::to_string(i) + "]: mig_uuid '" + inst->mig_uuid +
-                                            "' listed twice");
+        return fail(ErrorCode::corrupt,
+                    "instances[" + std::to_string(i) + "]: mig_uuid '" + inst->mig_uuid + "' listed twice");
       }
     }
     record.instances.push_back(std::move(*inst));

@@ -17,9 +17,12 @@ namespace {
 std::unexpected<int> last_errno() { return std::unexpected(errno); }
 
 FileInfo info_of(const struct stat& st) {
-  return FileInfo{S_ISREG(st.st_mode), S_ISDIR(st.st_mode),
-                  static_cast<unsigned>(st.st_mode & 07777), st.st_uid,
-                  static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtime)};
+  return FileInfo{S_ISREG(st.st_mode),
+                  S_ISDIR(st.st_mode),
+                  static_cast<unsigned>(st.st_mode & 07777),
+                  st.st_uid,
+                  static_cast<std::uint64_t>(st.st_size),
+                  static_cast<std::int64_t>(st.st_mtime)};
 }
 
 class PosixFileSystem final : public FileSystem {

@@ -12,9 +12,7 @@ Result<json> parse_strict_json(std::string_view text) {
   std::string duplicate;
   auto watch = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
     switch (event) {
-      case json::parse_event_t::object_start:
-        open_objects.emplace_back();
-        break;
+      case json::parse_event_t::object_start: open_objects.emplace_back(); break;
       case json::parse_event_t::object_end:
         if (!open_objects.empty()) open_objects.pop_back();
         break;
@@ -24,8 +22,7 @@ Result<json> parse_strict_json(std::string_view text) {
           duplicate = parsed.get<std::string>();
         }
         break;
-      default:
-        break;
+      default: break;
     }
     return true;
   };
@@ -73,7 +70,8 @@ std::vector<KeyProblem> key_problems(const json& obj, std::initializer_list<std:
 Result<void> require_keys(const json& obj, std::string_view where, std::initializer_list<std::string_view> required,
                           std::initializer_list<std::string_view> optional) {
   if (!obj.is_object())
-    return fail(ErrorCode::corrupt, (where.empty() ? std::string() : std::string(where) + ": ") + "expected a JSON object");
+    return fail(ErrorCode::corrupt,
+                (where.empty() ? std::string() : std::string(where) + ": ") + "expected a JSON object");
   auto problems = key_problems(obj, required, optional);
   if (problems.empty()) return {};
   const auto& p = problems.front();
@@ -106,8 +104,7 @@ Result<void> require_header(const json& doc, std::string_view format, std::uint6
   auto got_format = require_string(doc, "format");
   if (!got_format) return std::unexpected(got_format.error());
   if (*got_format != format) {
-    return fail(ErrorCode::corrupt,
-                "format is '" + *got_format + "', expected '" + std::string(format) + "'");
+    return fail(ErrorCode::corrupt, "format is '" + *got_format + "', expected '" + std::string(format) + "'");
   }
   auto got_version = require_unsigned(doc, "version");
   if (!got_version) return std::unexpected(got_version.error());

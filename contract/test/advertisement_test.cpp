@@ -29,7 +29,8 @@ TEST(Advertisement, ParsesTheDocumentedExample) {
 
 TEST(Advertisement, EmptyCountsMeanNothingPlaceable) {
   auto adv = parse_advertisement(R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n1",
-    "generation":0,"counts":{}})", "n1");
+    "generation":0,"counts":{}})",
+                                 "n1");
   ASSERT_TRUE(adv);
   EXPECT_TRUE(adv->counts.empty());
 }
@@ -54,9 +55,11 @@ TEST(Advertisement, RefusesMissingUnknownAndDuplicateFields) {
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n1","counts":{}})"),
               HasSubstr("generation: required field missing"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n1","generation":1,
-    "counts":{},"extra":1})"), HasSubstr("extra: unknown field (known here: format, version, node, generation, counts)"));
+    "counts":{},"extra":1})"),
+              HasSubstr("extra: unknown field (known here: format, version, node, generation, counts)"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-advertisement","version":1,"node":"n1","generation":1,
-    "counts":{"1g.10gb":1,"1g.10gb":2}})"), HasSubstr("duplicate key '1g.10gb'"));
+    "counts":{"1g.10gb":1,"1g.10gb":2}})"),
+              HasSubstr("duplicate key '1g.10gb'"));
 }
 
 TEST(Advertisement, RefusesBadCounts) {

@@ -26,9 +26,8 @@ using testing::Op;
 class AtomicReplace : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = (fs::temp_directory_path() /
-           ("vgpu-atomic-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+    dir = (fs::temp_directory_path() / ("vgpu-atomic-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name()))
               .string();
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -81,9 +80,9 @@ TEST_F(AtomicReplace, NoSpaceKeepsTheOldContentAndNamesTheSyscallAndPath) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::io);
   const std::string temp = dir + "/state.json.tmp." + std::to_string(::getpid());
-  EXPECT_NE(r.error().message.find(dir + "/state.json not changed: write " + temp +
-                                   ": No space left on device (errno 28)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.error().message.find(dir + "/state.json not changed: write " + temp + ": No space left on device (errno 28)"),
+      std::string::npos)
       << r.error().message;
   EXPECT_EQ(content(), "old\n");
   EXPECT_FALSE(temporaries_left());
@@ -139,12 +138,14 @@ TEST_F(AtomicReplace, ACrashAtAnySyscallLeavesTheOldOrTheNewContentWhole) {
 TEST_F(AtomicReplace, TheTemporaryGoesWhereReadersDoNotScan) {
   fs::create_directories(dir + "/tmp");
   faults.add({.op = Op::rename, .error = EXDEV});
-  auto r = atomic_replace(faults, dir, "state.json", "new\n", ReplaceOptions::durable_file(0600).with_temp_dir(dir + "/tmp"));
+  auto r = atomic_replace(faults, dir, "state.json", "new\n",
+                          ReplaceOptions::durable_file(0600).with_temp_dir(dir + "/tmp"));
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find(dir + "/tmp/state.json.tmp."), std::string::npos) << r.error().message;
   EXPECT_FALSE(temporaries_left());
   faults.clear();
-  ASSERT_TRUE(atomic_replace(faults, dir, "state.json", "new\n", ReplaceOptions::durable_file(0600).with_temp_dir(dir + "/tmp")));
+  ASSERT_TRUE(atomic_replace(faults, dir, "state.json", "new\n",
+                             ReplaceOptions::durable_file(0600).with_temp_dir(dir + "/tmp")));
   EXPECT_EQ(content(), "new\n");
   EXPECT_TRUE(fs::is_empty(dir + "/tmp"));
 }

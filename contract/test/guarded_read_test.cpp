@@ -55,8 +55,9 @@ TEST_F(GuardedReadTest, EachRefusalNamesTheFileAndWhy) {
   EXPECT_EQ(read().error().message, "policy " + path + ": refused: 2000 bytes, over the 1024 byte limit");
   auto other = read_guarded(posix_file_system(), path, {.what = "policy", .max_bytes = 4096, .owners = {12345}});
   ASSERT_FALSE(other);
-  EXPECT_NE(other.error().message.find("refused: owned by uid " + std::to_string(::geteuid()) + " (trusted: uid 12345)"),
-            std::string::npos)
+  EXPECT_NE(
+      other.error().message.find("refused: owned by uid " + std::to_string(::geteuid()) + " (trusted: uid 12345)"),
+      std::string::npos)
       << other.error().message;
 }
 

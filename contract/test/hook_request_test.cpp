@@ -13,8 +13,9 @@ namespace vgpu::contract {
 namespace {
 
 HookRequest a_prolog() {
-  return HookRequest{HookKind::prolog, 42, "alice", 1000u, "infer,train", "1g.10gb:2,3g.40gb:1",
-                     "/etc/slurm-vgpu/policy.json", 123456789};
+  return HookRequest{
+      HookKind::prolog, 42, "alice", 1000u, "infer,train", "1g.10gb:2,3g.40gb:1", "/etc/slurm-vgpu/policy.json",
+      123456789};
 }
 
 std::string error_of(std::string_view line) {
@@ -107,8 +108,10 @@ EnvLookup env_of(const std::map<std::string, std::string>& vars) {
 }
 
 TEST(HookEnvironment, ThePrologsRequestCarriesWhatSlurmdAndTheGresPluginSet) {
-  const std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "42"},          {"SLURM_JOB_USER", "alice"},
-                                                {"SLURM_JOB_UID", "1000"},       {"SLURM_JOB_PARTITION", "infer,train"},
+  const std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "42"},
+                                                {"SLURM_JOB_USER", "alice"},
+                                                {"SLURM_JOB_UID", "1000"},
+                                                {"SLURM_JOB_PARTITION", "infer,train"},
                                                 {"VGPU_ALLOC", "1g.10gb:2,3g.40gb:1"}};
   auto request = hook_request_from_env(HookKind::prolog, env_of(vars), 123456789);
   ASSERT_TRUE(request);
@@ -116,8 +119,10 @@ TEST(HookEnvironment, ThePrologsRequestCarriesWhatSlurmdAndTheGresPluginSet) {
 }
 
 TEST(HookEnvironment, TheEpilogsRequestCarriesTheJobAndThePolicyOnly) {
-  const std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "42"},    {"SLURM_JOB_USER", "alice"},
-                                                {"SLURM_JOB_UID", "1000"}, {"VGPU_ALLOC", "1g.10gb:2"},
+  const std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "42"},
+                                                {"SLURM_JOB_USER", "alice"},
+                                                {"SLURM_JOB_UID", "1000"},
+                                                {"VGPU_ALLOC", "1g.10gb:2"},
                                                 {"VGPU_POLICY", "/tmp/p.json"}};
   auto request = hook_request_from_env(HookKind::epilog, env_of(vars), 7);
   ASSERT_TRUE(request);

@@ -9,10 +9,10 @@ namespace {
 
 TEST(HookTally, DurationsLandInTheFirstBucketWhoseBoundHoldsThemAndLongOnesInTheLast) {
   HookDurations d;
-  d.observe(0.01);   // on a bound: that bucket (le="0.01")
+  d.observe(0.01);  // on a bound: that bucket (le="0.01")
   d.observe(0.011);
   d.observe(400);
-  d.observe(-1);     // a clock that stepped back counts as 0
+  d.observe(-1);  // a clock that stepped back counts as 0
   EXPECT_EQ(d.buckets[0], 2u);
   EXPECT_EQ(d.buckets[1], 1u);
   EXPECT_EQ(d.buckets.back(), 1u);
@@ -30,12 +30,12 @@ TEST(HookTally, StrictReaderNamesWhatIsWrong) {
   const std::string zeros = "[0,0,0,0,0,0,0,0,0,0,0,0]";
   const std::string rest = R"("cancelled":{},"requeued":0,"scrubs":{})";
   EXPECT_TRUE(parse(R"("hooks":{},)" + rest));
-  EXPECT_EQ(parse(R"("hooks":{"slurmd":{"count":0,"sum_seconds":0,"buckets":)" + zeros + "}}," + rest)
-                .error().message, "hooks.slurmd: not a timed step (prolog, epilog, scrub)");
-  EXPECT_EQ(parse(R"("hooks":{"prolog":{"count":2,"sum_seconds":0,"buckets":)" + zeros + "}}," + rest)
-                .error().message, "hooks.prolog: buckets add up to 0, count is 2");
-  EXPECT_EQ(parse(R"("hooks":{"prolog":{"count":0,"sum_seconds":0,"buckets":[0]}},)" + rest)
-                .error().message, "hooks.prolog.buckets: must be 12 counts");
+  EXPECT_EQ(parse(R"("hooks":{"slurmd":{"count":0,"sum_seconds":0,"buckets":)" + zeros + "}}," + rest).error().message,
+            "hooks.slurmd: not a timed step (prolog, epilog, scrub)");
+  EXPECT_EQ(parse(R"("hooks":{"prolog":{"count":2,"sum_seconds":0,"buckets":)" + zeros + "}}," + rest).error().message,
+            "hooks.prolog: buckets add up to 0, count is 2");
+  EXPECT_EQ(parse(R"("hooks":{"prolog":{"count":0,"sum_seconds":0,"buckets":[0]}},)" + rest).error().message,
+            "hooks.prolog.buckets: must be 12 counts");
   EXPECT_EQ(parse(R"("hooks":{},"cancelled":{"bored":1},"requeued":0,"scrubs":{})").error().message,
             "cancelled.bored: not a cancel class");
   EXPECT_EQ(parse(R"("hooks":{},"cancelled":{},"requeued":0,"scrubs":{"skipped":1})").error().message,
@@ -51,12 +51,15 @@ TEST(HookTally, StrictReaderNamesWhatIsWrong) {
 // A node upgraded under running jobs: the previous release's hooks wrote version 1.
 TEST(HookTally, VersionOneReadsAsATallyWithoutScrubs) {
   const std::string zeros = "[0,0,0,0,0,0,0,0,0,0,0,0]";
-  auto v1 = parse(R"("hooks":{"prolog":{"count":1,"sum_seconds":0.1,"buckets":[0,0,0,0,1,0,0,0,0,0,0,0]}},"cancelled":{"policy":2},"requeued":1)", 1);
+  auto v1 = parse(
+      R"("hooks":{"prolog":{"count":1,"sum_seconds":0.1,"buckets":[0,0,0,0,1,0,0,0,0,0,0,0]}},"cancelled":{"policy":2},"requeued":1)",
+      1);
   ASSERT_TRUE(v1) << v1.error().message;
   EXPECT_EQ(v1->hooks.at("prolog").count, 1u);
   EXPECT_EQ(v1->cancelled.at("policy"), 2u);
   EXPECT_TRUE(v1->scrubs.empty());
-  EXPECT_FALSE(parse(R"("hooks":{"scrub":{"count":0,"sum_seconds":0,"buckets":)" + zeros + R"(}},"cancelled":{},"requeued":0)", 1))
+  EXPECT_FALSE(parse(
+      R"("hooks":{"scrub":{"count":0,"sum_seconds":0,"buckets":)" + zeros + R"(}},"cancelled":{},"requeued":0)", 1))
       << "version 1 timed no scrubs";
   EXPECT_NE(render_hook_tally(*v1).find(R"("version":2)"), std::string::npos) << "written back as version 2";
 }

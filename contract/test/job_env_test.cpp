@@ -21,12 +21,26 @@ TEST(JobOfStepdTitle, ReadsTheJobOfEveryKindOfStep) {
 
 // Anything that is not slurmstepd's title for a job gives no job: the caller then hides the GPUs.
 TEST(JobOfStepdTitle, RefusesEverythingElse) {
-  for (const char* title : {"", "slurmstepd", "slurmstepd: [", "slurmstepd: []", "slurmstepd: [.0]",
-                            "slurmstepd: [1234]", "slurmstepd: [1234.", "slurmstepd: [1234.0",
-                            "slurmstepd: [0.0]", "slurmstepd: [0123.0]", "slurmstepd: [-1.0]",
-                            "slurmstepd: [4294967296.0]", "slurmstepd: [12x.0]", "slurmstepd: [ 12.0]",
-                            "slurmd: [1234.0]", "/usr/sbin/slurmstepd", "bash", "slurmstepd:[1234.0]",
-                            "xslurmstepd: [1234.0]", "slurmstepd: [1234.]"}) {
+  for (const char* title : {"",
+                            "slurmstepd",
+                            "slurmstepd: [",
+                            "slurmstepd: []",
+                            "slurmstepd: [.0]",
+                            "slurmstepd: [1234]",
+                            "slurmstepd: [1234.",
+                            "slurmstepd: [1234.0",
+                            "slurmstepd: [0.0]",
+                            "slurmstepd: [0123.0]",
+                            "slurmstepd: [-1.0]",
+                            "slurmstepd: [4294967296.0]",
+                            "slurmstepd: [12x.0]",
+                            "slurmstepd: [ 12.0]",
+                            "slurmd: [1234.0]",
+                            "/usr/sbin/slurmstepd",
+                            "bash",
+                            "slurmstepd:[1234.0]",
+                            "xslurmstepd: [1234.0]",
+                            "slurmstepd: [1234.]"}) {
     EXPECT_EQ(job_of_stepd_title(title), std::nullopt) << "'" << title << "'";
   }
 }

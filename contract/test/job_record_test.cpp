@@ -75,13 +75,15 @@ TEST(JobRecord, VersionTwoNeedsAPlacementThatIsARangeOfSlices) {
               HasSubstr("placement {63,2} is not a range"));
   EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0}})")),
               HasSubstr("placement.size: required field missing"));
-  EXPECT_THAT(error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1,"end":1}})")),
-              HasSubstr("placement"));
+  EXPECT_THAT(
+      error_of(v2(R"({"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1,"end":1}})")),
+      HasSubstr("placement"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":5,"job_id":42,"instances":[],"mps_pipe_directory":""})"),
               HasSubstr("unsupported version 5"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":42,"instances":[
     {"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":1}}]})"),
-              HasSubstr("placement")) << "version 1 had no placement";
+              HasSubstr("placement"))
+      << "version 1 had no placement";
 }
 
 const char* kAmdPartitions = R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[
@@ -120,23 +122,35 @@ TEST(JobRecord, VersionThreeRefusesOtherUuidsAndMixedVendors) {
     return R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[)" + insts + "]}";
   };
   const std::string got = R"("model":"MI300X-192GB","memory_mib":24576,"compute":"1/8")";
-  const std::string amd = R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1},)" + got + "}";
-  const std::string mig = R"({"profile":"1g.10gb","device_uuid":"MIG-a","gpu":1,"placement":{"start":0,"size":1},)" + got + "}";
-  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-1,GPU-2","gpu":0,"placement":{"start":0,"size":1},)" + got + "}")),
-              HasSubstr("neither a MIG UUID nor an AMD partition's"));
+  const std::string amd =
+      R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1},)" + got +
+      "}";
+  const std::string mig =
+      R"({"profile":"1g.10gb","device_uuid":"MIG-a","gpu":1,"placement":{"start":0,"size":1},)" + got + "}";
+  EXPECT_THAT(
+      error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-1,GPU-2","gpu":0,"placement":{"start":0,"size":1},)" +
+                  got + "}")),
+      HasSubstr("neither a MIG UUID nor an AMD partition's"));
   EXPECT_THAT(error_of(v3(amd + "," + mig)), HasSubstr("instances[1]: mixes MIG instances and AMD partitions"));
-  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1},)" + got + "}")),
-              HasSubstr("device_uuid"));
+  EXPECT_THAT(
+      error_of(
+          v3(R"({"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1},)" +
+             got + "}")),
+      HasSubstr("device_uuid"));
   for (const char* bad : {"0/8", "9/8", "1/8x", "01/8", "1/65", "one"}) {
     std::string inst = amd;
     inst.replace(inst.find("1/8"), 3, bad);
     EXPECT_THAT(error_of(v3(inst)), HasSubstr("is not <slices>/<of the GPU's>")) << bad;
   }
-  EXPECT_THAT(error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}})")),
-              HasSubstr("model")) << "version 3 says what the job got";
+  EXPECT_THAT(
+      error_of(v3(
+          R"({"profile":"cpx.24gb","device_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}})")),
+      HasSubstr("model"))
+      << "version 3 says what the job got";
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":2,"job_id":42,"instances":[
     {"profile":"cpx.24gb","mig_uuid":"GPU-123456789abcdef0","gpu":0,"placement":{"start":0,"size":1}}]})"),
-              HasSubstr("is not a MIG UUID")) << "version 2 has MIG instances only";
+              HasSubstr("is not a MIG UUID"))
+      << "version 2 has MIG instances only";
 }
 
 TEST(JobRecord, HiddenEnvironmentExposesNoDevice) {
@@ -158,20 +172,23 @@ TEST(JobRecord, RefusesBadInstancesWithTheirIndex) {
   EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a,b","gpu":0}])")),
               HasSubstr("not a MIG UUID"));
   EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0},
-    {"profile":"bad profile","mig_uuid":"MIG-b","gpu":0}])")), HasSubstr("instances[1]: profile 'bad profile'"));
+    {"profile":"bad profile","mig_uuid":"MIG-b","gpu":0}])")),
+              HasSubstr("instances[1]: profile 'bad profile'"));
   EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a"}])")),
               HasSubstr("instances[0].gpu: required field missing"));
   EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":-2}])")),
               HasSubstr("'gpu' must be a non-negative integer"));
   EXPECT_THAT(error_of(with_instances(R"([{"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":0},
-    {"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":1}])")), HasSubstr("listed twice"));
+    {"profile":"1g.10gb","mig_uuid":"MIG-a","gpu":1}])")),
+              HasSubstr("listed twice"));
   EXPECT_THAT(error_of(with_instances(R"({})")), HasSubstr("'instances' must be an array"));
 }
 
 TEST(JobRecord, RefusesCorruptHeader) {
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":"42","instances":[]})"),
               HasSubstr("'job_id' must be a non-negative integer"));
-  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":42})"), HasSubstr("instances: required field missing"));
+  EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":1,"job_id":42})"),
+              HasSubstr("instances: required field missing"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job"})"), HasSubstr("required field missing"));
   EXPECT_THAT(error_of("{\"format\":\"slurm-vgpu-job\",\"version\":1,\"job_id\":42,\"instances\":[]"),
               HasSubstr("not valid JSON"));
@@ -181,7 +198,8 @@ TEST(JobRecord, AShareJobFindsItsMpsDaemonThroughThePipeDirectory) {
   auto v4 = [](std::string dir) {
     return R"({"format":"slurm-vgpu-job","version":4,"job_id":42,"instances":[
       {"profile":"quarter","device_uuid":"MIG-a","gpu":0,"placement":{"start":0,"size":4},
-       "model":"H100-80GB","memory_mib":20224,"compute":"3/7"}],"mps_pipe_directory":)" + dir + "}";
+       "model":"H100-80GB","memory_mib":20224,"compute":"3/7"}],"mps_pipe_directory":)" +
+           dir + "}";
   };
   auto rec = parse_job_record(v4(R"("/run/slurm-vgpu/mps/MIG-a/pipe")"), 42);
   ASSERT_TRUE(rec) << rec.error().message;
@@ -198,7 +216,9 @@ TEST(JobRecord, AShareJobFindsItsMpsDaemonThroughThePipeDirectory) {
   EXPECT_THAT(error_of(v4(R"("/run/a\nb")")), HasSubstr("is not an absolute path of printable characters"));
   EXPECT_THAT(error_of(v4("7")), HasSubstr("field 'mps_pipe_directory' must be a string"));
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":4,"job_id":42,"instances":[]})"),
-              HasSubstr("mps_pipe_directory")) << "version 4 always says it";
+              HasSubstr("mps_pipe_directory"))
+      << "version 4 always says it";
   EXPECT_THAT(error_of(R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[],"mps_pipe_directory":""})"),
-              HasSubstr("mps_pipe_directory")) << "version 3 never had it";
+              HasSubstr("mps_pipe_directory"))
+      << "version 3 never had it";
 }

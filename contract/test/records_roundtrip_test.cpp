@@ -11,9 +11,9 @@ namespace vgpu::contract {
 namespace {
 
 TEST(Records, AdvertisementRoundTrips) {
-  for (const Advertisement& adv : {Advertisement{"n1", 0, {}},
-                                   Advertisement{"gpu-017.cluster", 42, {{"1g.10gb", 4}, {"viz-small", 2}}},
-                                   Advertisement{"n1", UINT64_MAX, {{"7g.80gb", 8}}}}) {
+  for (const Advertisement& adv :
+       {Advertisement{"n1", 0, {}}, Advertisement{"gpu-017.cluster", 42, {{"1g.10gb", 4}, {"viz-small", 2}}},
+        Advertisement{"n1", UINT64_MAX, {{"7g.80gb", 8}}}}) {
     auto back = parse_advertisement(render_advertisement(adv), adv.node);
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(back->node, adv.node);
@@ -33,15 +33,18 @@ TEST(Records, AdvertisementKeepsTheZeroCountsItIsGiven) {
 TEST(Records, JobRecordRoundTrips) {
   for (const JobRecord& record :
        {JobRecord{1, {}, ""},
-        JobRecord{4294967295U, {{"1g.10gb", "MIG-01234567-89ab-cdef-0123-456789abcdef", 0, SlicePlacement{6, 1},
-                                 "H100-80GB", 9984, 1, 7},
-                                {"3g.40gb", "MIG-fedcba98-7654-3210-fedc-ba9876543210", 7, SlicePlacement{0, 4},
-                                 "H100-80GB", 40448, 3, 7}},
-                  ""},
-        JobRecord{12, {{"quarter", "MIG-01234567-89ab-cdef-0123-456789abcdef", 0, SlicePlacement{0, 4}, "H100-80GB",
-                        20224, 3, 7}},
+        JobRecord{
+            4294967295U,
+            {{"1g.10gb", "MIG-01234567-89ab-cdef-0123-456789abcdef", 0, SlicePlacement{6, 1}, "H100-80GB", 9984, 1, 7},
+             {"3g.40gb", "MIG-fedcba98-7654-3210-fedc-ba9876543210", 7, SlicePlacement{0, 4}, "H100-80GB", 40448, 3,
+              7}},
+            ""},
+        JobRecord{12,
+                  {{"quarter", "MIG-01234567-89ab-cdef-0123-456789abcdef", 0, SlicePlacement{0, 4}, "H100-80GB", 20224,
+                    3, 7}},
                   "/run/slurm-vgpu/mps/MIG-01234567-89ab-cdef-0123-456789abcdef/pipe"},
-        JobRecord{9, {{"cpx.24gb", "GPU-0466935ebd0f020d", 1, SlicePlacement{4, 1}, "MI300X-192GB", 24576, 1, 8}}, ""}}) {
+        JobRecord{
+            9, {{"cpx.24gb", "GPU-0466935ebd0f020d", 1, SlicePlacement{4, 1}, "MI300X-192GB", 24576, 1, 8}}, ""}}) {
     auto back = parse_job_record(render_job_record(record), record.job_id);
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, record);

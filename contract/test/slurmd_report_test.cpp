@@ -21,7 +21,8 @@ TEST(SlurmdReport, StrictAboutWhatItReads) {
     std::string expect;
   };
   for (const Case& c : std::vector<Case>{
-           {head + R"("counts":{},"extra":1})", "extra: unknown field (known here: format, version, node, generation, total, counts)"},
+           {head + R"("counts":{},"extra":1})",
+            "extra: unknown field (known here: format, version, node, generation, total, counts)"},
            {head + R"("counts":{"1g.10gb":0}})", "count must be a positive integer"},
            {head + R"("counts":{"free":3}})", "not a valid type name"},
            {head + R"("counts":{"1g.10gb":10,"2g.20gb":5}})", "counts add up to more than field 'total' (14)"},

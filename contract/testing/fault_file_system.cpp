@@ -67,8 +67,7 @@ SysResult<std::size_t> FaultFileSystem::read(int fd, std::span<char> buffer) {
   return real_.read(fd, buffer);
 }
 
-SysResult<std::size_t> FaultFileSystem::pread(int fd, std::span<char> buffer,
-                                              std::uint64_t offset) {
+SysResult<std::size_t> FaultFileSystem::pread(int fd, std::span<char> buffer, std::uint64_t offset) {
   if (const Fault* f = hit(Op::pread, path_of(fd))) return std::unexpected(f->error);
   return real_.pread(fd, buffer, offset);
 }

@@ -16,18 +16,34 @@ namespace vgpu::testing {
 
 inline constexpr int kCrashExitCode = 86;
 
-enum class Op { open, close, read, pread, write, fsync, ftruncate, fchmod, fchown, fstat, stat, rename, unlink,
-                mkdir, list_dir, flock };
+enum class Op {
+  open,
+  close,
+  read,
+  pread,
+  write,
+  fsync,
+  ftruncate,
+  fchmod,
+  fchown,
+  fstat,
+  stat,
+  rename,
+  unlink,
+  mkdir,
+  list_dir,
+  flock
+};
 const char* op_name(Op op);
 
 struct Fault {
-  std::optional<Op> op{};             // nullopt: any syscall
-  std::string path_contains{};        // "": any path (fd calls match the path they were opened with)
-  int nth = 1;                        // first matching call it hits (1-based)
-  int times = 1;                      // how many matching calls in a row it hits
-  int error = 0;                      // errno to return without doing the call
+  std::optional<Op> op{};                    // nullopt: any syscall
+  std::string path_contains{};               // "": any path (fd calls match the path they were opened with)
+  int nth = 1;                               // first matching call it hits (1-based)
+  int times = 1;                             // how many matching calls in a row it hits
+  int error = 0;                             // errno to return without doing the call
   std::optional<std::size_t> short_write{};  // write at most this many bytes (write only)
-  bool crash = false;                 // _exit(kCrashExitCode) (after the short write, if any)
+  bool crash = false;                        // _exit(kCrashExitCode) (after the short write, if any)
 };
 
 class FaultFileSystem final : public FileSystem {

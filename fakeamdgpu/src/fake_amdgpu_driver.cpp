@@ -191,7 +191,7 @@ std::expected<void, int> FakeAmdgpuDriver::write(std::string_view path, std::str
 }
 
 std::expected<void, int> FakeAmdgpuDriver::set_compute_locked(Gpu& gpu, std::string_view value,
-                                                             std::unique_lock<std::mutex>& lock) {
+                                                              std::unique_lock<std::mutex>& lock) {
   std::string_view mode;
   for (auto m : kModes)
     if (value.size() >= 3 && ::strncasecmp(value.data(), m.data(), 3) == 0) mode = m;

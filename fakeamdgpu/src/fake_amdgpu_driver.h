@@ -37,7 +37,7 @@ class FakeAmdgpuDriver {
   enum class Kind { missing, dir, file, link };
   struct Entry {
     Kind kind = Kind::missing;
-    std::string content;   // a file's text, a link's target
+    std::string content;  // a file's text, a link's target
     bool writable = false;
   };
   // `path` relative to the sysfs root ("sys/bus/..."), no symlink followed in its last component.
@@ -57,8 +57,8 @@ class FakeAmdgpuDriver {
  private:
   struct Gpu {
     FakeAmdGpuSpec spec;
-    std::string compute;            // current mode
-    std::string memory_requested;   // what a memory-partition write asked for
+    std::string compute;           // current mode
+    std::string memory_requested;  // what a memory-partition write asked for
   };
   void rebuild_locked();
   std::expected<void, int> set_compute_locked(Gpu& gpu, std::string_view value, std::unique_lock<std::mutex>& lock);

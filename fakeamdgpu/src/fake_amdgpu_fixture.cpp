@@ -23,9 +23,10 @@ bool is_mode(const std::string& s, std::initializer_list<std::string_view> modes
 }
 
 Result<FakeAmdGpuSpec> parse_gpu(const nlohmann::json& g, const std::string& where) {
-  if (auto ok = contract::require_keys(g, where, {"bdf", "product_name", "device_id", "vram_bytes", "xcds",
-                                                  "cus_per_xcd", "compute_partition", "memory_partition",
-                                                  "memory_partitions", "unique_id", "render_minor_base"});
+  if (auto ok = contract::require_keys(
+          g, where,
+          {"bdf", "product_name", "device_id", "vram_bytes", "xcds", "cus_per_xcd", "compute_partition",
+           "memory_partition", "memory_partitions", "unique_id", "render_minor_base"});
       !ok)
     return std::unexpected(ok.error());
   auto bad = [&](std::string_view field, std::string_view why) {
@@ -91,7 +92,8 @@ Result<FakeAmdgpuFixture> parse_fake_amdgpu_fixture(std::string_view text, std::
     auto gpu = parse_gpu(gpus[i], fmt::format("gpus[{}]", i));
     if (!gpu) return in(gpu.error());
     for (const auto& seen : fixture.gpus)
-      if (seen.bdf == gpu->bdf) return in(Error{ErrorCode::corrupt, fmt::format("gpus[{}].bdf: {} listed twice", i, gpu->bdf)});
+      if (seen.bdf == gpu->bdf)
+        return in(Error{ErrorCode::corrupt, fmt::format("gpus[{}].bdf: {} listed twice", i, gpu->bdf)});
     fixture.gpus.push_back(std::move(*gpu));
   }
   return fixture;

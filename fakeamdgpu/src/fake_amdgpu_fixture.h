@@ -13,17 +13,17 @@
 namespace vgpu::fake {
 
 struct FakeAmdGpuSpec {
-  std::string bdf;                // "0000:0c:00.0"
-  std::string product_name;       // the device's product_name attribute: "AMD Instinct MI300X"
-  std::string device_id;          // PCI device id: "0x74a1"
-  std::uint64_t vram_bytes = 0;   // mem_info_vram_total
-  int xcds = 8;                   // accelerator dies (XCCs)
+  std::string bdf;               // "0000:0c:00.0"
+  std::string product_name;      // the device's product_name attribute: "AMD Instinct MI300X"
+  std::string device_id;         // PCI device id: "0x74a1"
+  std::uint64_t vram_bytes = 0;  // mem_info_vram_total
+  int xcds = 8;                  // accelerator dies (XCCs)
   int cus_per_xcd = 38;
   std::string compute_partition = "SPX";  // the mode at "driver load"
   std::string memory_partition = "NPS1";
   std::vector<std::string> memory_partitions;  // available_memory_partition
-  std::uint64_t unique_id = 0;    // the GPU's; each partition's is derived from it (ROCm 7.0+)
-  int render_minor_base = 128;    // partition p uses renderD<base + p>, as AMD documents for CPX
+  std::uint64_t unique_id = 0;                 // the GPU's; each partition's is derived from it (ROCm 7.0+)
+  int render_minor_base = 128;                 // partition p uses renderD<base + p>, as AMD documents for CPX
 };
 
 struct FakeAmdgpuFixture {

@@ -29,9 +29,7 @@ namespace {
 using vgpu::fake::FakeAmdgpuDriver;
 using Kind = FakeAmdgpuDriver::Kind;
 
-FakeAmdgpuDriver& driver() {
-  return *static_cast<FakeAmdgpuDriver*>(fuse_get_context()->private_data);
-}
+FakeAmdgpuDriver& driver() { return *static_cast<FakeAmdgpuDriver*>(fuse_get_context()->private_data); }
 
 std::string rel(const char* path) { return path[0] == '/' ? std::string(path + 1) : std::string(path); }
 
@@ -49,8 +47,15 @@ int on_getattr(const char* path, struct stat* st, fuse_file_info* /*fi*/) {
   auto e = driver().stat(rel(path));
   switch (e.kind) {
     case Kind::missing: return -ENOENT;
-    case Kind::dir: st->st_mode = S_IFDIR | 0755; st->st_nlink = 2; return 0;
-    case Kind::link: st->st_mode = S_IFLNK | 0777; st->st_nlink = 1; st->st_size = static_cast<off_t>(e.content.size()); return 0;
+    case Kind::dir:
+      st->st_mode = S_IFDIR | 0755;
+      st->st_nlink = 2;
+      return 0;
+    case Kind::link:
+      st->st_mode = S_IFLNK | 0777;
+      st->st_nlink = 1;
+      st->st_size = static_cast<off_t>(e.content.size());
+      return 0;
     case Kind::file:
       st->st_mode = S_IFREG | (e.writable ? 0644 : 0444);
       st->st_nlink = 1;
@@ -72,7 +77,8 @@ int on_readdir(const char* path, void* buf, fuse_fill_dir_t fill, off_t /*off*/,
   if (driver().stat(rel(path)).kind != Kind::dir) return -ENOENT;
   fill(buf, ".", nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
   fill(buf, "..", nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
-  for (const auto& name : driver().list(rel(path))) fill(buf, name.c_str(), nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
+  for (const auto& name : driver().list(rel(path)))
+    fill(buf, name.c_str(), nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
   return 0;
 }
 
@@ -104,7 +110,8 @@ int on_truncate(const char* path, off_t /*size*/, fuse_file_info* /*fi*/) {
 }
 
 int usage(const char* why) {
-  std::fprintf(stderr, "vgpu-fake-amdgpu: %s\nusage: vgpu-fake-amdgpu --fixture F.json --mount DIR --dev-root DIR\n", why);
+  std::fprintf(stderr, "vgpu-fake-amdgpu: %s\nusage: vgpu-fake-amdgpu --fixture F.json --mount DIR --dev-root DIR\n",
+               why);
   return 2;
 }
 
@@ -115,9 +122,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--fixture") fixture_path = argv[i + 1];
-    else if (flag == "--mount") mount = argv[i + 1];
-    else if (flag == "--dev-root") dev_root = argv[i + 1];
-    else return usage(("unknown option " + flag).c_str());
+    else if (flag == "--mount")
+      mount = argv[i + 1];
+    else if (flag == "--dev-root")
+      dev_root = argv[i + 1];
+    else
+      return usage(("unknown option " + flag).c_str());
   }
   if (argc % 2 == 0 || fixture_path.empty() || mount.empty() || dev_root.empty()) return usage("missing an option");
   auto fixture = vgpu::fake::load_fake_amdgpu_fixture(fixture_path);

@@ -20,7 +20,8 @@ std::expected<void, int> FakeAmdgpuSysfs::write(std::string_view path, std::stri
 
 Result<std::vector<std::string>> FakeAmdgpuSysfs::list(std::string_view dir) const {
   const std::string real = driver_.resolve(dir);
-  if (driver_.stat(real).kind != Kind::dir) return fail(ErrorCode::not_found, fmt::format("sysfs /{}: no such directory", dir));
+  if (driver_.stat(real).kind != Kind::dir)
+    return fail(ErrorCode::not_found, fmt::format("sysfs /{}: no such directory", dir));
   return driver_.list(real);
 }
 

@@ -9,6 +9,7 @@
 namespace vgpu::fake {
 
 // `dev_root` holds dev/dri/renderD<minor>; `proc` is normally "/proc".
-bool render_nodes_in_use(const std::string& dev_root, const std::vector<int>& minors, const std::string& proc = "/proc");
+bool render_nodes_in_use(const std::string& dev_root, const std::vector<int>& minors,
+                         const std::string& proc = "/proc");
 
 }  // namespace vgpu::fake

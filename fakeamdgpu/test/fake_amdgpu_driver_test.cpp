@@ -28,15 +28,18 @@ int kfd_gpu_nodes(const Sysfs& sysfs) {
   int n = 0;
   const auto nodes = sysfs.list("sys/class/kfd/kfd/topology/nodes");
   for (const auto& node : *nodes)
-    if (sysfs.read("sys/class/kfd/kfd/topology/nodes/" + node + "/properties")->find("simd_count 0\n") == std::string::npos) ++n;
+    if (sysfs.read("sys/class/kfd/kfd/topology/nodes/" + node + "/properties")->find("simd_count 0\n") ==
+        std::string::npos)
+      ++n;
   return n;
 }
 
 TEST(FakeAmdgpuDriver, PublishesTheDriversAttributesBehindPciLinks) {
   FakeAmdgpuDriver driver(fixture(), nullptr);
   FakeAmdgpuSysfs sysfs(driver);
-  EXPECT_EQ(*sysfs.list("sys/bus/pci/drivers/amdgpu"),
-            (std::vector<std::string>{"0000:0c:00.0", "0000:22:00.0", "bind", "new_id", "remove_id", "uevent", "unbind"}));
+  EXPECT_EQ(
+      *sysfs.list("sys/bus/pci/drivers/amdgpu"),
+      (std::vector<std::string>{"0000:0c:00.0", "0000:22:00.0", "bind", "new_id", "remove_id", "uevent", "unbind"}));
   EXPECT_EQ(*sysfs.link_name("sys/bus/pci/drivers/amdgpu/0000:0c:00.0"), "0000:0c:00.0");
   EXPECT_EQ(*sysfs.read(kGpu0 + "current_compute_partition"), "SPX");
   EXPECT_EQ(*sysfs.read(kGpu0 + "available_compute_partition"), "SPX, DPX, QPX, CPX");

@@ -16,8 +16,7 @@ Counters counters_at(const Activity& a, std::int64_t now_ns) {
   return {now_ns, a.sm_pct_ns + a.sm_pct * ran, a.dram_pct_ns + a.dram_pct * ran};
 }
 
-void set_activity(Activity& a, double sm_pct, double dram_pct, std::uint64_t memory_used_mib,
-                  std::int64_t now_ns) {
+void set_activity(Activity& a, double sm_pct, double dram_pct, std::uint64_t memory_used_mib, std::int64_t now_ns) {
   Counters c = counters_at(a, now_ns);
   a.sm_pct_ns = c.sm_pct_ns;
   a.dram_pct_ns = c.dram_pct_ns;

@@ -53,7 +53,8 @@ std::optional<CapFiles> CapFiles::from_env(std::string& error) {
     char rest[16] = {};
     if (std::sscanf(line.c_str(), "gpu%u/gi%u/ci%u/access %u", &gpu, &gi, &ci, &minor) == 4)
       out.minors_[{gpu, gi, static_cast<int>(ci)}] = minor;
-    else if (std::sscanf(line.c_str(), "gpu%u/gi%u/%15s %u", &gpu, &gi, rest, &minor) == 4 && std::string(rest) == "access")
+    else if (std::sscanf(line.c_str(), "gpu%u/gi%u/%15s %u", &gpu, &gi, rest, &minor) == 4 &&
+             std::string(rest) == "access")
       out.minors_[{gpu, gi, -1}] = minor;
   }
   return out;
@@ -95,8 +96,7 @@ void CapFiles::registered(unsigned gpu, unsigned gi, std::optional<unsigned> ci)
 
 void CapFiles::unregistered(unsigned gpu, unsigned gi, std::optional<unsigned> ci) const {
   std::error_code ec;
-  if (ci)
-    std::filesystem::remove(access_path(gpu, gi, ci), ec);
+  if (ci) std::filesystem::remove(access_path(gpu, gi, ci), ec);
   else
     std::filesystem::remove_all(std::filesystem::path(access_path(gpu, gi, ci)).parent_path(), ec);
 }

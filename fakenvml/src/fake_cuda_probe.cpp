@@ -29,7 +29,8 @@ bool find_mig(const std::string& uuid, MigDevice& out) {
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t dev = nullptr;
     unsigned minor = 0, max = 0;
-    if (nvmlDeviceGetHandleByIndex_v2(i, &dev) != NVML_SUCCESS || nvmlDeviceGetMinorNumber(dev, &minor) != NVML_SUCCESS ||
+    if (nvmlDeviceGetHandleByIndex_v2(i, &dev) != NVML_SUCCESS ||
+        nvmlDeviceGetMinorNumber(dev, &minor) != NVML_SUCCESS ||
         nvmlDeviceGetMaxMigDeviceCount(dev, &max) != NVML_SUCCESS)
       continue;
     for (unsigned m = 0; m < max; ++m) {
@@ -57,7 +58,8 @@ int main() {
   std::string error;
   auto caps = fakenvml::CapFiles::from_env(error);
   if (!caps) {
-    std::fprintf(stderr, "fake-cuda: no capability files: %s\n", error.empty() ? "VGPU_FAKE_NVML_DEVICE_ROOT unset" : error.c_str());
+    std::fprintf(stderr, "fake-cuda: no capability files: %s\n",
+                 error.empty() ? "VGPU_FAKE_NVML_DEVICE_ROOT unset" : error.c_str());
     return 2;
   }
   if (nvmlInit_v2() != NVML_SUCCESS) {
@@ -76,7 +78,8 @@ int main() {
     }
     auto files = caps->paths(d.gpu_minor, d.gi, d.ci);
     if (!files) {
-      std::printf("fake-cuda: %s: refused: no capability minors for gpu%u/gi%u/ci%u\n", uuid.c_str(), d.gpu_minor, d.gi, d.ci);
+      std::printf("fake-cuda: %s: refused: no capability minors for gpu%u/gi%u/ci%u\n", uuid.c_str(), d.gpu_minor, d.gi,
+                  d.ci);
       ++refused;
       continue;
     }

@@ -11,7 +11,8 @@ int main() {
   std::string error;
   auto caps = fakenvml::CapFiles::from_env(error);
   if (!caps) {
-    std::fprintf(stderr, "fake-nvidia-modprobe: %s\n", error.empty() ? "VGPU_FAKE_NVML_DEVICE_ROOT unset" : error.c_str());
+    std::fprintf(stderr, "fake-nvidia-modprobe: %s\n",
+                 error.empty() ? "VGPU_FAKE_NVML_DEVICE_ROOT unset" : error.c_str());
     return 2;
   }
   auto changed = caps->modprobe_all();

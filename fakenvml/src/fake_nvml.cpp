@@ -56,8 +56,8 @@ Globals& g() {
 Handle* intern(const Handle& h) {
   auto& G = g();
   for (auto& p : G.handles)
-    if (p->kind == h.kind && p->gpu == h.gpu && p->gi == h.gi && p->ci == h.ci &&
-        p->gi_serial == h.gi_serial && p->ci_serial == h.ci_serial)
+    if (p->kind == h.kind && p->gpu == h.gpu && p->gi == h.gi && p->ci == h.ci && p->gi_serial == h.gi_serial &&
+        p->ci_serial == h.ci_serial)
       return p.get();
   G.handles.push_back(std::make_unique<Handle>(h));
   G.valid.insert(G.handles.back().get());
@@ -150,8 +150,8 @@ using namespace fakenvml;
 #define FAKE_API extern "C" __attribute__((visibility("default")))
 
 // Every entry point takes the process lock and checks initialisation first, as NVML does.
-#define ENTER()                                  \
-  std::lock_guard<std::mutex> lock_(g().mu);     \
+#define ENTER()                              \
+  std::lock_guard<std::mutex> lock_(g().mu); \
   if (g().init_count == 0) return NVML_ERROR_UNINITIALIZED
 
 FAKE_API nvmlReturn_t nvmlInit_v2(void) {
@@ -226,7 +226,8 @@ FAKE_API const char* nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_MEMORY: return "Insufficient Memory";
     case NVML_ERROR_NO_DATA: return "No data";
     case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Version mismatch between passed in argument and the version of NVML";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Version mismatch between passed in argument and the version of NVML";
     case NVML_ERROR_DEPRECATED: return "Deprecated";
     case NVML_ERROR_NOT_READY: return "Not ready";
     case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
@@ -308,15 +309,14 @@ FAKE_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t
   const Gpu& gpu = gpu_of(h);
   std::memset(pci, 0, sizeof *pci);
   unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  if (std::sscanf(gpu.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4)
-    return NVML_ERROR_UNKNOWN;
+  if (std::sscanf(gpu.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) return NVML_ERROR_UNKNOWN;
   pci->domain = domain;
   pci->bus = bus;
   pci->device = dev;
   pci->pciDeviceId = gpu.pci_device_id;
   std::snprintf(pci->busId, sizeof pci->busId, "%s", gpu.pci_bus_id.c_str());
-  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", domain & 0xffffu,
-                bus & 0xffu, dev & 0xffu, fn & 0xfu);
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu,
+                dev & 0xffu, fn & 0xfu);
   return NVML_SUCCESS;
 }
 
@@ -356,8 +356,7 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int
   return NVML_SUCCESS;
 }
 
-FAKE_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
-                                           unsigned int* pending) {
+FAKE_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
   ENTER();
   const Handle* h = lookup(device, Kind::device);
   if (!h || !current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
@@ -399,9 +398,9 @@ FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, 
 }
 
 // Possible placements are a property of the profile, answered whether or not MIG is enabled.
-FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
-    nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t* placements,
-    unsigned int* count) {
+FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device, unsigned int profileId,
+                                                                    nvmlGpuInstancePlacement_t* placements,
+                                                                    unsigned int* count) {
   ENTER();
   const Handle* h = lookup(device, Kind::device);
   if (!h || !count) return NVML_ERROR_INVALID_ARGUMENT;
@@ -438,9 +437,9 @@ Handle* gi_handle(const Handle* dev, const GiState& gi) {
 }
 }  // namespace
 
-FAKE_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
-    nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t* placement,
-    nvmlGpuInstance_t* gpuInstance) {
+FAKE_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
+                                                               const nvmlGpuInstancePlacement_t* placement,
+                                                               nvmlGpuInstance_t* gpuInstance) {
   ENTER();
   const Handle* h = nullptr;
   if (auto rc = mig_device(device, h); rc != NVML_SUCCESS) return rc;
@@ -448,33 +447,34 @@ FAKE_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
   const Gpu& gpu = gpu_of(h);
   const GiProfile* p = gi_profile_by_id(gpu, profileId);
   if (!p) return NVML_ERROR_INVALID_ARGUMENT;
-  bool legal = std::any_of(p->placements.begin(), p->placements.end(), [&](auto pl) {
-    return pl.start == placement->start && pl.size == placement->size;
-  });
+  bool legal = std::any_of(p->placements.begin(), p->placements.end(),
+                           [&](auto pl) { return pl.start == placement->start && pl.size == placement->size; });
   if (!legal) return NVML_ERROR_INVALID_ARGUMENT;
-  return after(g().store->with(true, [&](State& s) {
-    auto& live = s.gpus[gpu.uuid];
-    unsigned same_profile = 0, used_compute = 0;
-    std::uint32_t used_mask = 0;
-    for (const auto& gi : live) {
-      if (gi.profile_id == profileId) ++same_profile;
-      if (const GiProfile* q = gi_profile_by_id(gpu, gi.profile_id)) used_compute += q->slice_count;
-      used_mask |= ((1u << gi.placement.size) - 1u) << gi.placement.start;
-    }
-    std::uint32_t want = ((1u << placement->size) - 1u) << placement->start;
-    if (same_profile >= p->instance_count || (used_mask & want) != 0 ||
-        used_compute + p->slice_count > gpu.compute_slices)
-      return NVML_ERROR_INSUFFICIENT_RESOURCES;
-    GiState gi;
-    gi.id = gi_id_for(gpu, live, *placement);
-    gi.profile_id = profileId;
-    gi.placement = *placement;
-    gi.serial = s.next_serial++;
-    live.push_back(gi);
-    if (g().caps) g().caps->registered(gpu.minor, gi.id, std::nullopt);
-    *gpuInstance = as_gi(gi_handle(h, gi));
-    return NVML_SUCCESS;
-  }),
+  return after(g().store->with(true,
+                               [&](State& s) {
+                                 auto& live = s.gpus[gpu.uuid];
+                                 unsigned same_profile = 0, used_compute = 0;
+                                 std::uint32_t used_mask = 0;
+                                 for (const auto& gi : live) {
+                                   if (gi.profile_id == profileId) ++same_profile;
+                                   if (const GiProfile* q = gi_profile_by_id(gpu, gi.profile_id))
+                                     used_compute += q->slice_count;
+                                   used_mask |= ((1u << gi.placement.size) - 1u) << gi.placement.start;
+                                 }
+                                 std::uint32_t want = ((1u << placement->size) - 1u) << placement->start;
+                                 if (same_profile >= p->instance_count || (used_mask & want) != 0 ||
+                                     used_compute + p->slice_count > gpu.compute_slices)
+                                   return NVML_ERROR_INSUFFICIENT_RESOURCES;
+                                 GiState gi;
+                                 gi.id = gi_id_for(gpu, live, *placement);
+                                 gi.profile_id = profileId;
+                                 gi.placement = *placement;
+                                 gi.serial = s.next_serial++;
+                                 live.push_back(gi);
+                                 if (g().caps) g().caps->registered(gpu.minor, gi.id, std::nullopt);
+                                 *gpuInstance = as_gi(gi_handle(h, gi));
+                                 return NVML_SUCCESS;
+                               }),
                g().latency.gi_create_ms);
 }
 
@@ -537,22 +537,23 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvml
 
 FAKE_API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance) {
   ENTER();
-  return after(with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
-    if (!gi.cis.empty()) return NVML_ERROR_IN_USE;  // compute instances must go first
-    auto& live = s.gpus[gpu_of(h).uuid];
-    std::uint64_t serial = gi.serial;
-    if (g().caps) g().caps->unregistered(gpu_of(h).minor, gi.id, std::nullopt);
-    live.erase(std::remove_if(live.begin(), live.end(),
-                              [&](const GiState& x) { return x.serial == serial; }),
-               live.end());
-    return NVML_SUCCESS;
-  }),
+  return after(with_gi(gpuInstance, true,
+                       [&](State& s, const Handle* h, GiState& gi) {
+                         if (!gi.cis.empty()) return NVML_ERROR_IN_USE;  // compute instances must go first
+                         auto& live = s.gpus[gpu_of(h).uuid];
+                         std::uint64_t serial = gi.serial;
+                         if (g().caps) g().caps->unregistered(gpu_of(h).minor, gi.id, std::nullopt);
+                         live.erase(std::remove_if(live.begin(), live.end(),
+                                                   [&](const GiState& x) { return x.serial == serial; }),
+                                    live.end());
+                         return NVML_SUCCESS;
+                       }),
                g().latency.gi_destroy_ms);
 }
 
-FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
-    nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
-    nvmlComputeInstanceProfileInfo_t* info) {
+FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance, unsigned int profile,
+                                                                   unsigned int engProfile,
+                                                                   nvmlComputeInstanceProfileInfo_t* info) {
   ENTER();
   if (!info || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
       engProfile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
@@ -579,35 +580,34 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
   });
 }
 
-FAKE_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
-                                                           unsigned int profileId,
+FAKE_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
                                                            nvmlComputeInstance_t* computeInstance) {
   ENTER();
   if (!computeInstance) return NVML_ERROR_INVALID_ARGUMENT;
-  return after(with_gi(gpuInstance, true, [&](State& s, const Handle* h, GiState& gi) {
-    const Gpu& gpu = gpu_of(h);
-    const CiProfile* c = ci_profile_by_id(gpu, profileId);
-    const GiProfile* gp = gi_profile_by_id(gpu, gi.profile_id);
-    if (!c || !gp) return NVML_ERROR_INVALID_ARGUMENT;
-    if (c->slice_count > gp->slice_count) return NVML_ERROR_NOT_SUPPORTED;
-    unsigned used = 0;
-    for (const auto& ci : gi.cis) used += ci.size;
-    if (used + c->slice_count > gp->slice_count) return NVML_ERROR_INSUFFICIENT_RESOURCES;
-    unsigned id = 0;
-    while (std::any_of(gi.cis.begin(), gi.cis.end(), [&](const CiState& x) { return x.id == id; })) ++id;
-    CiState ci{id, profileId, used, c->slice_count, s.next_serial++};
-    gi.cis.push_back(ci);
-    if (g().caps) g().caps->registered(gpu.minor, gi.id, id);
-    *computeInstance = as_ci(intern({Kind::compute_instance, h->gpu, gi.id, id, gi.serial, ci.serial}));
-    return NVML_SUCCESS;
-  }),
-               g().latency.ci_create_ms);
+  return after(
+      with_gi(gpuInstance, true,
+              [&](State& s, const Handle* h, GiState& gi) {
+                const Gpu& gpu = gpu_of(h);
+                const CiProfile* c = ci_profile_by_id(gpu, profileId);
+                const GiProfile* gp = gi_profile_by_id(gpu, gi.profile_id);
+                if (!c || !gp) return NVML_ERROR_INVALID_ARGUMENT;
+                if (c->slice_count > gp->slice_count) return NVML_ERROR_NOT_SUPPORTED;
+                unsigned used = 0;
+                for (const auto& ci : gi.cis) used += ci.size;
+                if (used + c->slice_count > gp->slice_count) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+                unsigned id = 0;
+                while (std::any_of(gi.cis.begin(), gi.cis.end(), [&](const CiState& x) { return x.id == id; })) ++id;
+                CiState ci{id, profileId, used, c->slice_count, s.next_serial++};
+                gi.cis.push_back(ci);
+                if (g().caps) g().caps->registered(gpu.minor, gi.id, id);
+                *computeInstance = as_ci(intern({Kind::compute_instance, h->gpu, gi.id, id, gi.serial, ci.serial}));
+                return NVML_SUCCESS;
+              }),
+      g().latency.ci_create_ms);
 }
 
-FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
-                                                         unsigned int profileId,
-                                                         nvmlComputeInstance_t* computeInstances,
-                                                         unsigned int* count) {
+FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                         nvmlComputeInstance_t* computeInstances, unsigned int* count) {
   ENTER();
   if (!computeInstances || !count) return NVML_ERROR_INVALID_ARGUMENT;
   return with_gi(gpuInstance, false, [&](State&, const Handle* h, GiState& gi) {
@@ -615,8 +615,7 @@ FAKE_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuIn
     unsigned n = 0;
     for (const auto& ci : gi.cis)
       if (ci.profile_id == profileId)
-        computeInstances[n++] =
-            as_ci(intern({Kind::compute_instance, h->gpu, gi.id, ci.id, gi.serial, ci.serial}));
+        computeInstances[n++] = as_ci(intern({Kind::compute_instance, h->gpu, gi.id, ci.id, gi.serial, ci.serial}));
     *count = n;
     return NVML_SUCCESS;
   });
@@ -630,9 +629,8 @@ nvmlReturn_t with_ci(nvmlComputeInstance_t handle, bool write, Fn&& fn) {
   return g().store->with(write, [&](State& s) {
     GiState* gi = find_gi(s, gpu_of(h), h->gi, h->gi_serial);
     if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
-    auto it = std::find_if(gi->cis.begin(), gi->cis.end(), [&](const CiState& c) {
-      return c.id == h->ci && c.serial == h->ci_serial;
-    });
+    auto it = std::find_if(gi->cis.begin(), gi->cis.end(),
+                           [&](const CiState& c) { return c.id == h->ci && c.serial == h->ci_serial; });
     if (it == gi->cis.end()) return NVML_ERROR_INVALID_ARGUMENT;
     return fn(h, *gi, it);
   });
@@ -655,11 +653,12 @@ FAKE_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t comput
 
 FAKE_API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance) {
   ENTER();
-  return after(with_ci(computeInstance, true, [&](const Handle* h, GiState& gi, auto it) {
-    if (g().caps) g().caps->unregistered(gpu_of(h).minor, gi.id, it->id);
-    gi.cis.erase(it);
-    return NVML_SUCCESS;
-  }),
+  return after(with_ci(computeInstance, true,
+                       [&](const Handle* h, GiState& gi, auto it) {
+                         if (g().caps) g().caps->unregistered(gpu_of(h).minor, gi.id, it->id);
+                         gi.cis.erase(it);
+                         return NVML_SUCCESS;
+                       }),
                g().latency.ci_destroy_ms);
 }
 
@@ -686,8 +685,7 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, u
     auto entries = mig_devices(s, gpu_of(h));
     if (index >= entries.size()) return NVML_ERROR_NOT_FOUND;
     const auto& e = entries[index];
-    *migDevice = as_device(
-        intern({Kind::mig_device, h->gpu, e.gi->id, e.ci->id, e.gi->serial, e.ci->serial}));
+    *migDevice = as_device(intern({Kind::mig_device, h->gpu, e.gi->id, e.ci->id, e.gi->serial, e.ci->serial}));
     return NVML_SUCCESS;
   });
 }
@@ -808,8 +806,7 @@ FAKE_API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t samp
   });
 }
 
-FAKE_API nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
-                                          nvmlGpmSample_t sample) {
+FAKE_API nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t sample) {
   ENTER();
   const Handle* h = nullptr;
   if (auto rc = gpm_device(device, h); rc != NVML_SUCCESS) return rc;
@@ -833,8 +830,7 @@ FAKE_API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
   if (get->numMetrics > VGPU_NVML_GPM_METRICS_CAPACITY) return NVML_ERROR_INVALID_ARGUMENT;
   const GpmSampleObj* a = sample_of(get->sample1);
   const GpmSampleObj* b = sample_of(get->sample2);
-  if (!a || !b || !a->filled || !b->filled || a->gpu != b->gpu || a->gi != b->gi ||
-      a->gi_serial != b->gi_serial)
+  if (!a || !b || !a->filled || !b->filled || a->gpu != b->gpu || a->gi != b->gi || a->gi_serial != b->gi_serial)
     return NVML_ERROR_INVALID_ARGUMENT;
   double sm = 0, dram = 0;
   if (!mean_between(a->counters, b->counters, sm, dram)) return NVML_ERROR_INVALID_ARGUMENT;

@@ -24,8 +24,8 @@ void list_instances(nvmlDevice_t dev) {
     for (unsigned i = 0; i < n; ++i) {
       nvmlGpuInstanceInfo_t gi{};
       if (nvmlGpuInstanceGetInfo(gis[i], &gi) != NVML_SUCCESS) continue;
-      std::printf("  gi %u  %-14s profile %u  placement {%u,%u}\n", gi.id, info.name, gi.profileId,
-                  gi.placement.start, gi.placement.size);
+      std::printf("  gi %u  %-14s profile %u  placement {%u,%u}\n", gi.id, info.name, gi.profileId, gi.placement.start,
+                  gi.placement.size);
     }
   }
   unsigned max = 0;
@@ -57,7 +57,9 @@ int main() {
     unsigned cur = 0, pend = 0;
     nvmlReturn_t mig = nvmlDeviceGetMigMode(dev, &cur, &pend);
     std::printf("gpu %u: %s  %s  MIG %s\n", i, name, uuid,
-                mig != NVML_SUCCESS ? nvmlErrorString(mig) : cur ? "enabled" : "disabled");
+                mig != NVML_SUCCESS ? nvmlErrorString(mig)
+                : cur               ? "enabled"
+                                    : "disabled");
     if (mig == NVML_SUCCESS && cur) list_instances(dev);
   }
   return check(nvmlShutdown(), "nvmlShutdown");

@@ -20,9 +20,7 @@ struct BadFixture : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-[[noreturn]] void bad(const std::string& where, const std::string& why) {
-  throw BadFixture(where + ": " + why);
-}
+[[noreturn]] void bad(const std::string& where, const std::string& why) { throw BadFixture(where + ": " + why); }
 
 void only_keys(const json& j, const std::string& where, std::initializer_list<std::string_view> allowed) {
   if (!j.is_object()) bad(where, "expected an object");
@@ -81,9 +79,9 @@ GiProfile gi_profile_at(const json& j, const std::string& where) {
     return p;
   }
   only_keys(j, where,
-            {"index", "id", "name", "slice_count", "instance_count", "multiprocessor_count",
-             "memory_size_mib", "copy_engine_count", "decoder_count", "encoder_count", "jpeg_count",
-             "ofa_count", "is_p2p_supported", "placements", "placements_error"});
+            {"index", "id", "name", "slice_count", "instance_count", "multiprocessor_count", "memory_size_mib",
+             "copy_engine_count", "decoder_count", "encoder_count", "jpeg_count", "ofa_count", "is_p2p_supported",
+             "placements", "placements_error"});
   p.index = u32_at(j, where, "index");
   p.id = u32_at(j, where, "id");
   p.name = str_at(j, where, "name");
@@ -140,8 +138,8 @@ namespace {
 
 Gpu gpu_at(const json& j, const std::string& where) {
   only_keys(j, where,
-            {"index", "name", "uuid", "pci_bus_id", "pci_device_id", "memory_mib", "minor_number",
-             "mig_mode", "gpu_instance_profiles", "compute_instance_profiles",
+            {"index", "name", "uuid", "pci_bus_id", "pci_device_id", "memory_mib", "minor_number", "mig_mode",
+             "gpu_instance_profiles", "compute_instance_profiles",
              /* probe report keys, not replayed */ "catalog_check", "instances", "notes", "gpm"});
   Gpu g;
   g.name = str_at(j, where, "name");
@@ -183,7 +181,8 @@ Gpu gpu_at(const json& j, const std::string& where) {
       only_keys(cs[i], w, {"index", "id", "slice_count", "multiprocessor_count"});
       CiProfile c{u32_at(cs[i], w, "index"), u32_at(cs[i], w, "id"), u32_at(cs[i], w, "slice_count"),
                   u32_at(cs[i], w, "multiprocessor_count")};
-      if (c.index >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) bad(w + ".index", "beyond NVML_COMPUTE_INSTANCE_PROFILE_COUNT");
+      if (c.index >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT)
+        bad(w + ".index", "beyond NVML_COMPUTE_INSTANCE_PROFILE_COUNT");
       g.ci_profiles.push_back(c);
     }
   } else {
@@ -193,8 +192,8 @@ Gpu gpu_at(const json& j, const std::string& where) {
       if (p.error) continue;
       auto idx = ci_index_for_slices(p.slice_count);
       if (!idx) bad(where, "no compute-instance profile for " + std::to_string(p.slice_count) + " slices");
-      bool have = std::any_of(g.ci_profiles.begin(), g.ci_profiles.end(),
-                              [&](const CiProfile& c) { return c.index == *idx; });
+      bool have =
+          std::any_of(g.ci_profiles.begin(), g.ci_profiles.end(), [&](const CiProfile& c) { return c.index == *idx; });
       if (!have) g.ci_profiles.push_back({*idx, *idx, p.slice_count, p.multiprocessor_count});
     }
   }

@@ -23,8 +23,8 @@ struct GiProfile {
   unsigned id = 0;
   std::string name;
   unsigned slice_count = 0, instance_count = 0, multiprocessor_count = 0;
-  unsigned copy_engine_count = 0, decoder_count = 0, encoder_count = 0, jpeg_count = 0,
-           ofa_count = 0, is_p2p_supported = 0;
+  unsigned copy_engine_count = 0, decoder_count = 0, encoder_count = 0, jpeg_count = 0, ofa_count = 0,
+           is_p2p_supported = 0;
   unsigned long long memory_size_mib = 0;
   std::vector<nvmlGpuInstancePlacement_t> placements;
   std::optional<RecordedError> placements_error;

@@ -14,7 +14,8 @@ std::optional<Latency> parse_latency(std::string_view text, std::string& error) 
   std::size_t at = 0;
   while (at <= text.size()) {
     const auto comma = text.find(',', at);
-    const std::string_view item = text.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+    const std::string_view item =
+        text.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
     const auto eq = item.find('=');
     unsigned ms = 0;
     const std::string_view key = item.substr(0, eq);

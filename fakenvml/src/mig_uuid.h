@@ -17,16 +17,14 @@ inline std::uint64_t fnv1a(const std::string& s, std::uint64_t seed) {
   return h;
 }
 
-inline std::string mig_uuid(const std::string& gpu_uuid, unsigned gi, unsigned start, unsigned size,
-                            unsigned ci) {
-  std::string key = gpu_uuid + "/gi" + std::to_string(gi) + "/" + std::to_string(start) + "+" +
-                    std::to_string(size) + "/ci" + std::to_string(ci);
+inline std::string mig_uuid(const std::string& gpu_uuid, unsigned gi, unsigned start, unsigned size, unsigned ci) {
+  std::string key = gpu_uuid + "/gi" + std::to_string(gi) + "/" + std::to_string(start) + "+" + std::to_string(size) +
+                    "/ci" + std::to_string(ci);
   std::uint64_t a = fnv1a(key, 0xcbf29ce484222325ULL), b = fnv1a(key, 0x84222325cbf29ce4ULL);
   char out[48];
-  std::snprintf(out, sizeof out, "MIG-%08x-%04x-%04x-%04x-%012llx",
-                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),
-                static_cast<unsigned>(a & 0xffff), static_cast<unsigned>(b >> 48),
-                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  std::snprintf(out, sizeof out, "MIG-%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return out;
 }
 

@@ -17,14 +17,17 @@ namespace {
 using nlohmann::json;
 
 json activity_json(const Activity& a) {
-  return {{"sm_pct", a.sm_pct}, {"dram_pct", a.dram_pct}, {"memory_used_mib", a.memory_used_mib},
+  return {{"sm_pct", a.sm_pct},     {"dram_pct", a.dram_pct},   {"memory_used_mib", a.memory_used_mib},
           {"since_ns", a.since_ns}, {"sm_pct_ns", a.sm_pct_ns}, {"dram_pct_ns", a.dram_pct_ns}};
 }
 
 Activity activity_from(const json& j) {
-  return {j.at("sm_pct").get<double>(), j.at("dram_pct").get<double>(),
-          j.at("memory_used_mib").get<std::uint64_t>(), j.at("since_ns").get<std::int64_t>(),
-          j.at("sm_pct_ns").get<double>(), j.at("dram_pct_ns").get<double>()};
+  return {j.at("sm_pct").get<double>(),
+          j.at("dram_pct").get<double>(),
+          j.at("memory_used_mib").get<std::uint64_t>(),
+          j.at("since_ns").get<std::int64_t>(),
+          j.at("sm_pct_ns").get<double>(),
+          j.at("dram_pct_ns").get<double>()};
 }
 
 json to_json(const State& s) {
@@ -34,19 +37,27 @@ json to_json(const State& s) {
     for (const auto& gi : gis) {
       json cis = json::array();
       for (const auto& ci : gi.cis)
-        cis.push_back({{"id", ci.id}, {"profile_id", ci.profile_id}, {"start", ci.start},
-                       {"size", ci.size}, {"serial", ci.serial}});
-      arr.push_back({{"id", gi.id}, {"profile_id", gi.profile_id},
+        cis.push_back({{"id", ci.id},
+                       {"profile_id", ci.profile_id},
+                       {"start", ci.start},
+                       {"size", ci.size},
+                       {"serial", ci.serial}});
+      arr.push_back({{"id", gi.id},
+                     {"profile_id", gi.profile_id},
                      {"placement", {{"start", gi.placement.start}, {"size", gi.placement.size}}},
-                     {"serial", gi.serial}, {"compute_instances", cis},
+                     {"serial", gi.serial},
+                     {"compute_instances", cis},
                      {"activity", activity_json(gi.activity)}});
     }
     gpus[uuid] = arr;
   }
   json whole = json::object();
   for (const auto& [uuid, a] : s.whole_gpus) whole[uuid] = activity_json(a);
-  return {{"format", "vgpu-fake-nvml-state"}, {"version", 2}, {"next_serial", s.next_serial},
-          {"gpus", gpus}, {"whole_gpus", whole}};
+  return {{"format", "vgpu-fake-nvml-state"},
+          {"version", 2},
+          {"next_serial", s.next_serial},
+          {"gpus", gpus},
+          {"whole_gpus", whole}};
 }
 
 State from_json(const json& j) {
@@ -66,9 +77,8 @@ State from_json(const json& j) {
       gi.placement.size = g.at("placement").at("size").get<unsigned>();
       gi.serial = g.at("serial").get<std::uint64_t>();
       for (const auto& c : g.at("compute_instances"))
-        gi.cis.push_back({c.at("id").get<unsigned>(), c.at("profile_id").get<unsigned>(),
-                          c.at("start").get<unsigned>(), c.at("size").get<unsigned>(),
-                          c.at("serial").get<std::uint64_t>()});
+        gi.cis.push_back({c.at("id").get<unsigned>(), c.at("profile_id").get<unsigned>(), c.at("start").get<unsigned>(),
+                          c.at("size").get<unsigned>(), c.at("serial").get<std::uint64_t>()});
       if (version >= 2) gi.activity = activity_from(g.at("activity"));
       gis.push_back(std::move(gi));
     }
@@ -94,7 +104,8 @@ nvmlReturn_t StateStore::with(bool write, const std::function<nvmlReturn_t(State
   if (path_.empty()) return fn(memory_);
   Fd f;
   // A reader opens read-only: a job's process (another user) may look at what the driver holds.
-  f.fd = write ? ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644) : ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  f.fd =
+      write ? ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644) : ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (f.fd < 0 && !write && errno == ENOENT) {
     State empty;
     return fn(empty);

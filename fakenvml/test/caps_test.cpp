@@ -26,7 +26,8 @@ class FakeCapFiles : public ::testing::Test {
     root = tmpl;
     fs::create_directories(root / "proc/driver/nvidia-caps");
     std::ofstream(root / "proc/driver/nvidia-caps/mig-minors")
-        << "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\ngpu0/gi2/access 21\ngpu0/gi2/ci0/access 22\n";
+        << "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\ngpu0/gi2/access 21\ngpu0/gi2/ci0/access "
+           "22\n";
     ::setenv("VGPU_FAKE_NVML_DEVICE_ROOT", root.c_str(), 1);
     std::string error;
     auto loaded = CapFiles::from_env(error);

@@ -64,10 +64,12 @@ TEST_F(FakeNvmlState, AShorterStateLeavesNothingOfTheLongerOneBehind) {
   StateStore store(path_);
   for (unsigned id = 1; id <= 5; ++id) ASSERT_EQ(add_instance(store, "GPU-a", id), NVML_SUCCESS);
   const std::size_t longer = file_text().size();
-  ASSERT_EQ(store.with(true, [](State& s) {
-    s.gpus.clear();
-    return NVML_SUCCESS;
-  }), NVML_SUCCESS);
+  ASSERT_EQ(store.with(true,
+                       [](State& s) {
+                         s.gpus.clear();
+                         return NVML_SUCCESS;
+                       }),
+            NVML_SUCCESS);
   const std::string text = file_text();
   EXPECT_LT(text.size(), longer);
   StateStore fresh(path_);
@@ -77,10 +79,12 @@ TEST_F(FakeNvmlState, AShorterStateLeavesNothingOfTheLongerOneBehind) {
 TEST_F(FakeNvmlState, AFailedChangeIsNeitherWrittenNorCached) {
   StateStore store(path_);
   ASSERT_EQ(add_instance(store, "GPU-a", 1), NVML_SUCCESS);
-  EXPECT_EQ(store.with(true, [](State& s) {
-    s.gpus.clear();
-    return NVML_ERROR_INSUFFICIENT_RESOURCES;
-  }), NVML_ERROR_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(store.with(true,
+                       [](State& s) {
+                         s.gpus.clear();
+                         return NVML_ERROR_INSUFFICIENT_RESOURCES;
+                       }),
+            NVML_ERROR_INSUFFICIENT_RESOURCES);
   EXPECT_EQ(instances(store, "GPU-a"), 1u);
   StateStore fresh(path_);
   EXPECT_EQ(instances(fresh, "GPU-a"), 1u);

@@ -84,9 +84,9 @@ extern "C" void vgpu_gres_reported_counts(uint64_t configured_total, vgpu_report
     copy_out(node, out->node, sizeof(out->node));
     ReportedCounts counts = reported_counts(adv, configured_total, reported_before());
     if (counts.advertised.size() > VGPU_GRES_MAX_TYPES) {
-      counts = reported_counts(vgpu::fail(vgpu::ErrorCode::corrupt, path + ": more than " +
-                                                                       std::to_string(VGPU_GRES_MAX_TYPES) + " types"),
-                               configured_total, reported_before());
+      counts = reported_counts(
+          vgpu::fail(vgpu::ErrorCode::corrupt, path + ": more than " + std::to_string(VGPU_GRES_MAX_TYPES) + " types"),
+          configured_total, reported_before());
       counts.advertised.resize(std::min<std::size_t>(counts.advertised.size(), VGPU_GRES_MAX_TYPES));
     }
     for (const auto& tc : counts.advertised) reported_before().insert(tc.type);
@@ -166,8 +166,8 @@ extern "C" int vgpu_gres_write_slurmd_report(const vgpu_reported_t* rep, char* m
   }
 }
 
-extern "C" int vgpu_gres_job_env(const char* process_title, const char* env_job_id, vgpu_setenv_fn set,
-                                 void* ctx, char* message, size_t message_len) {
+extern "C" int vgpu_gres_job_env(const char* process_title, const char* env_job_id, vgpu_setenv_fn set, void* ctx,
+                                 char* message, size_t message_len) {
   copy_out("", message, message_len);
   try {
     // Called only for a job that holds vgpu on this node: whatever goes wrong, it must not be

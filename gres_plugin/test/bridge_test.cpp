@@ -197,5 +197,6 @@ TEST_F(BridgeTest, AdvertisementAboveTheTotalIsRefusedNamingTheFile) {
   EXPECT_EQ(rep.used_advertisement, 0);
   EXPECT_EQ(rep.free_cnt, 56U);
   for (int i = 0; i < rep.advertised_cnt; ++i) EXPECT_EQ(rep.advertised[i].count, 0U) << rep.advertised[i].type;
-  EXPECT_THAT(rep.message, HasSubstr("advertisement.json: advertised 57 instances but slurm.conf declares a total of 56"));
+  EXPECT_THAT(rep.message,
+              HasSubstr("advertisement.json: advertised 57 instances but slurm.conf declares a total of 56"));
 }

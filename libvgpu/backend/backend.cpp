@@ -23,14 +23,12 @@ Result<NodeSnapshot> take_snapshot(GpuReader& reader) {
   for (const auto& gpu : snap.gpus) {
     // A GPU outside MIG mode holds no instances; asking would only produce NOT_SUPPORTED.
     if (gpu.mig_current != MigMode::enabled) {
-      snap.notes.push_back(fmt::format("gpu {}: MIG mode {}, no instances", gpu.index,
-                                       to_string(gpu.mig_current)));
+      snap.notes.push_back(fmt::format("gpu {}: MIG mode {}, no instances", gpu.index, to_string(gpu.mig_current)));
       continue;
     }
     auto instances = reader.list_instances(gpu.index);
     if (!instances)
-      return std::unexpected(
-          instances.error().within(fmt::format("{}: snapshot: gpu {}", snap.backend, gpu.index)));
+      return std::unexpected(instances.error().within(fmt::format("{}: snapshot: gpu {}", snap.backend, gpu.index)));
     snap.instances.insert(snap.instances.end(), instances->begin(), instances->end());
   }
   return snap;

@@ -15,8 +15,7 @@ std::string profile_name_from_device(std::string_view reported) {
 Result<GpuModel> model_from_device(const std::string& product_name, int memory_mib,
                                    const std::vector<DeviceProfile>& profiles) {
   auto where = fmt::format("device {}", product_name);
-  if (profiles.empty())
-    return fail(ErrorCode::not_found, where + ": the device reported no MIG profiles");
+  if (profiles.empty()) return fail(ErrorCode::not_found, where + ": the device reported no MIG profiles");
   GpuModel model;
   const GpuModel* known = Catalog::builtin().find_model_for_product(product_name);
   model.name = known ? known->name : product_name;
@@ -26,8 +25,7 @@ Result<GpuModel> model_from_device(const std::string& product_name, int memory_m
     auto name = parse_profile_name(profile_name_from_device(d.name));
     if (!name) return std::unexpected(name.error().within(fmt::format("{}: profile id {}", where, d.id)));
     if (d.placements.empty())
-      return fail(ErrorCode::corrupt,
-                  fmt::format("{}: profile {}: no possible placements reported", where, *name));
+      return fail(ErrorCode::corrupt, fmt::format("{}: profile {}: no possible placements reported", where, *name));
     Profile p;
     p.name = *name;
     p.nvml_profile_id = d.id;
@@ -36,9 +34,8 @@ Result<GpuModel> model_from_device(const std::string& product_name, int memory_m
     p.memory_slices = d.placements.front().size;
     for (const auto& pl : d.placements)
       if (pl.size != p.memory_slices)
-        return fail(ErrorCode::corrupt,
-                    fmt::format("{}: profile {}: placements of different sizes ({} and {})", where,
-                                *name, p.memory_slices, pl.size));
+        return fail(ErrorCode::corrupt, fmt::format("{}: profile {}: placements of different sizes ({} and {})", where,
+                                                    *name, p.memory_slices, pl.size));
     p.sm_count = d.sm_count;
     p.memory_mib = d.memory_mib;
     p.max_instances = d.instance_count;

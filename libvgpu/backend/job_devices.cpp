@@ -36,8 +36,7 @@ Result<MigMinors> MigMinors::parse(std::string_view text, std::string_view sourc
     ++line_no;
     if (line.empty()) continue;
     auto bad = [&](std::string_view why) {
-      return fail(ErrorCode::corrupt,
-                  fmt::format("{}:{}: '{}': {}", source, line_no, line, why));
+      return fail(ErrorCode::corrupt, fmt::format("{}:{}: '{}': {}", source, line_no, line, why));
     };
     auto space = line.find(' ');
     if (space == std::string_view::npos) return bad("expected '<name> <minor>'");
@@ -47,11 +46,9 @@ Result<MigMinors> MigMinors::parse(std::string_view text, std::string_view sourc
     if (!minor || !rest.empty()) return bad("minor is not a number");
     if (name == "config" || name == "monitor") continue;
     std::optional<int> gpu, gi, ci;
-    if (!take(name, "gpu") || !(gpu = take_number(name)) || !take(name, "/gi") ||
-        !(gi = take_number(name)))
+    if (!take(name, "gpu") || !(gpu = take_number(name)) || !take(name, "/gi") || !(gi = take_number(name)))
       return bad("expected gpu<N>/gi<N>/access or gpu<N>/gi<N>/ci<N>/access");
-    if (take(name, "/ci") && !(ci = take_number(name)))
-      return bad("expected gpu<N>/gi<N>/ci<N>/access");
+    if (take(name, "/ci") && !(ci = take_number(name))) return bad("expected gpu<N>/gi<N>/ci<N>/access");
     if (name != "/access") return bad("expected the entry to end in /access");
     auto key = std::tuple{*gpu, *gi, ci.value_or(-1)};
     if (!out.minors_.emplace(key, *minor).second) return bad("duplicate entry");
@@ -86,8 +83,7 @@ std::vector<MigMinors::Entry> MigMinors::of_gpu(int gpu_minor) const {
   return out;
 }
 
-Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance,
-                               const MigMinors& minors) {
+Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance, const MigMinors& minors) {
   auto where = fmt::format("gpu {} ({}) gi {}", gpu.index, gpu.uuid, instance.gi_id);
   if (!instance.ci_id || instance.mig_uuid.empty())
     return fail(ErrorCode::not_found, where + ": has no compute instance, so no MIG device");
@@ -96,16 +92,14 @@ Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance,
   auto ci_cap = minors.ci_access(gpu.minor, instance.gi_id, *instance.ci_id);
   if (!gi_cap)
     return fail(ErrorCode::not_found,
-                fmt::format("{}: no gpu{}/gi{}/access in mig-minors", where, gpu.minor,
-                            instance.gi_id));
+                fmt::format("{}: no gpu{}/gi{}/access in mig-minors", where, gpu.minor, instance.gi_id));
   if (!ci_cap)
-    return fail(ErrorCode::not_found,
-                fmt::format("{}: no gpu{}/gi{}/ci{}/access in mig-minors", where, gpu.minor,
-                            instance.gi_id, *instance.ci_id));
-  return JobDevices{instance.mig_uuid,
-                    {fmt::format("/dev/nvidia{}", gpu.minor), "/dev/nvidiactl", "/dev/nvidia-uvm",
-                     fmt::format("/dev/nvidia-caps/nvidia-cap{}", *gi_cap),
-                     fmt::format("/dev/nvidia-caps/nvidia-cap{}", *ci_cap)}};
+    return fail(ErrorCode::not_found, fmt::format("{}: no gpu{}/gi{}/ci{}/access in mig-minors", where, gpu.minor,
+                                                  instance.gi_id, *instance.ci_id));
+  return JobDevices{
+      instance.mig_uuid,
+      {fmt::format("/dev/nvidia{}", gpu.minor), "/dev/nvidiactl", "/dev/nvidia-uvm",
+       fmt::format("/dev/nvidia-caps/nvidia-cap{}", *gi_cap), fmt::format("/dev/nvidia-caps/nvidia-cap{}", *ci_cap)}};
 }
 
 }  // namespace vgpu

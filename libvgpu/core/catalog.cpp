@@ -80,7 +80,8 @@ const Profile* hardware_profile_for(const GpuModel& model, const GpuClass& gpu_c
     if (!p.realizes.empty() || p.name.find('+') != std::string::npos) continue;
     const double share = static_cast<double>(p.compute_slices) / model.compute_slices;
     if (named_memory_gb(p.name) < gpu_class.min_memory_gb || share + 1e-9 < gpu_class.min_compute_fraction) continue;
-    if (!best || std::pair(p.compute_slices, p.memory_mib) < std::pair(best->compute_slices, best->memory_mib)) best = &p;
+    if (!best || std::pair(p.compute_slices, p.memory_mib) < std::pair(best->compute_slices, best->memory_mib))
+      best = &p;
   }
   return best;
 }
@@ -113,16 +114,13 @@ std::string Catalog::model_names() const {
 Result<const GpuModel*> Catalog::require_model(std::string_view name) const {
   if (const auto* m = find_model_for_product(name)) return m;
   return fail(ErrorCode::not_found,
-              fmt::format("GPU model {}: not a MIG-capable model we know (known: {})", name,
-                          model_names()));
+              fmt::format("GPU model {}: not a MIG-capable model we know (known: {})", name, model_names()));
 }
 
-Result<const Profile*> Catalog::require_profile(const GpuModel& model,
-                                                std::string_view profile_name) const {
+Result<const Profile*> Catalog::require_profile(const GpuModel& model, std::string_view profile_name) const {
   if (const auto* p = model.find_profile(profile_name)) return p;
-  return fail(ErrorCode::not_found,
-              fmt::format("profile {}: unknown profile on {} (valid: {})", profile_name, model.name,
-                          model.profile_names()));
+  return fail(ErrorCode::not_found, fmt::format("profile {}: unknown profile on {} (valid: {})", profile_name,
+                                                model.name, model.profile_names()));
 }
 
 std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel& actual) {
@@ -151,8 +149,7 @@ std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel
         for (const auto& p : ps) s += fmt::format("{{{},{}}}", p.start, p.size);
         return s;
       };
-      diffs.push_back(
-          fmt::format("{}: placements {} != {}", e.name, show(e.placements), show(a->placements)));
+      diffs.push_back(fmt::format("{}: placements {} != {}", e.name, show(e.placements), show(a->placements)));
     }
   }
   for (const auto& a : actual.profiles)

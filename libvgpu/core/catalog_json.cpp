@@ -26,10 +26,14 @@ nlohmann::json to_json(const Profile& p) {
 nlohmann::json to_json(const GpuModel& m) {
   nlohmann::json profiles = nlohmann::json::array();
   for (const auto& p : m.profiles) profiles.push_back(to_json(p));
-  return {{"name", m.name},           {"nvml_names", m.nvml_names},
-          {"compute_slices", m.compute_slices}, {"memory_slices", m.memory_slices},
-          {"sm_count", m.sm_count},   {"memory_mib", m.memory_mib},
-          {"vendor", m.vendor},       {"partitioning", to_string(m.partitioning)},
+  return {{"name", m.name},
+          {"nvml_names", m.nvml_names},
+          {"compute_slices", m.compute_slices},
+          {"memory_slices", m.memory_slices},
+          {"sm_count", m.sm_count},
+          {"memory_mib", m.memory_mib},
+          {"vendor", m.vendor},
+          {"partitioning", to_string(m.partitioning)},
           {"profiles", profiles}};
 }
 
@@ -60,15 +64,13 @@ struct Reader {
       return fail(ErrorCode::corrupt, fmt::format("{}.{}: must be an integer", path, key));
     auto v = (*f)->get<long long>();
     if (v < lo || v > hi)
-      return fail(ErrorCode::corrupt,
-                  fmt::format("{}.{}: {} out of range [{}, {}]", path, key, v, lo, hi));
+      return fail(ErrorCode::corrupt, fmt::format("{}.{}: {} out of range [{}, {}]", path, key, v, lo, hi));
     return static_cast<int>(v);
   }
   Result<std::string> string(const std::string& key) {
     auto f = field(key);
     if (!f) return std::unexpected(f.error());
-    if (!(*f)->is_string())
-      return fail(ErrorCode::corrupt, fmt::format("{}.{}: must be a string", path, key));
+    if (!(*f)->is_string()) return fail(ErrorCode::corrupt, fmt::format("{}.{}: must be a string", path, key));
     return (*f)->get<std::string>();
   }
   // Called once every field was read: the fields read are the known ones.
@@ -82,11 +84,11 @@ struct Reader {
   }
 };
 
-#define VGPU_TRY_ASSIGN(lhs, expr)             \
-  do {                                         \
-    auto vgpu_r_ = (expr);                     \
+#define VGPU_TRY_ASSIGN(lhs, expr)                         \
+  do {                                                     \
+    auto vgpu_r_ = (expr);                                 \
     if (!vgpu_r_) return std::unexpected(vgpu_r_.error()); \
-    lhs = std::move(*vgpu_r_);                 \
+    lhs = std::move(*vgpu_r_);                             \
   } while (0)
 
 Result<Profile> profile_from_json(const nlohmann::json& j, const std::string& path) {
@@ -94,8 +96,7 @@ Result<Profile> profile_from_json(const nlohmann::json& j, const std::string& pa
   Reader r{j, path, {}};
   Profile p;
   VGPU_TRY_ASSIGN(p.name, r.string("name"));
-  if (auto ok = parse_profile_name(p.name); !ok)
-    return fail(ErrorCode::corrupt, path + ".name: " + ok.error().message);
+  if (auto ok = parse_profile_name(p.name); !ok) return fail(ErrorCode::corrupt, path + ".name: " + ok.error().message);
   VGPU_TRY_ASSIGN(p.nvml_profile_id, r.integer("nvml_profile_id", 0, 1000));
   VGPU_TRY_ASSIGN(p.nvml_profile_index, r.integer("nvml_profile_index", 0, 1000));
   VGPU_TRY_ASSIGN(p.compute_slices, r.integer("compute_slices", 1, 8));
@@ -142,13 +143,14 @@ Result<GpuModel> model_from_json(const nlohmann::json& j, std::string_view where
   VGPU_TRY_ASSIGN(m.memory_mib, r.integer("memory_mib", 0, 1 << 24));
   VGPU_TRY_ASSIGN(m.vendor, r.string("vendor"));
   if (m.vendor != "nvidia" && m.vendor != "amd")
-    return fail(ErrorCode::corrupt, fmt::format("{}.vendor: '{}': expected nvidia or amd", path, contract::printable(m.vendor)));
+    return fail(ErrorCode::corrupt,
+                fmt::format("{}.vendor: '{}': expected nvidia or amd", path, contract::printable(m.vendor)));
   std::string partitioning;
   VGPU_TRY_ASSIGN(partitioning, r.string("partitioning"));
   if (partitioning == "uniform") m.partitioning = Partitioning::uniform;
   else if (partitioning != "mig")
-    return fail(ErrorCode::corrupt, fmt::format("{}.partitioning: '{}': expected mig or uniform", path,
-                                                contract::printable(partitioning)));
+    return fail(ErrorCode::corrupt,
+                fmt::format("{}.partitioning: '{}': expected mig or uniform", path, contract::printable(partitioning)));
   const nlohmann::json* profiles = nullptr;
   VGPU_TRY_ASSIGN(profiles, r.field("profiles"));
   if (!profiles->is_array()) return fail(ErrorCode::corrupt, path + ".profiles: must be an array");

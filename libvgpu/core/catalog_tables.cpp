@@ -13,8 +13,8 @@ namespace vgpu::detail {
 namespace {
 
 // NVML_GPU_INSTANCE_PROFILE_* values (nvml.h).
-constexpr int kSlice1 = 0, kSlice2 = 1, kSlice3 = 2, kSlice4 = 3, kSlice7 = 4, kSlice1Rev1 = 7,
-              kSlice2Rev1 = 8, kSlice1Rev2 = 9;
+constexpr int kSlice1 = 0, kSlice2 = 1, kSlice3 = 2, kSlice4 = 3, kSlice7 = 4, kSlice1Rev1 = 7, kSlice2Rev1 = 8,
+              kSlice1Rev2 = 9;
 
 std::vector<Placement> every(int count, int step, int size) {
   std::vector<Placement> out;
@@ -24,12 +24,12 @@ std::vector<Placement> every(int count, int step, int size) {
 
 // The seven-compute-slice, eight-memory-slice family (A100, H100, H200) shares its geometry.
 struct SevenSliceSizes {
-  const char* g1;      // 1g.<g1>gb
-  const char* g1x2;    // 1g.<2 mem slices>gb
-  const char* g2;      // 2g.*
-  const char* g3;      // 3g.*
-  const char* g4;      // 4g.*
-  const char* g7;      // 7g.*
+  const char* g1;    // 1g.<g1>gb
+  const char* g1x2;  // 1g.<2 mem slices>gb
+  const char* g2;    // 2g.*
+  const char* g3;    // 3g.*
+  const char* g4;    // 4g.*
+  const char* g7;    // 7g.*
   int mib_1slice, mib_2slice, mib_4slice, mib_full;
   int sm_1g, sm_1g_2slice, sm_2g, sm_3g, sm_4g, sm_7g;
 };
@@ -47,10 +47,11 @@ std::vector<Profile> seven_slice_profiles(const SevenSliceSizes& s) {
   };
 }
 
-GpuModel seven_slice_model(std::string short_name, std::vector<std::string> nvml_names, int sm,
-                           int memory_mib, const SevenSliceSizes& sizes) {
-  return GpuModel{std::move(short_name), std::move(nvml_names), 7, 8, sm, memory_mib,
-                  seven_slice_profiles(sizes), "nvidia", Partitioning::mig};
+GpuModel seven_slice_model(std::string short_name, std::vector<std::string> nvml_names, int sm, int memory_mib,
+                           const SevenSliceSizes& sizes) {
+  return GpuModel{
+      std::move(short_name), std::move(nvml_names), 7, 8, sm, memory_mib, seven_slice_profiles(sizes), "nvidia",
+      Partitioning::mig};
 }
 
 // AMD Instinct MI300X/MI325X: 8 XCDs of 38 CUs (sm_count holds CUs), one compute-partition mode
@@ -61,8 +62,16 @@ GpuModel instinct_model(std::string short_name, std::vector<std::string> product
   constexpr int kXcds = 8, kCusPerXcd = 38;
   auto mode = [&](const char* name, AmdPartitionMode id, int xcds) {
     const int count = kXcds / xcds;
-    return Profile{fmt::format("{}.{}gb", name, total_gb / count), static_cast<int>(id), static_cast<int>(id),
-                   xcds, xcds, xcds * kCusPerXcd, total_gb * 1024 / count, count, every(count, xcds, xcds), ""};
+    return Profile{fmt::format("{}.{}gb", name, total_gb / count),
+                   static_cast<int>(id),
+                   static_cast<int>(id),
+                   xcds,
+                   xcds,
+                   xcds * kCusPerXcd,
+                   total_gb * 1024 / count,
+                   count,
+                   every(count, xcds, xcds),
+                   ""};
   };
   return GpuModel{std::move(short_name),
                   std::move(product_names),
@@ -80,39 +89,38 @@ GpuModel instinct_model(std::string short_name, std::vector<std::string> product
 
 std::vector<GpuModel> builtin_models() {
   std::vector<GpuModel> models;
+  models.push_back(
+      seven_slice_model("A100-40GB", {"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 40GB PCIe"}, 108,
+                        40960, {"5", "10", "10", "20", "20", "40", 4864, 9856, 20096, 40448, 14, 14, 28, 42, 56, 98}));
   models.push_back(seven_slice_model(
-      "A100-40GB", {"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 40GB PCIe"}, 108,
-      40960, {"5", "10", "10", "20", "20", "40", 4864, 9856, 20096, 40448, 14, 14, 28, 42, 56, 98}));
-  models.push_back(seven_slice_model(
-      "A100-80GB", {"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-80GB"}, 108,
-      81920, {"10", "20", "20", "40", "40", "80", 9728, 19968, 40192, 81152, 14, 14, 28, 42, 56, 98}));
-  models.push_back(seven_slice_model(
-      "H100-80GB", {"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100"}, 132, 81559,
-      {"10", "20", "20", "40", "40", "80", 9984, 20096, 40448, 81152, 16, 26, 32, 60, 64, 132}));
-  models.push_back(seven_slice_model(
-      "H100-94GB", {"NVIDIA H100 NVL", "NVIDIA H100 94GB HBM3"}, 132, 95830,
-      {"12", "24", "24", "47", "47", "94", 11264, 22784, 46848, 93696, 16, 26, 32, 60, 64, 132}));
-  models.push_back(seven_slice_model(
-      "H200-141GB", {"NVIDIA H200", "NVIDIA H200 NVL"}, 132, 143771,
-      {"18", "35", "35", "71", "71", "141", 16640, 33792, 69632, 140288, 16, 26, 32, 60, 64, 132}));
+      "A100-80GB", {"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-80GB"}, 108, 81920,
+      {"10", "20", "20", "40", "40", "80", 9728, 19968, 40192, 81152, 14, 14, 28, 42, 56, 98}));
+  models.push_back(
+      seven_slice_model("H100-80GB", {"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100"}, 132, 81559,
+                        {"10", "20", "20", "40", "40", "80", 9984, 20096, 40448, 81152, 16, 26, 32, 60, 64, 132}));
+  models.push_back(
+      seven_slice_model("H100-94GB", {"NVIDIA H100 NVL", "NVIDIA H100 94GB HBM3"}, 132, 95830,
+                        {"12", "24", "24", "47", "47", "94", 11264, 22784, 46848, 93696, 16, 26, 32, 60, 64, 132}));
+  models.push_back(
+      seven_slice_model("H200-141GB", {"NVIDIA H200", "NVIDIA H200 NVL"}, 132, 143771,
+                        {"18", "35", "35", "71", "71", "141", 16640, 33792, 69632, 140288, 16, 26, 32, 60, 64, 132}));
 
   // A30: four compute and four memory slices; media extensions on 1g and 2g.
-  models.push_back(GpuModel{
-      "A30-24GB",
-      {"NVIDIA A30"},
-      4,
-      4,
-      56,
-      24576,
-      {
-          {"1g.6gb", 14, kSlice1, 1, 1, 14, 5952, 4, every(4, 1, 1), ""},
-          {"1g.6gb+me", 21, kSlice1Rev1, 1, 1, 14, 5952, 1, every(4, 1, 1), ""},
-          {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2), ""},
-          {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2), ""},
-          {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4), ""},
-      },
-      "nvidia",
-      Partitioning::mig});
+  models.push_back(GpuModel{"A30-24GB",
+                            {"NVIDIA A30"},
+                            4,
+                            4,
+                            56,
+                            24576,
+                            {
+                                {"1g.6gb", 14, kSlice1, 1, 1, 14, 5952, 4, every(4, 1, 1), ""},
+                                {"1g.6gb+me", 21, kSlice1Rev1, 1, 1, 14, 5952, 1, every(4, 1, 1), ""},
+                                {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2), ""},
+                                {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2), ""},
+                                {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4), ""},
+                            },
+                            "nvidia",
+                            Partitioning::mig});
 
   models.push_back(instinct_model("MI300X-192GB", {"AMD Instinct MI300X", "AMD Instinct MI300X OAM"}, 192));
   models.push_back(instinct_model("MI325X-256GB", {"AMD Instinct MI325X", "AMD Instinct MI325X OAM"}, 256));

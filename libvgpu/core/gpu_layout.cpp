@@ -14,21 +14,18 @@ std::optional<std::string> GpuLayout::why_not(const Profile& profile, Placement 
   if (std::ranges::find(model_->profiles, profile.name, &Profile::name) == model_->profiles.end())
     return fmt::format("profile {} does not exist on {}", profile.name, model_->name);
   if (std::ranges::find(profile.placements, placement) == profile.placements.end())
-    return fmt::format("{{{},{}}} is not a legal placement of {} on {}", placement.start,
-                       placement.size, profile.name, model_->name);
+    return fmt::format("{{{},{}}} is not a legal placement of {} on {}", placement.start, placement.size, profile.name,
+                       model_->name);
   if (used_mask_ & placement.mask())
-    return fmt::format("memory slices {}-{} overlap an existing instance", placement.start,
-                       placement.end() - 1);
+    return fmt::format("memory slices {}-{} overlap an existing instance", placement.start, placement.end() - 1);
   if (used_compute_ + profile.compute_slices > model_->compute_slices)
-    return fmt::format("needs {} compute slices, {} free", profile.compute_slices,
-                       free_compute_slices());
+    return fmt::format("needs {} compute slices, {} free", profile.compute_slices, free_compute_slices());
   if (model_->partitioning == Partitioning::uniform && !instances_.empty() &&
       instances_.front().profile->nvml_profile_id != profile.nvml_profile_id)
     return fmt::format("the GPU is partitioned as {}: every partition of {} has one profile",
                        instances_.front().profile->name, model_->name);
   if (count_of(profile) >= profile.max_instances)
-    return fmt::format("{} already has its maximum of {} instance(s)", profile.name,
-                       profile.max_instances);
+    return fmt::format("{} already has its maximum of {} instance(s)", profile.name, profile.max_instances);
   return std::nullopt;
 }
 
@@ -45,8 +42,7 @@ Result<void> GpuLayout::place(const Profile& profile, Placement placement) {
 Result<void> GpuLayout::release(Placement placement) {
   auto it = std::ranges::find(instances_, placement, &PlacedInstance::placement);
   if (it == instances_.end())
-    return fail(ErrorCode::not_found, fmt::format("no instance at {{{},{}}}", placement.start,
-                                                  placement.size));
+    return fail(ErrorCode::not_found, fmt::format("no instance at {{{},{}}}", placement.start, placement.size));
   used_mask_ &= ~placement.mask();
   used_compute_ -= it->profile->compute_slices;
   instances_.erase(it);
@@ -69,8 +65,7 @@ std::vector<const Profile*> GpuLayout::what_fits() const {
 
 long GpuLayout::options_score() const {
   long score = 0;
-  for (const auto& p : model_->profiles)
-    score += static_cast<long>(free_placements(p).size()) * p.memory_slices;
+  for (const auto& p : model_->profiles) score += static_cast<long>(free_placements(p).size()) * p.memory_slices;
   return score;
 }
 

@@ -56,8 +56,7 @@ Result<std::vector<GresRequest>> parse_vgpu_gres(std::string_view text) {
       return fail(ErrorCode::invalid_argument,
                   fmt::format("gres '{}': vgpu requests must name a profile, e.g. vgpu:3g.40gb:1", entry));
     if (fields.size() > 3)
-      return fail(ErrorCode::invalid_argument,
-                  fmt::format("gres '{}': expected vgpu:<profile>[:<count>]", entry));
+      return fail(ErrorCode::invalid_argument, fmt::format("gres '{}': expected vgpu:<profile>[:<count>]", entry));
     GresRequest req;
     auto type = parse_type(fields[1], entry);
     if (!type) return std::unexpected(type.error());

@@ -68,8 +68,8 @@ struct Work {
     auto& layout = layouts[static_cast<std::size_t>(best_gpu)];
     const Profile* profile = layout.model().find_profile(profile_name);
     (void)layout.place(*profile, best_placement);
-    plan.slots.push_back({best_gpu, profile, best_placement,
-                          fmt::format("demand #{}", demand_index + 1), demand_index});
+    plan.slots.push_back(
+        {best_gpu, profile, best_placement, fmt::format("demand #{}", demand_index + 1), demand_index});
     return true;
   }
 
@@ -85,8 +85,7 @@ struct Work {
       if (!profile) continue;
       for (const auto& p : profile->placements) {
         std::size_t blockers = static_cast<std::size_t>(std::ranges::count_if(
-            layouts[g].instances(),
-            [&](const PlacedInstance& i) { return (i.placement.mask() & p.mask()) != 0; }));
+            layouts[g].instances(), [&](const PlacedInstance& i) { return (i.placement.mask() & p.mask()) != 0; }));
         if (blockers < fewest) {
           fewest = blockers;
           best_gpu = static_cast<int>(g);
@@ -100,17 +99,16 @@ struct Work {
     }
     reserved_for[static_cast<std::size_t>(best_gpu)] = std::string(profile_name);
     plan.reserved_gpus.push_back(best_gpu);
-    plan.notes.push_back(fmt::format(
-        "starving {}: GPU {} reserved; nothing new is advertised there until it fits ({} "
-        "instance(s) must finish)",
-        profile_name, best_gpu, fewest));
+    plan.notes.push_back(
+        fmt::format("starving {}: GPU {} reserved; nothing new is advertised there until it fits ({} "
+                    "instance(s) must finish)",
+                    profile_name, best_gpu, fewest));
   }
 };
 
 }  // namespace
 
-Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config,
-               std::span<const Demand> demand) {
+Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config, std::span<const Demand> demand) {
   Work w;
   w.remember = !config.try_every_unit;
   for (const auto& g : gpus) {
@@ -138,7 +136,8 @@ Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config,
     int placed = 0;
     for (int n = 0; n < d.count; ++n) {
       if (w.place_one(d.profile, static_cast<int>(i))) ++placed;
-      else if (w.remember) break;
+      else if (w.remember)
+        break;
     }
     // A line per demand for the first kNotedDemands; a long queue's rest is summed up once below
     // (tens of thousands of lines nobody reads cost a long queue's round a quarter of its time).
@@ -172,10 +171,9 @@ Result<void> verify_jointly_placeable(std::span<const PlannerGpu> gpus, const Pl
   for (const auto& slot : plan.slots) {
     if (slot.gpu < 0 || static_cast<std::size_t>(slot.gpu) >= layouts.size())
       return fail(ErrorCode::invalid_argument, fmt::format("slot on GPU {}: no such GPU", slot.gpu));
-    if (auto r = layouts[static_cast<std::size_t>(slot.gpu)].place(*slot.profile, slot.placement);
-        !r)
-      return std::unexpected(r.error().within(
-          fmt::format("GPU {}: {}@{}", slot.gpu, slot.profile->name, slot.placement.start)));
+    if (auto r = layouts[static_cast<std::size_t>(slot.gpu)].place(*slot.profile, slot.placement); !r)
+      return std::unexpected(
+          r.error().within(fmt::format("GPU {}: {}@{}", slot.gpu, slot.profile->name, slot.placement.start)));
   }
   return {};
 }

@@ -11,8 +11,7 @@ int share_capacity_milli(const GpuModel& model, const Profile& profile) {
   return 1000 * profile.compute_slices / model.compute_slices;
 }
 
-int choose_shared_instance(const GpuModel& model, std::span<const SharedInstance> instances,
-                           int milli) {
+int choose_shared_instance(const GpuModel& model, std::span<const SharedInstance> instances, int milli) {
   int best = -1, best_left = 0;
   for (std::size_t i = 0; i < instances.size(); ++i) {
     const SharedInstance& s = instances[i];
@@ -27,8 +26,7 @@ int choose_shared_instance(const GpuModel& model, std::span<const SharedInstance
   return best;
 }
 
-const Profile* profile_for_shared_instance(const GpuModel& model, int milli,
-                                           int min_compute_slices) {
+const Profile* profile_for_shared_instance(const GpuModel& model, int milli, int min_compute_slices) {
   if (milli < 1 || milli > 1000) return nullptr;
   const Profile* best = nullptr;
   for (const auto& p : model.profiles) {

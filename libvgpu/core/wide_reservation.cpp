@@ -34,8 +34,7 @@ std::vector<WideReservation> choose_wide_reservations(std::span<const WideReques
     if (before != previous.end() && std::ssize(before->nodes) == r.nodes) {
       for (const auto& name : before->nodes) {
         auto i = index_of(name);
-        if (i < 0 || taken[static_cast<std::size_t>(i)] ||
-            !enough_gpus(r, candidates[static_cast<std::size_t>(i)]) ||
+        if (i < 0 || taken[static_cast<std::size_t>(i)] || !enough_gpus(r, candidates[static_cast<std::size_t>(i)]) ||
             std::ranges::find(chosen, static_cast<std::size_t>(i)) != chosen.end()) {
           chosen.clear();
           break;

@@ -36,8 +36,8 @@ std::string_view to_string(VmState state) {
 }
 
 std::optional<InstanceState> parse_instance_state(std::string_view text) {
-  for (auto s : {InstanceState::creating, InstanceState::ready, InstanceState::scrubbing,
-                 InstanceState::quarantined, InstanceState::destroying, InstanceState::idle})
+  for (auto s : {InstanceState::creating, InstanceState::ready, InstanceState::scrubbing, InstanceState::quarantined,
+                 InstanceState::destroying, InstanceState::idle})
     if (to_string(s) == text) return s;
   return std::nullopt;
 }
@@ -74,17 +74,15 @@ std::unexpected<Error> corrupt(std::string path, std::string message) {
 }
 
 // Places one instance or slot on its GPU's layout, naming the field on failure.
-Result<void> place_on(std::map<int, GpuLayout>& layouts, const Ledger& ledger,
-                      const Catalog& catalog, const std::string& path, int gpu,
-                      const std::string& profile_name, Placement placement) {
+Result<void> place_on(std::map<int, GpuLayout>& layouts, const Ledger& ledger, const Catalog& catalog,
+                      const std::string& path, int gpu, const std::string& profile_name, Placement placement) {
   const LedgerGpu* g = ledger.find_gpu(gpu);
   if (!g) return corrupt(path + ".gpu", fmt::format("{}: no such GPU in gpus[]", gpu));
   const GpuModel* model = catalog.find_model(g->model);
   if (!model) return corrupt(path + ".gpu", fmt::format("{}: unknown model {}", gpu, g->model));
   const Profile* profile = model->find_profile(profile_name);
   if (!profile)
-    return corrupt(path + ".profile", fmt::format("{}: not a profile of {} (known: {})",
-                                                  profile_name, model->name,
+    return corrupt(path + ".profile", fmt::format("{}: not a profile of {} (known: {})", profile_name, model->name,
                                                   model->profile_names()));
   auto [it, inserted] = layouts.try_emplace(gpu, *model);
   (void)inserted;
@@ -118,8 +116,7 @@ std::vector<std::optional<std::size_t>> slot_backings(const Ledger& ledger) {
     const auto& slot = ledger.plan.slots[s];
     for (std::size_t i = 0; i < ledger.instances.size(); ++i) {
       const auto& inst = ledger.instances[i];
-      if (taken[i] || !(is_released(inst) || is_idle(inst)) || inst.gpu != slot.gpu ||
-          inst.placement != slot.placement)
+      if (taken[i] || !(is_released(inst) || is_idle(inst)) || inst.gpu != slot.gpu || inst.placement != slot.placement)
         continue;
       taken[i] = true;
       backing[s] = i;
@@ -150,11 +147,9 @@ Result<void> validate(const Ledger& ledger, const Catalog& base) {
     std::string path = fmt::format("gpus[{}]", i);
     if (!gpu_indexes.insert(g.index).second)
       return corrupt(path + ".index", fmt::format("{}: duplicate GPU index", g.index));
-    if (!gpu_uuids.insert(g.uuid).second)
-      return corrupt(path + ".uuid", fmt::format("{}: duplicate GPU uuid", g.uuid));
+    if (!gpu_uuids.insert(g.uuid).second) return corrupt(path + ".uuid", fmt::format("{}: duplicate GPU uuid", g.uuid));
     if (!catalog.find_model(g.model))
-      return corrupt(path + ".model", fmt::format("{}: unknown model (known: {})", g.model,
-                                                  catalog.model_names()));
+      return corrupt(path + ".model", fmt::format("{}: unknown model (known: {})", g.model, catalog.model_names()));
   }
 
   std::map<int, GpuLayout> layouts;
@@ -168,18 +163,15 @@ Result<void> validate(const Ledger& ledger, const Catalog& base) {
     const auto& inst = ledger.instances[i];
     std::string path = fmt::format("instances[{}]", i);
     if (!backs[i])
-      if (auto r = place_on(layouts, ledger, catalog, path, inst.gpu, inst.profile, inst.placement); !r)
-        return r;
+      if (auto r = place_on(layouts, ledger, catalog, path, inst.gpu, inst.profile, inst.placement); !r) return r;
     if (!mig_uuids.insert(inst.mig_uuid).second)
       return corrupt(path + ".mig_uuid", fmt::format("{}: duplicate instance", inst.mig_uuid));
     if (!gi_ids.insert({inst.gpu, inst.gpu_instance_id}).second)
       return corrupt(path + ".gpu_instance_id",
-                     fmt::format("{}: duplicate instance on GPU {}", inst.gpu_instance_id,
-                                 inst.gpu));
+                     fmt::format("{}: duplicate instance on GPU {}", inst.gpu_instance_id, inst.gpu));
     if (!inst.job && !inst.user.empty())
       return corrupt(path + ".user", fmt::format("{}: set but the instance has no job", inst.user));
-    if (inst.job && inst.orphaned)
-      return corrupt(path + ".orphaned", "true but the instance has an owning job");
+    if (inst.job && inst.orphaned) return corrupt(path + ".orphaned", "true but the instance has an owning job");
     if (inst.job && inst.state == InstanceState::idle)
       return corrupt(path + ".state", fmt::format("idle but the instance has an owning job ({})", *inst.job));
   }
@@ -195,9 +187,7 @@ Result<void> validate(const Ledger& ledger, const Catalog& base) {
   for (std::size_t i = 0; i < ledger.plan.slots.size(); ++i) {
     const auto& slot = ledger.plan.slots[i];
     std::string path = fmt::format("plan.slots[{}]", i);
-    if (auto r = place_on(layouts, ledger, catalog, path, slot.gpu, slot.profile, slot.placement);
-        !r)
-      return r;
+    if (auto r = place_on(layouts, ledger, catalog, path, slot.gpu, slot.profile, slot.placement); !r) return r;
   }
   return validate_share_groups(ledger, catalog);
 }
@@ -210,9 +200,7 @@ std::vector<const LedgerInstance*> instances_of_job(const Ledger& ledger, JobId 
 }
 
 Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, int count) {
-  if (count < 1)
-    return fail(ErrorCode::invalid_argument, fmt::format("job {}: count {}: must be >= 1", job,
-                                                         count));
+  if (count < 1) return fail(ErrorCode::invalid_argument, fmt::format("job {}: count {}: must be >= 1", job, count));
   std::vector<PlanSlot*> mine, idle, free, backed;
   const auto backing = slot_backings(ledger);
   const auto idle_backing = idle_backings(ledger);
@@ -223,8 +211,10 @@ Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, in
       mine.push_back(&slot);
     } else if (!slot.claimed_by_job) {
       if (!backing[i]) free.push_back(&slot);
-      else if (idle_backing[i]) idle.push_back(&slot);
-      else backed.push_back(&slot);
+      else if (idle_backing[i])
+        idle.push_back(&slot);
+      else
+        backed.push_back(&slot);
     }
   }
   // An idle instance is ready now; a released one makes the prolog wait for a scrub: last resort.
@@ -235,8 +225,8 @@ Result<void> claim_slots(Ledger& ledger, JobId job, std::string_view profile, in
   auto need = static_cast<std::size_t>(count - have);
   if (free.size() < need)
     return fail(ErrorCode::no_capacity,
-                fmt::format("job {}: wants {} x {}, plan generation {} has {} unclaimed{}", job,
-                            count, profile, ledger.plan.generation, free.size(),
+                fmt::format("job {}: wants {} x {}, plan generation {} has {} unclaimed{}", job, count, profile,
+                            ledger.plan.generation, free.size(),
                             have ? fmt::format(" and {} already claimed by the job", have) : ""));
   for (std::size_t i = 0; i < need; ++i) free[i]->claimed_by_job = job;
   return {};
@@ -259,16 +249,15 @@ Result<void> add_instance(Ledger& ledger, LedgerInstance instance, const Catalog
   const ShareGroup* group = share_group_at(next, instance.gpu, instance.placement);
   if (instance.job || (group && group->type == instance.profile)) {
     auto slot = std::ranges::find_if(next.plan.slots, [&](const PlanSlot& s) {
-      return s.claimed_by_job == instance.job && s.gpu == instance.gpu &&
-             s.profile == instance.profile && s.placement == instance.placement;
+      return s.claimed_by_job == instance.job && s.gpu == instance.gpu && s.profile == instance.profile &&
+             s.placement == instance.placement;
     });
     if (slot != next.plan.slots.end()) next.plan.slots.erase(slot);
   }
-  std::string what = fmt::format("add instance {} ({} at {} on GPU {})", instance.mig_uuid,
-                                 instance.profile, show(instance.placement), instance.gpu);
+  std::string what = fmt::format("add instance {} ({} at {} on GPU {})", instance.mig_uuid, instance.profile,
+                                 show(instance.placement), instance.gpu);
   next.instances.push_back(std::move(instance));
-  if (auto r = validate(next, catalog); !r)
-    return fail(ErrorCode::conflict, what + ": " + r.error().message);
+  if (auto r = validate(next, catalog); !r) return fail(ErrorCode::conflict, what + ": " + r.error().message);
   ledger = std::move(next);
   return {};
 }
@@ -276,12 +265,10 @@ Result<void> add_instance(Ledger& ledger, LedgerInstance instance, const Catalog
 namespace {
 // The instance (gpu, gpu_instance_id), or not_found naming it.
 Result<std::vector<LedgerInstance>::iterator> find_instance(Ledger& ledger, int gpu, int gpu_instance_id) {
-  auto it = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
-    return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id;
-  });
+  auto it = std::ranges::find_if(
+      ledger.instances, [&](const LedgerInstance& i) { return i.gpu == gpu && i.gpu_instance_id == gpu_instance_id; });
   if (it == ledger.instances.end())
-    return fail(ErrorCode::not_found, fmt::format("GPU {} GPU-instance {}: not in the ledger", gpu,
-                                                  gpu_instance_id));
+    return fail(ErrorCode::not_found, fmt::format("GPU {} GPU-instance {}: not in the ledger", gpu, gpu_instance_id));
   return it;
 }
 }  // namespace
@@ -291,8 +278,8 @@ Result<void> adopt_idle_instance(Ledger& ledger, int gpu, int gpu_instance_id, J
   auto found = find_instance(ledger, gpu, gpu_instance_id);
   if (!found) return std::unexpected(found.error());
   auto it = *found;
-  const std::string what = fmt::format("job {}: adopt instance {} ({} at {} on GPU {})", job, it->mig_uuid,
-                                       it->profile, show(it->placement), gpu);
+  const std::string what = fmt::format("job {}: adopt instance {} ({} at {} on GPU {})", job, it->mig_uuid, it->profile,
+                                       show(it->placement), gpu);
   if (!is_idle(*it))
     return fail(ErrorCode::conflict, fmt::format("{}: it is {}{}, not idle", what, to_string(it->state),
                                                  it->job ? fmt::format(" for job {}", *it->job) : ""));
@@ -302,9 +289,10 @@ Result<void> adopt_idle_instance(Ledger& ledger, int gpu, int gpu_instance_id, J
     if (backing[s] != index) continue;
     const auto& slot = ledger.plan.slots[s];
     if (slot.claimed_by_job != job || slot.profile != it->profile)
-      return fail(ErrorCode::conflict, fmt::format("{}: its slot is {}", what,
-                                                   slot.claimed_by_job ? fmt::format("claimed by job {}", *slot.claimed_by_job)
-                                                                       : std::string("not claimed by the job")));
+      return fail(ErrorCode::conflict,
+                  fmt::format("{}: its slot is {}", what,
+                              slot.claimed_by_job ? fmt::format("claimed by job {}", *slot.claimed_by_job)
+                                                  : std::string("not claimed by the job")));
     ledger.plan.slots.erase(ledger.plan.slots.begin() + static_cast<std::ptrdiff_t>(s));
     it->job = job;
     it->user = std::move(user);
@@ -357,8 +345,8 @@ Result<void> forget_vanished_instance(Ledger& ledger, int gpu, int gpu_instance_
   if (!found) return std::unexpected(found.error());
   const auto& it = *found;
   if (it->job)
-    ledger.new_history.push_back(HistoryRecord{*it->job, it->user, it->gpu, it->profile, it->placement,
-                                               it->mig_uuid, it->created_at, now, "vanished"});
+    ledger.new_history.push_back(HistoryRecord{*it->job, it->user, it->gpu, it->profile, it->placement, it->mig_uuid,
+                                               it->created_at, now, "vanished"});
   ledger.instances.erase(it);
   return {};
 }
@@ -367,7 +355,9 @@ bool names_job(const Ledger& ledger, JobId job) {
   return std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) { return i.job == job; }) ||
          std::ranges::any_of(ledger.plan.slots, [&](const PlanSlot& s) { return s.claimed_by_job == job; }) ||
          std::ranges::any_of(ledger.share_groups,
-                             [&](const ShareGroup& g) { return std::ranges::find(g.holders, job, &ShareHolder::job) != g.holders.end(); }) ||
+                             [&](const ShareGroup& g) {
+                               return std::ranges::find(g.holders, job, &ShareHolder::job) != g.holders.end();
+                             }) ||
          std::ranges::any_of(ledger.vms, [&](const VizVm& vm) { return vm.job == job; });
 }
 
@@ -375,9 +365,8 @@ int retire_job(Ledger& ledger, JobId job, std::int64_t end_time, std::string_vie
   int owned = 0;
   for (auto& inst : ledger.instances) {
     if (inst.job != job) continue;
-    ledger.new_history.push_back(HistoryRecord{job, inst.user, inst.gpu, inst.profile,
-                                               inst.placement, inst.mig_uuid, inst.created_at,
-                                               end_time, std::string(end_reason)});
+    ledger.new_history.push_back(HistoryRecord{job, inst.user, inst.gpu, inst.profile, inst.placement, inst.mig_uuid,
+                                               inst.created_at, end_time, std::string(end_reason)});
     inst.job.reset();
     inst.user.clear();
     inst.state = InstanceState::scrubbing;
@@ -415,23 +404,19 @@ Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view,
   for (const auto& g : view.gpus) {
     const GpuModel* model = catalog.find_model_for_product(g.model);
     if (!model)
-      return fail(ErrorCode::not_found,
-                  fmt::format("rebuild: GPU {} ({}): model {} is not MIG-capable as far as we "
-                              "know (known: {})",
-                              g.index, g.uuid, g.model, catalog.model_names()));
+      return fail(ErrorCode::not_found, fmt::format("rebuild: GPU {} ({}): model {} is not MIG-capable as far as we "
+                                                    "know (known: {})",
+                                                    g.index, g.uuid, g.model, catalog.model_names()));
     ledger.gpus.push_back({g.index, g.uuid, model->name, g.pci_bus_id});
   }
   for (const auto& h : view.instances)
-    ledger.instances.push_back(LedgerInstance{h.gpu, h.profile, h.placement, h.gpu_instance_id,
-                                              h.compute_instance_id, h.mig_uuid, std::nullopt, "",
-                                              InstanceState::quarantined, now, true});
-  if (auto r = validate(ledger, catalog); !r)
-    return std::unexpected(r.error().within("rebuild: the hardware view"));
+    ledger.instances.push_back(LedgerInstance{h.gpu, h.profile, h.placement, h.gpu_instance_id, h.compute_instance_id,
+                                              h.mig_uuid, std::nullopt, "", InstanceState::quarantined, now, true});
+  if (auto r = validate(ledger, catalog); !r) return std::unexpected(r.error().within("rebuild: the hardware view"));
   return ledger;
 }
 
-std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view,
-                                  const Catalog& base) {
+std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view, const Catalog& base) {
   const std::optional<Catalog> own = catalog_with_classes(ledger, base);
   const Catalog& catalog = own ? *own : base;
   // The hardware reports what a class realizes, under the hardware profile's name.
@@ -453,8 +438,8 @@ std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view
     std::string hw_model_name = hw_model ? hw_model->name : hw->model;
     if (hw->uuid != g.uuid || hw_model_name != g.model || hw->pci_bus_id != g.pci_bus_id)
       out.push_back({DifferenceKind::gpu_mismatch, g.index, std::nullopt,
-                     fmt::format("ledger {} {} {} != hardware {} {} {}", g.uuid, g.model,
-                                 g.pci_bus_id, hw->uuid, hw_model_name, hw->pci_bus_id)});
+                     fmt::format("ledger {} {} {} != hardware {} {} {}", g.uuid, g.model, g.pci_bus_id, hw->uuid,
+                                 hw_model_name, hw->pci_bus_id)});
   }
   for (const auto& hw : view.gpus)
     if (!ledger.find_gpu(hw.index))
@@ -467,16 +452,15 @@ std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view
     });
     if (hw == view.instances.end()) {
       out.push_back({DifferenceKind::missing_instance, inst.gpu, inst.gpu_instance_id,
-                     fmt::format("ledger has {} ({} at {}, {}), hardware does not", inst.mig_uuid,
-                                 inst.profile, show(inst.placement), to_string(inst.state))});
+                     fmt::format("ledger has {} ({} at {}, {}), hardware does not", inst.mig_uuid, inst.profile,
+                                 show(inst.placement), to_string(inst.state))});
       continue;
     }
-    if (hw->mig_uuid != inst.mig_uuid || hw->profile != hardware_name(inst) ||
-        hw->placement != inst.placement || hw->compute_instance_id != inst.compute_instance_id)
+    if (hw->mig_uuid != inst.mig_uuid || hw->profile != hardware_name(inst) || hw->placement != inst.placement ||
+        hw->compute_instance_id != inst.compute_instance_id)
       out.push_back({DifferenceKind::mismatched_instance, inst.gpu, inst.gpu_instance_id,
-                     fmt::format("ledger {} {} at {} CI {} != hardware {} {} at {} CI {}",
-                                 inst.mig_uuid, inst.profile, show(inst.placement),
-                                 inst.compute_instance_id, hw->mig_uuid, hw->profile,
+                     fmt::format("ledger {} {} at {} CI {} != hardware {} {} at {} CI {}", inst.mig_uuid, inst.profile,
+                                 show(inst.placement), inst.compute_instance_id, hw->mig_uuid, hw->profile,
                                  show(hw->placement), hw->compute_instance_id)});
   }
   for (const auto& hw : view.instances) {
@@ -485,9 +469,9 @@ std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view
     });
     // A uniform GPU's mode brings all its partitions at once: those no job holds are free space.
     if (!known && !is_uniform_gpu(ledger, catalog, hw.gpu))
-      out.push_back({DifferenceKind::leaked_instance, hw.gpu, hw.gpu_instance_id,
-                     fmt::format("hardware has {} ({} at {}), ledger does not", hw.mig_uuid,
-                                 hw.profile, show(hw.placement))});
+      out.push_back(
+          {DifferenceKind::leaked_instance, hw.gpu, hw.gpu_instance_id,
+           fmt::format("hardware has {} ({} at {}), ledger does not", hw.mig_uuid, hw.profile, show(hw.placement))});
   }
   return out;
 }

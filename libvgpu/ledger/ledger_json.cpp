@@ -28,9 +28,7 @@ struct Malformed {
   std::string message;
 };
 
-[[noreturn]] void bad(const std::string& path, std::string message) {
-  throw Malformed{path, std::move(message)};
-}
+[[noreturn]] void bad(const std::string& path, std::string message) { throw Malformed{path, std::move(message)}; }
 
 std::string join(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
@@ -48,8 +46,7 @@ std::string_view type_name(const json& value) {
 }
 
 // Checks that `value` is an object with exactly the `required` keys plus any `optional` ones.
-void expect_fields(const json& value, const std::string& path,
-                   std::initializer_list<std::string_view> required,
+void expect_fields(const json& value, const std::string& path, std::initializer_list<std::string_view> required,
                    std::initializer_list<std::string_view> optional = {}) {
   if (!value.is_object())
     bad(path.empty() ? "(top level)" : path,
@@ -58,12 +55,11 @@ void expect_fields(const json& value, const std::string& path,
   if (!problems.empty()) bad(join(path, contract::printable(problems.front().key)), problems.front().message);
 }
 
-std::int64_t read_int(const json& obj, std::string_view key, const std::string& path,
-                      std::int64_t min, std::int64_t max) {
+std::int64_t read_int(const json& obj, std::string_view key, const std::string& path, std::int64_t min,
+                      std::int64_t max) {
   const json& v = obj.at(key);
   std::string field = join(path, key);
-  if (!v.is_number_integer())
-    bad(field, fmt::format("{}: expected an integer, got {}", brief(v), type_name(v)));
+  if (!v.is_number_integer()) bad(field, fmt::format("{}: expected an integer, got {}", brief(v), type_name(v)));
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
     bad(field, fmt::format("{}: must be between {} and {}", brief(v), min, max));
   auto n = v.get<std::int64_t>();
@@ -71,25 +67,23 @@ std::int64_t read_int(const json& obj, std::string_view key, const std::string& 
   return n;
 }
 
-int read_small_int(const json& obj, std::string_view key, const std::string& path, int min,
-                   int max) {
+int read_small_int(const json& obj, std::string_view key, const std::string& path, int min, int max) {
   return static_cast<int>(read_int(obj, key, path, min, max));
 }
 
-std::string read_string(const json& obj, std::string_view key, const std::string& path,
-                        bool allow_empty = false) {
+std::string read_string(const json& obj, std::string_view key, const std::string& path, bool allow_empty = false) {
   const json& v = obj.at(key);
   std::string field = join(path, key);
   if (!v.is_string()) bad(field, fmt::format("{}: expected a string, got {}", brief(v), type_name(v)));
   const auto& s = v.get_ref<const std::string&>();
   if (s.empty() && !allow_empty) bad(field, "must not be empty");
   // The rule every writer checks first (contract/names.h), so nothing a job brings is refused here.
-  if (auto problem = contract::record_text_problem(s); !problem.empty()) bad(field, fmt::format("{}: {}", brief(v), problem));
+  if (auto problem = contract::record_text_problem(s); !problem.empty())
+    bad(field, fmt::format("{}: {}", brief(v), problem));
   return s;
 }
 
-std::string read_prefixed(const json& obj, std::string_view key, const std::string& path,
-                          std::string_view prefix) {
+std::string read_prefixed(const json& obj, std::string_view key, const std::string& path, std::string_view prefix) {
   std::string s = read_string(obj, key, path);
   if (!s.starts_with(prefix) || s.size() == prefix.size())
     bad(join(path, key), fmt::format("\"{}\": must start with \"{}\"", s, prefix));
@@ -101,14 +95,14 @@ std::string read_device_uuid(const json& obj, std::string_view key, const std::s
   std::string s = read_string(obj, key, path);
   if (contract::is_amd_partition_uuid(s)) return s;
   if (!s.starts_with("MIG-") || s.size() == 4)
-    bad(join(path, key), fmt::format("\"{}\": must start with \"MIG-\" or be an AMD partition's GPU-<16 hex digits>", s));
+    bad(join(path, key),
+        fmt::format("\"{}\": must start with \"MIG-\" or be an AMD partition's GPU-<16 hex digits>", s));
   return s;
 }
 
 bool read_bool(const json& obj, std::string_view key, const std::string& path) {
   const json& v = obj.at(key);
-  if (!v.is_boolean())
-    bad(join(path, key), fmt::format("{}: expected true or false, got {}", brief(v), type_name(v)));
+  if (!v.is_boolean()) bad(join(path, key), fmt::format("{}: expected true or false, got {}", brief(v), type_name(v)));
   return v.get<bool>();
 }
 
@@ -120,8 +114,7 @@ JobId read_job(const json& obj, std::string_view key, const std::string& path) {
   return static_cast<JobId>(read_int(obj, key, path, 1, kMaxJob));
 }
 
-std::optional<JobId> read_optional_job(const json& obj, std::string_view key,
-                                       const std::string& path) {
+std::optional<JobId> read_optional_job(const json& obj, std::string_view key, const std::string& path) {
   if (obj.at(key).is_null()) return std::nullopt;
   return read_job(obj, key, path);
 }
@@ -135,8 +128,8 @@ bool is_pci_bus_id(std::string_view s) {
   auto hex = [](std::string_view part) {
     return std::ranges::all_of(part, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
   };
-  return hex(s.substr(0, colon)) && hex(rest.substr(1, 2)) && hex(rest.substr(4, 2)) &&
-         rest[7] >= '0' && rest[7] <= '7';
+  return hex(s.substr(0, colon)) && hex(rest.substr(1, 2)) && hex(rest.substr(4, 2)) && rest[7] >= '0' &&
+         rest[7] <= '7';
 }
 
 Placement read_placement(const json& obj, const std::string& path) {
@@ -152,8 +145,7 @@ json job_json(const std::optional<JobId>& job) { return job ? json(*job) : json(
 
 const json& read_array(const json& obj, std::string_view key, const std::string& path) {
   const json& v = obj.at(key);
-  if (!v.is_array())
-    bad(join(path, key), fmt::format("{}: expected an array, got {}", brief(v), type_name(v)));
+  if (!v.is_array()) bad(join(path, key), fmt::format("{}: expected an array, got {}", brief(v), type_name(v)));
   return v;
 }
 
@@ -165,15 +157,14 @@ LedgerGpu read_gpu(const json& j, const std::string& path) {
   g.model = read_string(j, "model", path);
   g.pci_bus_id = read_string(j, "pci_bus_id", path);
   if (!is_pci_bus_id(g.pci_bus_id))
-    bad(join(path, "pci_bus_id"), fmt::format("\"{}\": not a PCI bus id like 0000:00:06.0",
-                                              g.pci_bus_id));
+    bad(join(path, "pci_bus_id"), fmt::format("\"{}\": not a PCI bus id like 0000:00:06.0", g.pci_bus_id));
   return g;
 }
 
 LedgerInstance read_instance(const json& j, const std::string& path) {
   expect_fields(j, path,
-                {"gpu", "profile", "placement", "gpu_instance_id", "compute_instance_id",
-                 "mig_uuid", "job", "user", "state", "created_at", "orphaned"});
+                {"gpu", "profile", "placement", "gpu_instance_id", "compute_instance_id", "mig_uuid", "job", "user",
+                 "state", "created_at", "orphaned"});
   LedgerInstance i;
   i.gpu = read_small_int(j, "gpu", path, 0, kMaxIndex);
   i.profile = read_string(j, "profile", path);
@@ -187,7 +178,8 @@ LedgerInstance read_instance(const json& j, const std::string& path) {
   auto parsed = parse_instance_state(state);
   if (!parsed)
     bad(join(path, "state"), fmt::format("\"{}\": not one of creating, ready, scrubbing, "
-                                         "quarantined, destroying, idle", state));
+                                         "quarantined, destroying, idle",
+                                         state));
   i.state = *parsed;
   i.created_at = read_int(j, "created_at", path, 0, kMaxTime);
   i.orphaned = read_bool(j, "orphaned", path);
@@ -202,8 +194,7 @@ VizVm read_vm(const json& j, const std::string& path) {
   vm.device = read_string(j, "device", path, /*allow_empty=*/true);  // not known until the VM started
   std::string state = read_string(j, "state", path);
   auto parsed = parse_vm_state(state);
-  if (!parsed)
-    bad(join(path, "state"), fmt::format("\"{}\": not one of starting, running, stopping", state));
+  if (!parsed) bad(join(path, "state"), fmt::format("\"{}\": not one of starting, running, stopping", state));
   vm.state = *parsed;
   return vm;
 }
@@ -274,8 +265,7 @@ Result<json> parse_json(std::string_view text) {
 std::string serialize_ledger(const Ledger& ledger) {
   json gpus = json::array();
   for (const auto& g : ledger.gpus)
-    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model},
-                    {"pci_bus_id", g.pci_bus_id}});
+    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model}, {"pci_bus_id", g.pci_bus_id}});
   json instances = json::array();
   for (const auto& i : ledger.instances)
     instances.push_back({{"gpu", i.gpu},
@@ -291,8 +281,7 @@ std::string serialize_ledger(const Ledger& ledger) {
                          {"orphaned", i.orphaned}});
   json vms = json::array();
   for (const auto& vm : ledger.vms)
-    vms.push_back({{"job", vm.job}, {"domain", vm.domain}, {"device", vm.device},
-                   {"state", to_string(vm.state)}});
+    vms.push_back({{"job", vm.job}, {"domain", vm.domain}, {"device", vm.device}, {"state", to_string(vm.state)}});
   json slots = json::array();
   for (const auto& s : ledger.plan.slots)
     slots.push_back({{"gpu", s.gpu},
@@ -313,7 +302,8 @@ std::string serialize_ledger(const Ledger& ledger) {
   if (!ledger.classes.empty()) {
     json classes = json::array();
     for (const auto& c : ledger.classes) {
-      json entry = {{"name", c.name}, {"min_memory_gb", c.min_memory_gb}, {"min_compute_fraction", c.min_compute_fraction}};
+      json entry = {
+          {"name", c.name}, {"min_memory_gb", c.min_memory_gb}, {"min_compute_fraction", c.min_compute_fraction}};
       if (c.shares > 0) {
         entry["profile"] = c.profile;
         entry["shares"] = c.shares;
@@ -327,7 +317,9 @@ std::string serialize_ledger(const Ledger& ledger) {
     for (const auto& g : ledger.share_groups) {
       json holders = json::array();
       for (const auto& h : g.holders) holders.push_back({{"job", h.job}, {"user", h.user}, {"since", h.since}});
-      groups.push_back({{"gpu", g.gpu}, {"placement", placement_json(g.placement)}, {"type", g.type},
+      groups.push_back({{"gpu", g.gpu},
+                        {"placement", placement_json(g.placement)},
+                        {"type", g.type},
                         {"holders", std::move(holders)}});
     }
     doc["share_groups"] = std::move(groups);
@@ -341,7 +333,8 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
   Ledger ledger;
   try {
     const json& j = *doc;
-    expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"}, {"classes", "share_groups"});
+    expect_fields(j, "", {"format", "version", "node", "gpus", "instances", "vms", "plan"},
+                  {"classes", "share_groups"});
     check_header(j, kLedgerFormat, kLedgerOldestReadableVersion, kLedgerVersion);
     if (j.contains("classes")) {
       const json& version = j.at("version");
@@ -357,7 +350,8 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
           bad(join(path, "shares"), fmt::format("a version {} ledger has no share types", brief(version)));
         GpuClass gc;
         gc.name = read_string(c, "name", path);
-        if (!contract::is_valid_type_name(gc.name)) bad(join(path, "name"), fmt::format("\"{}\": {}", gc.name, contract::type_name_rule()));
+        if (!contract::is_valid_type_name(gc.name))
+          bad(join(path, "name"), fmt::format("\"{}\": {}", gc.name, contract::type_name_rule()));
         gc.min_memory_gb = static_cast<int>(read_int(c, "min_memory_gb", path, 0, 100000));
         const json& f = c.at("min_compute_fraction");
         if (!f.is_number() || f.get<double>() < 0.0 || f.get<double>() > 1.0)
@@ -381,18 +375,15 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
     }
     ledger.node = read_string(j, "node", "");
     const json& gpus = read_array(j, "gpus", "");
-    for (std::size_t i = 0; i < gpus.size(); ++i)
-      ledger.gpus.push_back(read_gpu(gpus[i], fmt::format("gpus[{}]", i)));
+    for (std::size_t i = 0; i < gpus.size(); ++i) ledger.gpus.push_back(read_gpu(gpus[i], fmt::format("gpus[{}]", i)));
     const json& instances = read_array(j, "instances", "");
     for (std::size_t i = 0; i < instances.size(); ++i)
       ledger.instances.push_back(read_instance(instances[i], fmt::format("instances[{}]", i)));
     const json& vms = read_array(j, "vms", "");
-    for (std::size_t i = 0; i < vms.size(); ++i)
-      ledger.vms.push_back(read_vm(vms[i], fmt::format("vms[{}]", i)));
+    for (std::size_t i = 0; i < vms.size(); ++i) ledger.vms.push_back(read_vm(vms[i], fmt::format("vms[{}]", i)));
     const json& plan = j.at("plan");
     expect_fields(plan, "plan", {"generation", "slots"});
-    ledger.plan.generation =
-        static_cast<std::uint64_t>(read_int(plan, "generation", "plan", 0, kMaxTime));
+    ledger.plan.generation = static_cast<std::uint64_t>(read_int(plan, "generation", "plan", 0, kMaxTime));
     const json& slots = read_array(plan, "slots", "plan");
     for (std::size_t i = 0; i < slots.size(); ++i)
       ledger.plan.slots.push_back(read_slot(slots[i], fmt::format("plan.slots[{}]", i)));
@@ -423,8 +414,9 @@ Result<HistoryRecord> parse_history_record(std::string_view line) {
   if (!doc) return std::unexpected(doc.error());
   try {
     const json& j = *doc;
-    expect_fields(j, "", {"format", "version", "job", "user", "gpu", "profile", "placement",
-                          "mig_uuid", "start_time", "end_time", "end_reason"});
+    expect_fields(j, "",
+                  {"format", "version", "job", "user", "gpu", "profile", "placement", "mig_uuid", "start_time",
+                   "end_time", "end_reason"});
     check_header(j, kHistoryFormat, kHistoryVersion, kHistoryVersion);
     HistoryRecord r;
     r.job = read_job(j, "job", "");
@@ -436,8 +428,7 @@ Result<HistoryRecord> parse_history_record(std::string_view line) {
     r.start_time = read_int(j, "start_time", "", 0, kMaxTime);
     r.end_time = read_int(j, "end_time", "", 0, kMaxTime);
     r.end_reason = read_string(j, "end_reason", "");
-    if (r.end_time < r.start_time)
-      bad("end_time", fmt::format("{}: before start_time {}", r.end_time, r.start_time));
+    if (r.end_time < r.start_time) bad("end_time", fmt::format("{}: before start_time {}", r.end_time, r.start_time));
     return r;
   } catch (const Malformed& m) {
     return fail(ErrorCode::corrupt, m.path + ": " + m.message);

@@ -45,17 +45,15 @@ std::string utc_stamp(std::int64_t t) {
 // sees which GPU), so group/other write bits and foreign owners are refused, not repaired.
 Result<void> check_trusted(const FileInfo& info, const std::string& path, bool want_directory) {
   if (want_directory ? !info.is_directory : !info.is_regular)
-    return fail(ErrorCode::unavailable, fmt::format("refusing {}: not a {}", path,
-                                                    want_directory ? "directory" : "regular file"));
+    return fail(ErrorCode::unavailable,
+                fmt::format("refusing {}: not a {}", path, want_directory ? "directory" : "regular file"));
   if (info.owner != ::geteuid())
     return fail(ErrorCode::unavailable,
-                fmt::format("refusing {}: owned by uid {}, not by uid {} that uses it", path,
-                            info.owner, ::geteuid()));
+                fmt::format("refusing {}: owned by uid {}, not by uid {} that uses it", path, info.owner, ::geteuid()));
   if (info.mode & 022)
     return fail(ErrorCode::unavailable,
-                fmt::format("refusing {}: mode {:04o} lets {} write it (want {:04o})", path,
-                            info.mode, (info.mode & 002) ? "everyone" : "its group",
-                            want_directory ? 0700 : 0600));
+                fmt::format("refusing {}: mode {:04o} lets {} write it (want {:04o})", path, info.mode,
+                            (info.mode & 002) ? "everyone" : "its group", want_directory ? 0700 : 0600));
   return {};
 }
 
@@ -96,8 +94,7 @@ Result<void> LedgerStore::check_directory() const {
   auto info = fs_->stat(dir_);
   if (!info && info.error() == ENOENT && options_.create_directory && !options_.read_only) {
     auto made = fs_->mkdir(dir_, 0700);
-    if (!made && made.error() != EEXIST)
-      return std::unexpected(file_ops::sys_error("mkdir", dir_, made.error()));
+    if (!made && made.error() != EEXIST) return std::unexpected(file_ops::sys_error("mkdir", dir_, made.error()));
     info = fs_->stat(dir_);
   }
   if (!info) return std::unexpected(file_ops::sys_error("stat", dir_, info.error()));
@@ -168,10 +165,9 @@ Result<LedgerStore::Lock> LedgerStore::lock(int operation) const {
   const int err = wait_for_flock(file->fd(), operation, options_.lock_timeout);
   if (err == 0) return Lock(std::move(*file));
   if (err == ETIMEDOUT)
-    return fail(ErrorCode::unavailable,
-                fmt::format("flock {}: still held by another process after {} ms (lock "
-                            "timeout); is a prolog or epilog stuck?",
-                            lock_path(), options_.lock_timeout.count()));
+    return fail(ErrorCode::unavailable, fmt::format("flock {}: still held by another process after {} ms (lock "
+                                                    "timeout); is a prolog or epilog stuck?",
+                                                    lock_path(), options_.lock_timeout.count()));
   return std::unexpected(file_ops::sys_error("flock", lock_path(), err));
 }
 
@@ -190,8 +186,7 @@ Result<Ledger> LedgerStore::read_locked(std::string* canonical) const {
   auto opened = file_ops::open_if_exists(*fs_, ledger_path(), kReadFlags);
   if (!opened) return std::unexpected(opened.error());
   if (!*opened)
-    return fail(ErrorCode::not_found,
-                fmt::format("{}: no ledger yet; rebuild it from the hardware", ledger_path()));
+    return fail(ErrorCode::not_found, fmt::format("{}: no ledger yet; rebuild it from the hardware", ledger_path()));
   auto& file = **opened;
   auto info = file.fstat();
   if (!info) return std::unexpected(info.error());
@@ -207,8 +202,7 @@ Result<Ledger> LedgerStore::read_locked(std::string* canonical) const {
     cache_->valid = false;
     auto ledger = parse_ledger(*text, *catalog_);
     if (!ledger)
-      return fail(ErrorCode::corrupt,
-                  set_aside(fmt::format("{}: {}", ledger_path(), ledger.error().message)));
+      return fail(ErrorCode::corrupt, set_aside(fmt::format("{}: {}", ledger_path(), ledger.error().message)));
     cache_->canonical = serialize_ledger(*ledger);
     cache_->ledger = std::move(*ledger);
     cache_->text = std::move(*text);
@@ -238,8 +232,7 @@ Result<void> LedgerStore::write_locked(const Ledger& ledger, Durability durabili
 
 Result<void> LedgerStore::append_history(const std::vector<HistoryRecord>& records) {
   if (records.empty()) return {};
-  auto file = file_ops::open(*fs_, history_path(),
-                             O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  auto file = file_ops::open(*fs_, history_path(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (!file) return std::unexpected(file.error());
   auto info = file->fstat();
   if (!info) return std::unexpected(info.error());
@@ -270,7 +263,8 @@ Result<Ledger> LedgerStore::load() const {
 }
 
 Result<Ledger> LedgerStore::update(const Mutator& mutate, Durability durability) {
-  if (options_.read_only) return fail(ErrorCode::internal, fmt::format("{}: a read-only store is never written", ledger_path()));
+  if (options_.read_only)
+    return fail(ErrorCode::internal, fmt::format("{}: a read-only store is never written", ledger_path()));
   auto held = lock(LOCK_EX);
   if (!held) return std::unexpected(held.error());
   if (auto r = remove_stale_temporaries(); !r) return std::unexpected(r.error());
@@ -280,9 +274,8 @@ Result<Ledger> LedgerStore::update(const Mutator& mutate, Durability durability)
   ledger->new_history.clear();
   if (auto r = mutate(*ledger); !r) return std::unexpected(r.error());
   if (auto r = validate(*ledger, *catalog_); !r)
-    return fail(ErrorCode::conflict,
-                fmt::format("{}: update refused, it would leave the ledger invalid: {}",
-                            ledger_path(), r.error().message));
+    return fail(ErrorCode::conflict, fmt::format("{}: update refused, it would leave the ledger invalid: {}",
+                                                 ledger_path(), r.error().message));
   // Most planner rounds change nothing: rewriting then costs two fsyncs and wakes every reader.
   if (ledger->new_history.empty() && serialize_ledger(*ledger) == before) return ledger;
   // History first: a crash after this and before the rename repeats the record on retry, which
@@ -293,11 +286,11 @@ Result<Ledger> LedgerStore::update(const Mutator& mutate, Durability durability)
 }
 
 Result<void> LedgerStore::replace(const Ledger& ledger) {
-  if (options_.read_only) return fail(ErrorCode::internal, fmt::format("{}: a read-only store is never written", ledger_path()));
+  if (options_.read_only)
+    return fail(ErrorCode::internal, fmt::format("{}: a read-only store is never written", ledger_path()));
   if (auto r = validate(ledger, *catalog_); !r)
     return fail(ErrorCode::invalid_argument,
-                fmt::format("{}: refusing to write an invalid ledger: {}", ledger_path(),
-                            r.error().message));
+                fmt::format("{}: refusing to write an invalid ledger: {}", ledger_path(), r.error().message));
   auto held = lock(LOCK_EX);
   if (!held) return std::unexpected(held.error());
   if (auto r = remove_stale_temporaries(); !r) return r;
@@ -326,10 +319,8 @@ Result<std::vector<HistoryRecord>> LedgerStore::history() const {
     ++line_number;
     auto record = parse_history_record(std::string_view(*text).substr(pos, newline - pos));
     if (!record)
-      return fail(ErrorCode::corrupt, fmt::format("{}:{}: {}", history_path(), line_number,
-                                                  record.error().message));
-    if (seen.insert({record->job, record->mig_uuid, record->start_time}).second)
-      records.push_back(std::move(*record));
+      return fail(ErrorCode::corrupt, fmt::format("{}:{}: {}", history_path(), line_number, record.error().message));
+    if (seen.insert({record->job, record->mig_uuid, record->start_time}).second) records.push_back(std::move(*record));
     pos = newline + 1;
   }
   return records;

@@ -66,7 +66,8 @@ const LedgerInstance* share_group_instance(const Ledger& ledger, const ShareGrou
 
 Result<void> adopt_idle_for_share_group(Ledger& ledger, int gpu, Placement placement) {
   const ShareGroup* group = share_group_at(ledger, gpu, placement);
-  if (!group) return fail(ErrorCode::not_found, fmt::format("GPU {} slice {}: no share group there", gpu, placement.start));
+  if (!group)
+    return fail(ErrorCode::not_found, fmt::format("GPU {} slice {}: no share group there", gpu, placement.start));
   auto inst = std::ranges::find_if(ledger.instances, [&](const LedgerInstance& i) {
     return i.gpu == gpu && i.placement == placement && i.profile == group->type && is_idle(i);
   });
@@ -74,8 +75,8 @@ Result<void> adopt_idle_for_share_group(Ledger& ledger, int gpu, Placement place
     return s.gpu == gpu && s.placement == placement && s.profile == group->type && !s.claimed_by_job;
   });
   if (inst == ledger.instances.end() || slot == ledger.plan.slots.end())
-    return fail(ErrorCode::not_found, fmt::format("GPU {} slice {}: no idle {} instance on a slot of the group",
-                                                  gpu, placement.start, group->type));
+    return fail(ErrorCode::not_found, fmt::format("GPU {} slice {}: no idle {} instance on a slot of the group", gpu,
+                                                  placement.start, group->type));
   inst->state = InstanceState::ready;
   ledger.plan.slots.erase(slot);
   return {};
@@ -107,9 +108,8 @@ Result<void> claim_shares(Ledger& ledger, const Catalog& catalog, JobId job, con
                           std::string_view type, int count, bool across_users, std::int64_t now) {
   if (count < 1)
     return fail(ErrorCode::invalid_argument, fmt::format("job {}: {} shares of {}: must be >= 1", job, count, type));
-  const auto have = static_cast<int>(std::ranges::count_if(ledger.share_groups, [&](const ShareGroup& g) {
-    return g.type == type && holds(g, job);
-  }));
+  const auto have = static_cast<int>(
+      std::ranges::count_if(ledger.share_groups, [&](const ShareGroup& g) { return g.type == type && holds(g, job); }));
   if (have >= count) return {};
   const ShareHolder holder{job, user, now};
 
@@ -138,11 +138,11 @@ Result<void> claim_shares(Ledger& ledger, const Catalog& catalog, JobId job, con
   const std::size_t need = static_cast<std::size_t>(count - have);
   const std::size_t room = groups.size() + empty.size() + on_idle.size() + on_released.size();
   if (room < need)
-    return fail(ErrorCode::no_capacity,
-                fmt::format("job {}: wants {} x {} (one per instance), plan generation {} has room for {}{}{}", job,
-                            count, type, ledger.plan.generation, room,
-                            have ? fmt::format(", {} already held by the job", have) : "",
-                            across_users ? "" : fmt::format(" beside user {}'s shares or alone", user)));
+    return fail(
+        ErrorCode::no_capacity,
+        fmt::format("job {}: wants {} x {} (one per instance), plan generation {} has room for {}{}{}", job, count,
+                    type, ledger.plan.generation, room, have ? fmt::format(", {} already held by the job", have) : "",
+                    across_users ? "" : fmt::format(" beside user {}'s shares or alone", user)));
   Ledger next = ledger;
   std::size_t taken = 0;
   for (std::size_t i : groups) {
@@ -195,9 +195,7 @@ std::vector<ReleasedShare> release_shares(Ledger& ledger, JobId job, std::int64_
 }
 
 Result<void> validate_share_groups(const Ledger& ledger, const Catalog& catalog) {
-  auto corrupt = [](std::string path, std::string message) {
-    return fail(ErrorCode::corrupt, path + ": " + message);
-  };
+  auto corrupt = [](std::string path, std::string message) { return fail(ErrorCode::corrupt, path + ": " + message); };
   for (std::size_t i = 0; i < ledger.plan.slots.size(); ++i) {
     const auto& s = ledger.plan.slots[i];
     if (s.claimed_by_job && share_type_on(ledger, catalog, s.gpu, s.profile))
@@ -217,14 +215,13 @@ Result<void> validate_share_groups(const Ledger& ledger, const Catalog& catalog)
     const auto& g = ledger.share_groups[i];
     const std::string path = fmt::format("share_groups[{}]", i);
     const Profile* type = share_type_on(ledger, catalog, g.gpu, g.type);
-    if (!type)
-      return corrupt(path + ".type", fmt::format("{}: not a share type of GPU {}'s model", g.type, g.gpu));
+    if (!type) return corrupt(path + ".type", fmt::format("{}: not a share type of GPU {}'s model", g.type, g.gpu));
     if (!places.insert({g.gpu, g.placement}).second)
       return corrupt(path + ".placement", fmt::format("{{{},{}}} on GPU {}: a second group at the same place",
                                                       g.placement.start, g.placement.size, g.gpu));
     if (g.holders.empty() || static_cast<int>(g.holders.size()) > type->shares)
-      return corrupt(path + ".holders", fmt::format("{} holders: {} has 1 to {} shares", g.holders.size(), g.type,
-                                                    type->shares));
+      return corrupt(path + ".holders",
+                     fmt::format("{} holders: {} has 1 to {} shares", g.holders.size(), g.type, type->shares));
     std::set<JobId> jobs;
     for (std::size_t h = 0; h < g.holders.size(); ++h)
       if (!jobs.insert(g.holders[h].job).second)
@@ -239,9 +236,10 @@ Result<void> validate_share_groups(const Ledger& ledger, const Catalog& catalog)
     });
     const bool stands_on_one = on_slot == 1 || (on_slot == 0 && on_instance == 1);
     if (!stands_on_one)
-      return corrupt(path + ".placement",
-                     fmt::format("{{{},{}}} on GPU {}: stands on {} slot(s) and {} live instance(s) of {}; one of either",
-                                 g.placement.start, g.placement.size, g.gpu, on_slot, on_instance, g.type));
+      return corrupt(
+          path + ".placement",
+          fmt::format("{{{},{}}} on GPU {}: stands on {} slot(s) and {} live instance(s) of {}; one of either",
+                      g.placement.start, g.placement.size, g.gpu, on_slot, on_instance, g.type));
   }
   return {};
 }

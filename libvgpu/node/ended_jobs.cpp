@@ -29,7 +29,8 @@ void release_ended_jobs(NodeContext& ctx, PlannerState& state, std::vector<std::
   if (ctx.viz != nullptr) {
     auto listed = ctx.viz->sessions();
     if (listed) sessions = *listed;
-    else notes.push_back("viz: " + listed.error().message);
+    else
+      notes.push_back("viz: " + listed.error().message);
   }
   vm_jobs.insert(sessions.begin(), sessions.end());
 
@@ -69,8 +70,10 @@ void release_ended_jobs(NodeContext& ctx, PlannerState& state, std::vector<std::
       continue;
     }
     state.missing_once.erase(j);
-    ctx.log(fmt::format("vgpu: planner: node {}: job {} is no longer running here; released what it held "
-                        "({} instance(s) destroyed)", ctx.node, j, done->destroyed));
+    ctx.log(
+        fmt::format("vgpu: planner: node {}: job {} is no longer running here; released what it held "
+                    "({} instance(s) destroyed)",
+                    ctx.node, j, done->destroyed));
   }
   // Sessions vgpu-viz knows but the ledger never recorded (a prolog that died in between).
   if (ctx.viz != nullptr) {
@@ -81,7 +84,8 @@ void release_ended_jobs(NodeContext& ctx, PlannerState& state, std::vector<std::
       auto removed = ctx.viz->reap(*live);
       if (!removed) notes.push_back("viz: reap: " + removed.error().message);
       else
-        for (JobId j : *removed) ctx.log(fmt::format("vgpu: planner: node {}: viz VM of ended job {} removed", ctx.node, j));
+        for (JobId j : *removed)
+          ctx.log(fmt::format("vgpu: planner: node {}: viz VM of ended job {} removed", ctx.node, j));
     }
   }
 }

@@ -34,9 +34,9 @@ Result<void> add_to_tally(const NodeContext& ctx, Add&& add) {
   }
   add(*tally);
   // 0644: node_exporter's user reads the metrics, not this file, but an admin may.
-  auto ok = contract::atomic_replace(posix_file_system(), ctx.node_dir(), "hook-tally.json",
-                                     contract::render_hook_tally(*tally),
-                                     contract::ReplaceOptions::rebuildable_file(0644));
+  auto ok =
+      contract::atomic_replace(posix_file_system(), ctx.node_dir(), "hook-tally.json",
+                               contract::render_hook_tally(*tally), contract::ReplaceOptions::rebuildable_file(0644));
   if (!ok) return std::unexpected(ok.error());
   if (!restarted.empty()) return fail(ErrorCode::corrupt, "hook tally started afresh: " + restarted);
   return {};

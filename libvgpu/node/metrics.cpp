@@ -13,7 +13,8 @@
 
 namespace vgpu {
 
-Histogram::Histogram(std::vector<double> bounds) : upper_bounds(std::move(bounds)), counts(upper_bounds.size() + 1, 0) {}
+Histogram::Histogram(std::vector<double> bounds)
+    : upper_bounds(std::move(bounds)), counts(upper_bounds.size() + 1, 0) {}
 
 void Histogram::observe(double value) {
   const auto at = std::ranges::lower_bound(upper_bounds, value) - upper_bounds.begin();
@@ -88,8 +89,8 @@ std::string instance_state(const LedgerInstance& i) {
 }
 
 const std::vector<std::string>& instance_states() {
-  static const std::vector<std::string> states = {"planned", "claimed", "creating", "running", "idle",
-                                                  "scrubbing", "quarantined", "destroying"};
+  static const std::vector<std::string> states = {"planned", "claimed",   "creating",    "running",
+                                                  "idle",    "scrubbing", "quarantined", "destroying"};
   return states;
 }
 
@@ -103,9 +104,8 @@ void instances_by_state(Writer& w, const NodeMetricsInput& in) {
   }
   for (const auto& s : l.plan.slots) {
     profiles.insert(s.profile);
-    const bool backed = std::ranges::any_of(l.instances, [&](const LedgerInstance& i) {
-      return i.gpu == s.gpu && i.placement == s.placement;
-    });
+    const bool backed = std::ranges::any_of(
+        l.instances, [&](const LedgerInstance& i) { return i.gpu == s.gpu && i.placement == s.placement; });
     if (backed) continue;  // the instance there is counted in its own state
     ++counts[{s.profile, slot_is_held(l, s) ? "claimed" : "planned"}];
   }
@@ -116,7 +116,8 @@ void instances_by_state(Writer& w, const NodeMetricsInput& in) {
   for (const auto& p : profiles)
     for (const auto& st : instance_states()) {
       auto it = counts.find({p, st});
-      w.sample("vgpu_instances", {{"node", in.node}, {"profile", p}, {"state", st}}, it == counts.end() ? 0 : it->second);
+      w.sample("vgpu_instances", {{"node", in.node}, {"profile", p}, {"state", st}},
+               it == counts.end() ? 0 : it->second);
     }
 }
 
@@ -142,9 +143,8 @@ void gpu_slices(Writer& w, const NodeMetricsInput& in) {
         }
     for (const auto& s : l.plan.slots) {
       if (s.gpu != g.index) continue;
-      const bool backed = std::ranges::any_of(l.instances, [&](const LedgerInstance& i) {
-        return i.gpu == s.gpu && i.placement == s.placement;
-      });
+      const bool backed = std::ranges::any_of(
+          l.instances, [&](const LedgerInstance& i) { return i.gpu == s.gpu && i.placement == s.placement; });
       if (backed) continue;
       if (const Profile* p = m.find_profile(s.profile)) {
         r.planned += p->compute_slices;
@@ -163,9 +163,12 @@ void gpu_slices(Writer& w, const NodeMetricsInput& in) {
   w.family("vgpu_gpu_compute_slices", "gauge",
            "Compute slices of each GPU held by instances, by plan slots without an instance, and free");
   for (const auto& r : rows) {
-    w.sample("vgpu_gpu_compute_slices", {{"node", in.node}, {"gpu", r.gpu}, {"model", r.model}, {"state", "instance"}}, r.instance);
-    w.sample("vgpu_gpu_compute_slices", {{"node", in.node}, {"gpu", r.gpu}, {"model", r.model}, {"state", "planned"}}, r.planned);
-    w.sample("vgpu_gpu_compute_slices", {{"node", in.node}, {"gpu", r.gpu}, {"model", r.model}, {"state", "free"}}, r.free);
+    w.sample("vgpu_gpu_compute_slices", {{"node", in.node}, {"gpu", r.gpu}, {"model", r.model}, {"state", "instance"}},
+             r.instance);
+    w.sample("vgpu_gpu_compute_slices", {{"node", in.node}, {"gpu", r.gpu}, {"model", r.model}, {"state", "planned"}},
+             r.planned);
+    w.sample("vgpu_gpu_compute_slices", {{"node", in.node}, {"gpu", r.gpu}, {"model", r.model}, {"state", "free"}},
+             r.free);
   }
   w.family("vgpu_gpu_stranded_compute_slices", "gauge",
            "Free compute slices of each GPU that no profile the node's partitions allow can still use");
@@ -175,7 +178,8 @@ void gpu_slices(Writer& w, const NodeMetricsInput& in) {
 
 void slurm_view(Writer& w, const NodeMetricsInput& in) {
   w.family("vgpu_advertised_instances", "gauge", "Instances of each type the node's advertisement offers Slurm");
-  for (const auto& [type, n] : in.advertised) w.sample("vgpu_advertised_instances", {{"node", in.node}, {"type", type}}, n);
+  for (const auto& [type, n] : in.advertised)
+    w.sample("vgpu_advertised_instances", {{"node", in.node}, {"type", type}}, n);
   if (!in.slurm) return;
   // Types Slurm lists at zero (every type a node ever offered stays in its Gres= line) are left
   // out unless a job holds one: a series per profile and node that is always 0 costs without telling.
@@ -189,11 +193,14 @@ void slurm_view(Writer& w, const NodeMetricsInput& in) {
     auto it = m.find(t);
     return it == m.end() ? 0 : it->second;
   };
-  w.family("vgpu_slurm_configured", "gauge", "Slurm's configured count of each vgpu type on the node (scontrol show node)");
-  for (const auto& type : types) w.sample("vgpu_slurm_configured", {{"node", in.node}, {"type", type}}, count(in.slurm->configured, type));
+  w.family("vgpu_slurm_configured", "gauge",
+           "Slurm's configured count of each vgpu type on the node (scontrol show node)");
+  for (const auto& type : types)
+    w.sample("vgpu_slurm_configured", {{"node", in.node}, {"type", type}}, count(in.slurm->configured, type));
   w.family("vgpu_slurm_allocated", "gauge", "Slurm's allocated count of each vgpu type on the node (GresUsed)");
   for (const auto& type : types)
-    if (type != "free") w.sample("vgpu_slurm_allocated", {{"node", in.node}, {"type", type}}, count(in.slurm->used, type));
+    if (type != "free")
+      w.sample("vgpu_slurm_allocated", {{"node", in.node}, {"type", type}}, count(in.slurm->used, type));
   // What the planner steers (policy planner.node_weights): beside the split, it shows which nodes
   // Slurm tries first.
   if (in.slurm->weight) {
@@ -219,13 +226,15 @@ void histogram(Writer& w, std::string_view name, std::vector<std::pair<std::stri
 void planner_metrics(Writer& w, const NodeMetricsInput& in) {
   w.family("vgpu_handover_pending", "gauge", "1 while a shrink of the advertisement waits for slurmctld to confirm it");
   w.sample("vgpu_handover_pending", {{"node", in.node}}, in.handover_pending ? 1 : 0);
-  w.family("vgpu_split_mismatch_rounds", "gauge", "Planner rounds in a row that found slurmctld's split differing from the advertisement");
+  w.family("vgpu_split_mismatch_rounds", "gauge",
+           "Planner rounds in a row that found slurmctld's split differing from the advertisement");
   w.sample("vgpu_split_mismatch_rounds", {{"node", in.node}}, in.split_mismatch_rounds);
   if (!in.planner) return;
   const PlannerMetrics& p = *in.planner;
   w.family("vgpu_planner_rounds_total", "counter", "Planner rounds since the planner started, by outcome");
   w.sample("vgpu_planner_rounds_total", {{"node", in.node}, {"outcome", "ok"}}, static_cast<double>(p.rounds_ok));
-  w.sample("vgpu_planner_rounds_total", {{"node", in.node}, {"outcome", "error"}}, static_cast<double>(p.rounds_failed));
+  w.sample("vgpu_planner_rounds_total", {{"node", in.node}, {"outcome", "error"}},
+           static_cast<double>(p.rounds_failed));
   w.family("vgpu_planner_last_round_timestamp_seconds", "gauge", "Unix time the planner's last round ended");
   w.sample("vgpu_planner_last_round_timestamp_seconds", {{"node", in.node}}, static_cast<double>(p.last_round_unix));
   w.family("vgpu_planner_round_duration_seconds", "histogram", "Duration of the planner's rounds");
@@ -244,8 +253,8 @@ void hook_metrics(Writer& w, const NodeMetricsInput& in) {
   for (const auto hook : contract::kTimedSteps) {
     auto it = t.hooks.find(hook);
     const contract::HookDurations d = it == t.hooks.end() ? contract::HookDurations{} : it->second;
-    histogram(w, "vgpu_hook_duration_seconds", {{"node", in.node}, {"hook", std::string(hook)}}, contract::kHookSecondsBounds,
-              d.buckets, d.sum_seconds, d.count);
+    histogram(w, "vgpu_hook_duration_seconds", {{"node", in.node}, {"hook", std::string(hook)}},
+              contract::kHookSecondsBounds, d.buckets, d.sum_seconds, d.count);
   }
   w.family("vgpu_jobs_cancelled_total", "counter", "Jobs the node's prolog cancelled, by reason class");
   for (const auto reason : contract::kCancelClasses) {
@@ -255,7 +264,8 @@ void hook_metrics(Writer& w, const NodeMetricsInput& in) {
   }
   w.family("vgpu_jobs_requeued_total", "counter", "Jobs the node's prolog put back in the queue (no room after all)");
   w.sample("vgpu_jobs_requeued_total", {{"node", in.node}}, static_cast<double>(t.requeued));
-  w.family("vgpu_scrubs_total", "counter", "Instance scrubs by outcome (failed and unavailable ones quarantine or destroy the instance)");
+  w.family("vgpu_scrubs_total", "counter",
+           "Instance scrubs by outcome (failed and unavailable ones quarantine or destroy the instance)");
   for (const auto outcome : contract::kScrubOutcomes) {
     auto it = t.scrubs.find(outcome);
     w.sample("vgpu_scrubs_total", {{"node", in.node}, {"outcome", std::string(outcome)}},
@@ -285,8 +295,13 @@ void activity_metrics(Writer& w, const NodeMetricsInput& in) {
           profile = i.profile;
           job = i.job ? std::to_string(*i.job) : "";
         }
-    instances.push_back({{{"node", in.node}, {"gpu", std::to_string(r.gpu)}, {"gpu_instance", std::to_string(*r.gi_id)},
-                          {"uuid", r.uuid}, {"profile", profile}, {"slurm_job", job}}, &r});
+    instances.push_back({{{"node", in.node},
+                          {"gpu", std::to_string(r.gpu)},
+                          {"gpu_instance", std::to_string(*r.gi_id)},
+                          {"uuid", r.uuid},
+                          {"profile", profile},
+                          {"slurm_job", job}},
+                         &r});
   }
   auto emit = [&](const std::vector<Row>& rows, std::string_view scope, std::string_view what) {
     auto name = [&](std::string_view m) { return fmt::format("vgpu_{}_{}", scope, m); };

@@ -17,8 +17,7 @@ bool is_hex_or_dash(char c) {
 
 bool is_mps_device_name(std::string_view name) {
   std::string_view rest;
-  if (name.starts_with("MIG-") || name.starts_with("GPU-"))
-    rest = name.substr(4);
+  if (name.starts_with("MIG-") || name.starts_with("GPU-")) rest = name.substr(4);
   else
     return false;
   if (rest.empty() || rest.size() > 64 || rest.front() == '-') return false;

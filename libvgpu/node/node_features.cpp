@@ -16,9 +16,8 @@ WantedFeatures wanted_node_features(const NodeGres& node, const Ledger& ledger, 
   want.in_use = vgpu_in_use_here(node, ledger);
   const std::vector<GpuUse> use = gpu_use(ledger, base);
   want.no_idle_gpu = !use.empty() && std::ranges::all_of(use, [](const GpuUse& u) { return u.held; });
-  want.partly_used_gpu = std::ranges::any_of(use, [](const GpuUse& u) {
-    return u.held && u.compute_slices > 0 && u.held_slices < u.compute_slices;
-  });
+  want.partly_used_gpu = std::ranges::any_of(
+      use, [](const GpuUse& u) { return u.held && u.compute_slices > 0 && u.held_slices < u.compute_slices; });
   return want;
 }
 

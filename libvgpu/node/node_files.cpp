@@ -26,8 +26,9 @@ Result<void> write_file_atomically(const std::string& dir, const std::string& na
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(ErrorCode::io, fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
   return contract::atomic_replace(posix_file_system(), dir, name, text,
-                                  durability == Durability::power_cut ? contract::ReplaceOptions::durable_file(0644)
-                                                                      : contract::ReplaceOptions::rebuildable_file(0644));
+                                  durability == Durability::power_cut
+                                      ? contract::ReplaceOptions::durable_file(0644)
+                                      : contract::ReplaceOptions::rebuildable_file(0644));
 }
 
 }  // namespace
@@ -38,9 +39,8 @@ std::map<std::string, int> advertised_counts(const Ledger& ledger) {
   for (const auto& inst : ledger.instances)
     if (inst.job) ++counts[inst.profile];
   for (const auto& group : ledger.share_groups)
-    if (std::ranges::none_of(ledger.plan.slots, [&](const PlanSlot& s) {
-          return s.gpu == group.gpu && s.placement == group.placement;
-        }))
+    if (std::ranges::none_of(ledger.plan.slots,
+                             [&](const PlanSlot& s) { return s.gpu == group.gpu && s.placement == group.placement; }))
       counts[group.type] += units_of(ledger, group.type);  // on its instance: the slot was consumed
   for (const auto& slot : ledger.plan.slots) counts[slot.profile] += units_of(ledger, slot.profile);
   return counts;
@@ -153,15 +153,16 @@ Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx
   return counts;
 }
 
-Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job, const std::vector<LedgerInstance>& instances) {
+Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job,
+                                          const std::vector<LedgerInstance>& instances) {
   contract::JobRecord record{job, {}, ""};
   for (const auto& inst : instances) {
     auto model = node::model_of(ledger, inst.gpu);
     if (!model) return std::unexpected(model.error().within(fmt::format("job {}", job)));
     const Profile* p = (*model)->find_profile(inst.profile);
     if (!p)
-      return fail(ErrorCode::internal, fmt::format("job {}: GPU {}: {} is not a profile of {}", job, inst.gpu, inst.profile,
-                                                   (*model)->name));
+      return fail(ErrorCode::internal, fmt::format("job {}: GPU {}: {} is not a profile of {}", job, inst.gpu,
+                                                   inst.profile, (*model)->name));
     contract::MigInstance r;
     r.profile = p->hardware_name();
     r.mig_uuid = inst.mig_uuid;

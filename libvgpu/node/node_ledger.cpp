@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fmt/format.h>
 
-
 #include "vgpu/contract/job_record.h"
 #include "vgpu/contract/node_files.h"
 #include "vgpu/node/node_state.h"
@@ -107,12 +106,12 @@ Result<Ledger> ensure_ledger(const NodeContext& ctx) {
     ++adopted;
   }
   // The partitions of a uniform GPU's mode that no job record names are its free space.
-  std::erase_if(rebuilt->instances, [&](const LedgerInstance& i) {
-    return !i.job && is_uniform_gpu(*rebuilt, Catalog::builtin(), i.gpu);
-  });
+  std::erase_if(rebuilt->instances,
+                [&](const LedgerInstance& i) { return !i.job && is_uniform_gpu(*rebuilt, Catalog::builtin(), i.gpu); });
   if (auto ok = ctx.ledger->replace(*rebuilt); !ok) return std::unexpected(ok.error());
-  ctx.log(fmt::format("vgpu: node {}: ledger rebuilt from hardware: {} GPU(s), {} instance(s), {} re-adopted from job records",
-                      ctx.node, rebuilt->gpus.size(), rebuilt->instances.size(), adopted));
+  ctx.log(fmt::format(
+      "vgpu: node {}: ledger rebuilt from hardware: {} GPU(s), {} instance(s), {} re-adopted from job records",
+      ctx.node, rebuilt->gpus.size(), rebuilt->instances.size(), adopted));
   return rebuilt;
 }
 

@@ -8,8 +8,6 @@ Result<const GpuModel*> model_of(const Ledger& ledger, int gpu) {
   return within(Catalog::builtin().require_model(g->model), fmt::format("GPU {}", gpu));
 }
 
-bool is_viz_pool(const PolicyFile& policy, const std::string& type) {
-  return policy.find_viz_pool(type) != nullptr;
-}
+bool is_viz_pool(const PolicyFile& policy, const std::string& type) { return policy.find_viz_pool(type) != nullptr; }
 
 }  // namespace vgpu::node

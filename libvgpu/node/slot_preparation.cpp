@@ -55,11 +55,13 @@ Preparation prepare_slots(NodeContext& ctx, std::chrono::milliseconds budget) {
     }
     auto slot = next_unprepared(*ledger);
     if (!slot) break;
-    const std::string what = fmt::format("preparing {} at slice {} on GPU {}", slot->profile, slot->placement.start, slot->gpu);
+    const std::string what =
+        fmt::format("preparing {} at slice {} on GPU {}", slot->profile, slot->placement.start, slot->gpu);
     auto model = model_of(*ledger, slot->gpu);
     const Profile* profile = model ? (*model)->find_profile(slot->profile) : nullptr;
     if (!profile) {
-      out.notes.push_back(fmt::format("{}: {}", what, model ? "not a profile of the GPU's model" : model.error().message));
+      out.notes.push_back(
+          fmt::format("{}: {}", what, model ? "not a profile of the GPU's model" : model.error().message));
       break;
     }
     auto created = ctx.backend->create_instance(slot->gpu, profile->nvml_profile_id, slot->placement);

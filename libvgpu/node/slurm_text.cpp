@@ -35,8 +35,8 @@ int count_array_tasks(std::string_view id) {
       if (!to_number(range, a)) return 1;
       ++total;
     } else {
-      if (!to_number(range.substr(0, dash), a) || !to_number(range.substr(dash + 1), b) || b < a ||
-          a < 0 || b > UINT_MAX)
+      if (!to_number(range.substr(0, dash), a) || !to_number(range.substr(dash + 1), b) || b < a || a < 0 ||
+          b > UINT_MAX)
         return 1;
       total += b - a + 1;
     }
@@ -183,7 +183,8 @@ Result<std::map<std::string, int>> parse_gres_counts(std::string_view value, std
     auto f = split_view(entry, ':');
     if (f.empty() || f[0] != gres_name) continue;
     if (f.size() != 3)
-      return fail(ErrorCode::invalid_argument, fmt::format("gres entry '{}': expected {}:<type>:<count>", entry, gres_name));
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("gres entry '{}': expected {}:<type>:<count>", entry, gres_name));
     int n = 0;
     if (!to_number(f[2], n))
       return fail(ErrorCode::invalid_argument, fmt::format("gres entry '{}': count is not a number", entry));
@@ -219,14 +220,12 @@ Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gre
   return node;
 }
 
-Result<std::string> gres_split_value(std::string_view gres_name, const std::map<std::string, int>& counts,
-                                     int total) {
+Result<std::string> gres_split_value(std::string_view gres_name, const std::map<std::string, int>& counts, int total) {
   long sum = 0;
   std::string types;
   for (const auto& [type, n] : counts) {
     if (n < 0) return fail(ErrorCode::invalid_argument, fmt::format("split: {}:{} is negative", type, n));
-    if (type == "free")
-      return fail(ErrorCode::invalid_argument, "split: 'free' is the padding type, not a profile");
+    if (type == "free") return fail(ErrorCode::invalid_argument, "split: 'free' is the padding type, not a profile");
     if (n == 0) continue;
     sum += n;
     types += fmt::format(",{}:{}:{}", gres_name, type, n);
@@ -273,8 +272,7 @@ std::string job_name_for_signals(std::uint32_t job, std::string_view line) {
     if (token.starts_with("ArrayTaskId=")) task = token.substr(12);
   }
   std::uint32_t a = 0, t = 0;
-  if (!array.empty() && !task.empty() && to_number(array, a) && to_number(task, t))
-    return fmt::format("{}_{}", a, t);
+  if (!array.empty() && !task.empty() && to_number(array, a) && to_number(task, t)) return fmt::format("{}_{}", a, t);
   return std::to_string(job);
 }
 

@@ -81,9 +81,10 @@ class SlurmSplitPublisher final : public SplitPublisher {
       if (std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ctx_.log(fmt::format("vgpu: node {}: slurmd does not report the new split after {} ms (is gres_vgpu.so of this "
-                         "release loaded in slurmd?); handing it to slurmctld anyway",
-                         ctx_.node, timing_.slurmd_report_ms));
+    ctx_.log(
+        fmt::format("vgpu: node {}: slurmd does not report the new split after {} ms (is gres_vgpu.so of this "
+                    "release loaded in slurmd?); handing it to slurmctld anyway",
+                    ctx_.node, timing_.slurmd_report_ms));
     return report;
   }
 
@@ -95,9 +96,10 @@ class SlurmSplitPublisher final : public SplitPublisher {
     if (!report) return shown;
     const int total = static_cast<int>(report->total);
     if (shown != total)
-      ctx_.log(fmt::format("vgpu: node {}: slurmctld shows a vgpu total of {} but slurmd reports {}; handing over "
-                           "a split of {}",
-                           ctx_.node, shown, total, total));
+      ctx_.log(
+          fmt::format("vgpu: node {}: slurmctld shows a vgpu total of {} but slurmd reports {}; handing over "
+                      "a split of {}",
+                      ctx_.node, shown, total, total));
     return total;
   }
 

@@ -64,7 +64,8 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
   for (const auto& [job, uuids] : recorded)
     if (owned[job] != uuids) problems.push_back(fmt::format("job {}: record and ledger name different instances", job));
   for (const auto& [job, uuids] : owned)
-    if (!recorded.contains(job)) problems.push_back(fmt::format("job {}: owns {} instance(s) but has no job record", job, uuids.size()));
+    if (!recorded.contains(job))
+      problems.push_back(fmt::format("job {}: owns {} instance(s) but has no job record", job, uuids.size()));
   // Viz VMs: the ledger's records and the sessions vgpu-viz knows name the same jobs.
   if (ctx.viz != nullptr) {
     auto sessions = ctx.viz->sessions();

@@ -16,7 +16,8 @@ Result<void> set_vm(NodeContext& ctx, const VizVm& vm) {
   auto r = ctx.ledger->update([&](Ledger& l) -> Result<void> {
     auto it = std::ranges::find(l.vms, vm.job, &VizVm::job);
     if (it == l.vms.end()) l.vms.push_back(vm);
-    else *it = vm;
+    else
+      *it = vm;
     return {};
   });
   if (!r) return std::unexpected(r.error());
@@ -33,7 +34,6 @@ Result<void> drop_vms(NodeContext& ctx, const std::set<JobId>& jobs) {
 }
 
 }  // namespace
-
 
 Result<std::string> start_viz_sessions(NodeContext& ctx, const PrologRequest& req,
                                        const std::vector<GresRequest>& viz) {

@@ -15,8 +15,8 @@ namespace {
 
 // Node states in which Slurm would not run a new job, or an admin has other plans for the node.
 bool usable_state(std::string_view state) {
-  for (std::string_view bad : {"DOWN", "DRAIN", "FAIL", "MAINT", "RESERVED", "NOT_RESPONDING", "POWER",
-                               "REBOOT", "FUTURE", "UNKNOWN", "INVAL", "PLANNED"})
+  for (std::string_view bad : {"DOWN", "DRAIN", "FAIL", "MAINT", "RESERVED", "NOT_RESPONDING", "POWER", "REBOOT",
+                               "FUTURE", "UNKNOWN", "INVAL", "PLANNED"})
     if (state.find(bad) != std::string_view::npos) return false;
   return true;
 }
@@ -25,8 +25,8 @@ std::string utc_text(std::int64_t t) {
   std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};
   ::gmtime_r(&tt, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec);
 }
 
 // When every job on `node` has ended by its time limit; nullopt when one has no limit.
@@ -131,8 +131,7 @@ WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeSt
       bool in_partition = std::ranges::any_of(j->partitions, [&](const std::string& p) {
         return std::ranges::find(n.partitions, p) != n.partitions.end();
       });
-      if (!in_partition || !usable_state(n.state) || in_ours(n.name) ||
-          std::ranges::find(taken, n.name) != taken.end())
+      if (!in_partition || !usable_state(n.state) || in_ours(n.name) || std::ranges::find(taken, n.name) != taken.end())
         continue;
       auto at = node_free_at(n.name, running, lists, now);
       if (!at) continue;
@@ -143,9 +142,10 @@ WideBookingPlan plan_wide_bookings(const PendingJobs& pending, const SlurmNodeSt
     std::vector<WideRequest> request = {{j->id, j->nodes, gpus}};
     auto chosen = choose_wide_reservations(request, candidates, {});
     if (chosen.empty()) {
-      plan.notes.push_back(fmt::format("job {} ({} node(s) x {} GPU(s)) starving: only {} node(s) of its partitions "
-                                       "are up with time-limited jobs and not reserved",
-                                       j->id, j->nodes, gpus, candidates.size()));
+      plan.notes.push_back(
+          fmt::format("job {} ({} node(s) x {} GPU(s)) starving: only {} node(s) of its partitions "
+                      "are up with time-limited jobs and not reserved",
+                      j->id, j->nodes, gpus, candidates.size()));
       continue;
     }
     WideBooking b;
@@ -169,8 +169,14 @@ std::vector<std::string> create_reservation_args(const WideBooking& b) {
   for (const auto& n : b.nodes) nodes += (nodes.empty() ? "" : ",") + n;
   // No end: see the header. A reservation that ended before its job started would leave the job
   // held; one that ended while it ran would have it killed.
-  return {"create", "reservation", "ReservationName=" + b.name, "StartTime=" + utc_text(b.start),
-          "Duration=UNLIMITED", "Nodes=" + nodes, "Users=" + b.user, "Flags=FLEX,PURGE_COMP"};
+  return {"create",
+          "reservation",
+          "ReservationName=" + b.name,
+          "StartTime=" + utc_text(b.start),
+          "Duration=UNLIMITED",
+          "Nodes=" + nodes,
+          "Users=" + b.user,
+          "Flags=FLEX,PURGE_COMP"};
 }
 
 std::vector<std::string> bind_job_args(const WideBooking& b) {

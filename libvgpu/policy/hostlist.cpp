@@ -13,8 +13,7 @@ constexpr std::size_t kMaxDigits = 9;  // keeps every bound far from integer ove
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 bool is_host_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-' || c == '_' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-' || c == '_' || c == '.';
 }
 
 std::string show_char(char c) {
@@ -41,11 +40,9 @@ std::vector<std::string_view> split_items(std::string_view text) {
 }
 
 Result<std::uint64_t> parse_bound(std::string_view digits, std::string_view range) {
-  if (digits.empty() || digits.size() > kMaxDigits ||
-      !std::ranges::all_of(digits, [](char c) { return is_digit(c); }))
+  if (digits.empty() || digits.size() > kMaxDigits || !std::ranges::all_of(digits, [](char c) { return is_digit(c); }))
     return fail(ErrorCode::invalid_argument,
-                fmt::format("range '{}': bounds must be numbers of 1 to {} digits", range,
-                            kMaxDigits));
+                fmt::format("range '{}': bounds must be numbers of 1 to {} digits", range, kMaxDigits));
   std::uint64_t value = 0;
   std::from_chars(digits.data(), digits.data() + digits.size(), value);
   return value;
@@ -77,9 +74,7 @@ Result<Hostlist::Pattern> Hostlist::parse_pattern(std::string_view item) {
     literal.clear();
     Part group;
     for (std::string_view range : split_items(body)) {
-      if (range.empty())
-        return fail(ErrorCode::invalid_argument,
-                    fmt::format("empty range in '[{}]'", body));
+      if (range.empty()) return fail(ErrorCode::invalid_argument, fmt::format("empty range in '[{}]'", body));
       auto dash = range.find('-');
       std::string_view lo_text = range.substr(0, dash);
       std::string_view hi_text = dash == std::string_view::npos ? lo_text : range.substr(dash + 1);
@@ -87,9 +82,7 @@ Result<Hostlist::Pattern> Hostlist::parse_pattern(std::string_view item) {
       if (!lo) return std::unexpected(lo.error());
       auto hi = parse_bound(hi_text, range);
       if (!hi) return std::unexpected(hi.error());
-      if (*hi < *lo)
-        return fail(ErrorCode::invalid_argument,
-                    fmt::format("range '{}' runs backwards", range));
+      if (*hi < *lo) return fail(ErrorCode::invalid_argument, fmt::format("range '{}' runs backwards", range));
       group.ranges.push_back(Range{*lo, *hi, static_cast<int>(lo_text.size())});
     }
     pattern.push_back(std::move(group));
@@ -111,20 +104,17 @@ Result<Hostlist> Hostlist::parse(std::string_view text) {
     if (item.empty()) return bad("empty host name between commas");
     auto pattern = parse_pattern(item);
     if (!pattern)  // name the item only when there are several
-      return bad(item == text ? pattern.error().message
-                              : fmt::format("'{}': {}", item, pattern.error().message));
+      return bad(item == text ? pattern.error().message : fmt::format("'{}': {}", item, pattern.error().message));
     list.patterns_.push_back(std::move(*pattern));
   }
   return list;
 }
 
-bool Hostlist::match_from(const Pattern& pattern, std::size_t part, std::string_view name,
-                          std::size_t pos) {
+bool Hostlist::match_from(const Pattern& pattern, std::size_t part, std::string_view name, std::size_t pos) {
   if (part == pattern.size()) return pos == name.size();
   const Part& p = pattern[part];
   if (p.ranges.empty()) {
-    return name.substr(pos).starts_with(p.literal) &&
-           match_from(pattern, part + 1, name, pos + p.literal.size());
+    return name.substr(pos).starts_with(p.literal) && match_from(pattern, part + 1, name, pos + p.literal.size());
   }
   // A bracket group consumes a run of digits; try each length, since a following group or
   // literal digit may need the rest ("n[1-2]0" matches "n10").

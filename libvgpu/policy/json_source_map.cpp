@@ -124,9 +124,7 @@ class JsonScanner {
     }
   }
 
-  bool too_deep() {
-    return fail(fmt::format("nesting deeper than {} levels", JsonSourceMap::kMaxDepth), here());
-  }
+  bool too_deep() { return fail(fmt::format("nesting deeper than {} levels", JsonSourceMap::kMaxDepth), here()); }
 
   // The children found so far of the container being read at `depth`; one list per depth, reused
   // from one container to the next so a list of a million small objects allocates little.
@@ -178,8 +176,7 @@ class JsonScanner {
       skip_ws();
       if (at_end()) return fail("unexpected end of input inside the object opened here", open);
       if (peek() == '}') return fail("trailing comma before '}'", here());
-      if (peek() != '"')
-        return fail(fmt::format("expected a member name in double quotes, got {}", what()), here());
+      if (peek() != '"') return fail(fmt::format("expected a member name in double quotes, got {}", what()), here());
       SourcePos key_pos = here();
       const auto key_offset = static_cast<std::uint32_t>(map_.keys_.size());
       if (!string(&map_.keys_)) return false;
@@ -187,8 +184,7 @@ class JsonScanner {
       const std::string_view key = std::string_view(map_.keys_).substr(key_offset);  // until keys_ grows
       skip_ws();
       if (at_end() || peek() != ':')
-        return fail(fmt::format("expected ':' after member name \"{}\", got {}", key, what()),
-                    here());
+        return fail(fmt::format("expected ':' after member name \"{}\", got {}", key, what()), here());
       advance();
       std::size_t base = pointer.size();
       pointer += '/';
@@ -206,8 +202,7 @@ class JsonScanner {
         find_duplicates(pointer, children_at(depth));
         return close(node, depth, false);
       }
-      return fail(fmt::format("expected ',' or '}}' after an object member, got {}", what()),
-                  here());
+      return fail(fmt::format("expected ',' or '}}' after an object member, got {}", what()), here());
     }
   }
 
@@ -238,14 +233,12 @@ class JsonScanner {
         advance();
         return close(node, depth, true);
       }
-      return fail(fmt::format("expected ',' or ']' after an array element, got {}", what()),
-                  here());
+      return fail(fmt::format("expected ',' or ']' after an array element, got {}", what()), here());
     }
   }
 
   bool literal(std::string_view word) {
-    if (text_.substr(i_, word.size()) != word)
-      return fail(fmt::format("invalid literal, expected {}", word), here());
+    if (text_.substr(i_, word.size()) != word) return fail(fmt::format("invalid literal, expected {}", word), here());
     for (std::size_t k = 0; k < word.size(); ++k) advance();
     return true;
   }
@@ -306,7 +299,7 @@ class JsonScanner {
     if (mantissa.front() == '0') {
       const std::size_t nonzero = mantissa.find_first_not_of("0.");
       if (nonzero == std::string_view::npos) return false;  // zero
-      lead = point - static_cast<long long>(nonzero);  // "0.05": -2
+      lead = point - static_cast<long long>(nonzero);       // "0.05": -2
     }
     long long exponent = 0;  // saturated: only its sign and rough size matter
     std::string_view e_part = number.substr(std::min(e_at + 1, number.size()));
@@ -351,23 +344,20 @@ class JsonScanner {
         if (cp < 0) return false;
         if (cp >= 0xDC00 && cp <= 0xDFFF) return fail("unpaired UTF-16 low surrogate", at);
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (text_.substr(i_, 2) != "\\u")
-            return fail("UTF-16 high surrogate not followed by a low surrogate", at);
+          if (text_.substr(i_, 2) != "\\u") return fail("UTF-16 high surrogate not followed by a low surrogate", at);
           advance();
           advance();
           long low = hex4();
           if (low < 0) return false;
-          if (low < 0xDC00 || low > 0xDFFF)
-            return fail("UTF-16 high surrogate not followed by a low surrogate", at);
+          if (low < 0xDC00 || low > 0xDFFF) return fail("UTF-16 high surrogate not followed by a low surrogate", at);
           cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
         }
         if (out) append_utf8(*out, static_cast<std::uint32_t>(cp));
         return true;
       }
       default:
-        return fail(e >= 0x20 && e < 0x7F
-                        ? fmt::format("invalid escape '\\{}' in a string", static_cast<char>(e))
-                        : std::string("invalid escape in a string"),
+        return fail(e >= 0x20 && e < 0x7F ? fmt::format("invalid escape '\\{}' in a string", static_cast<char>(e))
+                                          : std::string("invalid escape in a string"),
                     at);
     }
     if (out) out->push_back(plain);
@@ -401,8 +391,7 @@ class JsonScanner {
         min = lo;
         max = hi;
       }
-      if (at_end() || peek() < min || peek() > max)
-        return fail("invalid UTF-8 sequence in a string", at);
+      if (at_end() || peek() < min || peek() > max) return fail("invalid UTF-8 sequence in a string", at);
       advance();
     }
     if (out) out->append(text_.substr(start, i_ - start));
@@ -419,9 +408,7 @@ class JsonScanner {
         advance();
         return true;
       }
-      if (c < 0x20)
-        return fail(fmt::format("control character U+{:04X} in a string must be escaped", c),
-                    here());
+      if (c < 0x20) return fail(fmt::format("control character U+{:04X} in a string must be escaped", c), here());
       if (c == '\\') {
         if (!escape(out)) return false;
       } else if (c >= 0x80) {
@@ -527,8 +514,7 @@ std::string json_pointer_token(std::string_view key) {
   std::string out;
   out.reserve(key.size());
   for (char c : key) {
-    if (c == '~')
-      out += "~0";
+    if (c == '~') out += "~0";
     else if (c == '/')
       out += "~1";
     else

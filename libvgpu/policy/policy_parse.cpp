@@ -21,8 +21,7 @@ using policy_detail::FieldPath;
 using policy_detail::Json;
 
 std::string PolicyDiagnostic::to_string() const {
-  std::string where = line > 0 ? fmt::format("{}:{}:{}: ", file, line, column)
-                               : fmt::format("{}: ", file);
+  std::string where = line > 0 ? fmt::format("{}:{}:{}: ", file, line, column) : fmt::format("{}: ", file);
   if (!path.empty()) where += path + ": ";
   return where + message;
 }
@@ -38,8 +37,7 @@ namespace {
 
 // Slurm keeps a node's weight as a uint32 and shifts it left by 8 for scheduling; a weight in
 // 1..2^31-1 is valid on every release.
-std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, const Json& value,
-                                                            const FieldPath& path) {
+std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, const Json& value, const FieldPath& path) {
   if (!expect_object(d, value, path)) return std::nullopt;
   reject_unknown_fields(d, value, path, {"in_use", "idle", "base", "per_free_gpu", "comment"});
   if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
@@ -54,8 +52,7 @@ std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, cons
   std::optional<int> first, second;
   const auto& fields = by_free ? by_free_fields : by_use_fields;
   for (auto [field, target] : {std::pair{fields[0], &first}, std::pair{fields[1], &second}}) {
-    if (const Json* v = member(value, field))
-      *target = read_int(d, *v, path.key(field), 1, 2147483647);
+    if (const Json* v = member(value, field)) *target = read_int(d, *v, path.key(field), 1, 2147483647);
     else
       missing(d, path.key(field));
   }
@@ -63,8 +60,7 @@ std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, cons
   if (by_free) {
     const long long most = *first + static_cast<long long>(PlannerKnobs::kMaxGpusPerNode) * *second;
     if (most > 2147483647) {
-      d.at_value(path.key("per_free_gpu"),
-                 "base + {} x per_free_gpu is {}, above Slurm's largest weight 2147483647",
+      d.at_value(path.key("per_free_gpu"), "base + {} x per_free_gpu is {}, above Slurm's largest weight 2147483647",
                  PlannerKnobs::kMaxGpusPerNode, most);
       return std::nullopt;
     }
@@ -92,24 +88,23 @@ PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& p
                         {"period_s", "starvation_s", "prepare_slots", "node_weights", "node_features", "comment"});
   std::optional<int> period, starvation;
   if (const Json* v = member(value, "period_s")) period = read_int(d, *v, path.key("period_s"), 1, 3600);
-  if (const Json* v = member(value, "starvation_s"))
-    starvation = read_int(d, *v, path.key("starvation_s"), 1, 86400);
+  if (const Json* v = member(value, "starvation_s")) starvation = read_int(d, *v, path.key("starvation_s"), 1, 86400);
   if (const Json* v = member(value, "prepare_slots"))
     if (auto b = read_bool(d, *v, path.key("prepare_slots"))) knobs.prepare_slots = *b;
-  if (const Json* v = member(value, "node_weights")) knobs.node_weights = parse_node_weights(d, *v, path.key("node_weights"));
+  if (const Json* v = member(value, "node_weights"))
+    knobs.node_weights = parse_node_weights(d, *v, path.key("node_weights"));
   if (const Json* v = member(value, "node_features"))
     if (auto b = read_bool(d, *v, path.key("node_features"))) knobs.node_features = *b;
   if (const Json* v = member(value, "comment")) read_string(d, *v, path.key("comment"));
   if (period) knobs.period_s = *period;
   if (starvation) knobs.starvation_s = *starvation;
   if (period && starvation && *starvation < *period)
-    d.at_value(path.key("starvation_s"),
-               "must be at least period_s ({}): starvation is judged once per period", *period);
+    d.at_value(path.key("starvation_s"), "must be at least period_s ({}): starvation is judged once per period",
+               *period);
   return knobs;
 }
 
-std::map<std::string, VmImage> parse_images(Diagnostics& d, const Json& value,
-                                            const FieldPath& path) {
+std::map<std::string, VmImage> parse_images(Diagnostics& d, const Json& value, const FieldPath& path) {
   std::map<std::string, VmImage> images;
   if (!expect_object(d, value, path)) return images;
   for (const auto& [name, spec] : value.items()) {
@@ -130,10 +125,9 @@ std::map<std::string, VmImage> parse_images(Diagnostics& d, const Json& value,
     if (const Json* v = member(spec, "disk")) image.disk = read_abs_path(d, *v, at.key("disk"));
     if (const Json* v = member(spec, "cmdline")) {
       image.cmdline = read_string(d, *v, at.key("cmdline"));
-      if (image.cmdline &&
-          (image.cmdline->size() > 4096 ||
-           std::ranges::any_of(*image.cmdline,
-                               [](char c) { return static_cast<unsigned char>(c) < 0x20; })))
+      if (image.cmdline && (image.cmdline->size() > 4096 || std::ranges::any_of(*image.cmdline, [](char c) {
+                              return static_cast<unsigned char>(c) < 0x20;
+                            })))
         d.at_value(at.key("cmdline"), "must be one line of at most 4096 bytes");
     }
     if (const Json* v = member(spec, "comment")) read_string(d, *v, at.key("comment"));
@@ -200,9 +194,8 @@ std::vector<GpuClass> parse_classes(Diagnostics& d, const Json& value, const Fie
         c.min_compute_fraction = v->get<double>();
     }
     if (const Json* v = member(spec, "comment")) read_string(d, *v, at.key("comment"));
-    const bool somewhere = std::ranges::any_of(Catalog::builtin().models(), [&](const GpuModel& m) {
-      return realize(m, c) != nullptr;
-    });
+    const bool somewhere =
+        std::ranges::any_of(Catalog::builtin().models(), [&](const GpuModel& m) { return realize(m, c) != nullptr; });
     if (!somewhere) {
       d.at_value(at, "no known GPU model has a profile with {} GB and {} of its compute", c.min_memory_gb,
                  c.min_compute_fraction);
@@ -280,16 +273,16 @@ std::vector<GpuClass> parse_share_types(Diagnostics& d, const Json& value, const
   return out;
 }
 
-
 void parse_document(Diagnostics& d, const Json& doc, PolicyFile& out, std::optional<Catalog>& with_classes) {
   FieldPath root;
   if (!expect_object(d, doc, root)) return;
-  reject_unknown_fields(d, doc, root, {"version", "planner", "images", "classes", "share_types", "partitions", "comment"});
+  reject_unknown_fields(d, doc, root,
+                        {"version", "planner", "images", "classes", "share_types", "partitions", "comment"});
   if (const Json* v = member(doc, "version")) {
     // A file for another version may mean different things by the same fields: check nothing more.
     if (!v->is_number_integer() || *v != kPolicyVersion) {
-      d.at_value(root.key("version"), "unsupported policy version, {} (this reader understands version {})",
-                 got(*v), kPolicyVersion);
+      d.at_value(root.key("version"), "unsupported policy version, {} (this reader understands version {})", got(*v),
+                 kPolicyVersion);
       return;
     }
   } else {
@@ -397,8 +390,8 @@ PolicyCheck check_policy(std::string_view text, std::string_view file_label) {
 
 PolicyCheck check_policy_file(const std::string& path) {
   // Owners left empty: root and the reading process's own user (vgpuctl run by an admin on a draft).
-  auto text = contract::read_guarded(posix_file_system(), path,
-                                     {.what = "policy", .max_bytes = kMaxPolicyBytes, .owners = {}});
+  auto text =
+      contract::read_guarded(posix_file_system(), path, {.what = "policy", .max_bytes = kMaxPolicyBytes, .owners = {}});
   if (!text) {
     PolicyCheck check;
     check.io_error = true;
@@ -428,8 +421,6 @@ Result<PolicyFile> parse_policy(std::string_view text, std::string_view file_lab
   return to_result(check_policy(text, file_label));
 }
 
-Result<PolicyFile> load_policy_file(const std::string& path) {
-  return to_result(check_policy_file(path));
-}
+Result<PolicyFile> load_policy_file(const std::string& path) { return to_result(check_policy_file(path)); }
 
 }  // namespace vgpu

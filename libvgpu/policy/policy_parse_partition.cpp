@@ -23,12 +23,12 @@ bool parse_profiles(Diagnostics& d, const Json& spec, const FieldPath& path, Par
     return true;
   }
   if (!v->is_object()) {
-    d.at_value(at, "must be a list of profile names, or an object mapping GPU model names to such lists, {}",
-               got(*v));
+    d.at_value(at, "must be a list of profile names, or an object mapping GPU model names to such lists, {}", got(*v));
     return false;
   }
   if (v->empty()) {
-    d.at_value(at, [&] { return fmt::format("must name at least one GPU model (known: {})", d.catalog().model_names()); });
+    d.at_value(at,
+               [&] { return fmt::format("must name at least one GPU model (known: {})", d.catalog().model_names()); });
     return false;
   }
   bool ok = true;
@@ -56,10 +56,9 @@ void parse_limits(Diagnostics& d, const Json& spec, const FieldPath& path, Parti
     p.max_instances_per_job = read_int(d, *v, path.key("max_instances_per_job"), 1);
   if (const Json* v = member(spec, "max_instances_per_user"))
     p.max_instances_per_user = read_int(d, *v, path.key("max_instances_per_user"), 1);
-  if (p.max_instances_per_job && p.max_instances_per_user &&
-      *p.max_instances_per_job > *p.max_instances_per_user)
-    d.at_value(path.key("max_instances_per_job"),
-               "must not exceed max_instances_per_user ({}), or no job could use it", *p.max_instances_per_user);
+  if (p.max_instances_per_job && p.max_instances_per_user && *p.max_instances_per_job > *p.max_instances_per_user)
+    d.at_value(path.key("max_instances_per_job"), "must not exceed max_instances_per_user ({}), or no job could use it",
+               *p.max_instances_per_user);
 }
 
 void parse_nodes(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p) {
@@ -146,13 +145,11 @@ void check_idle_layout(Diagnostics& d, const PartitionPolicy& p, const FieldPath
   }
   for (const auto& m : d.catalog().models()) {
     if (!p.uses_model(m)) continue;
-    for (const auto& problem : place_idle(p, m).problems)
-      d.at_value(at.index(problem.index), problem.message);
+    for (const auto& problem : place_idle(p, m).problems) d.at_value(at.index(problem.index), problem.message);
   }
 }
 
-void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p,
-                       bool profiles_ok) {
+void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, PartitionPolicy& p, bool profiles_ok) {
   const Json* v = member(spec, "idle_layout");
   if (!v) return;
   FieldPath at = path.key("idle_layout");
@@ -180,8 +177,10 @@ void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, 
   std::size_t most = 0;
   for (const auto& m : d.catalog().models()) most += static_cast<std::size_t>(m.compute_slices);
   if (names.size() > most) {
-    d.at_value(at, "lists {} instances, more than fit: a GPU holds at most one instance per compute slice, "
-               "{} over all known GPU models", names.size(), most);
+    d.at_value(at,
+               "lists {} instances, more than fit: a GPU holds at most one instance per compute slice, "
+               "{} over all known GPU models",
+               names.size(), most);
     return;
   }
   p.idle_layout = std::move(names);
@@ -190,14 +189,14 @@ void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, 
 
 }  // namespace
 
-PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPath& path,
-                                std::string name, const Json* images) {
+PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPath& path, std::string name,
+                                const Json* images) {
   PartitionPolicy p;
   p.name = std::move(name);
   if (!expect_object(d, value, path)) return p;
   reject_unknown_fields(d, value, path,
-                        {"profiles", "max_instances_per_job", "max_instances_per_user", "nodes",
-                         "gpus", "idle_layout", "scrub", "share_across_users", "viz_pools", "comment"});
+                        {"profiles", "max_instances_per_job", "max_instances_per_user", "nodes", "gpus", "idle_layout",
+                         "scrub", "share_across_users", "viz_pools", "comment"});
   bool profiles_ok = parse_profiles(d, value, path, p);
   parse_limits(d, value, path, p);
   parse_nodes(d, value, path, p);
@@ -214,8 +213,7 @@ PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPa
     FieldPath at = path.key("viz_pools");
     if (expect_array(d, *v, at)) {
       for (std::size_t i = 0; i < v->size(); ++i)
-        if (auto pool = parse_viz_pool(d, (*v)[i], at.index(i), p, images))
-          p.viz_pools.push_back(std::move(*pool));
+        if (auto pool = parse_viz_pool(d, (*v)[i], at.index(i), p, images)) p.viz_pools.push_back(std::move(*pool));
     }
   }
   return p;

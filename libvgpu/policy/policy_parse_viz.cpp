@@ -29,12 +29,11 @@ bool printable_ascii(std::string_view s) {
 
 // mdev type ids are "<driver>-<type>" as in /sys/class/mdev_bus/*/mdev_supported_types/.
 bool is_mdev_type(std::string_view s) {
-  return is_valid_name(s) && s.find('-') != std::string_view::npos && s.front() != '-' &&
-         s.back() != '-';
+  return is_valid_name(s) && s.find('-') != std::string_view::npos && s.front() != '-' && s.back() != '-';
 }
 
-void check_gpu_type(Diagnostics& d, const Json& spec, const FieldPath& path,
-                    const PartitionPolicy& partition, VizPool& pool) {
+void check_gpu_type(Diagnostics& d, const Json& spec, const FieldPath& path, const PartitionPolicy& partition,
+                    VizPool& pool) {
   FieldPath at = path.key("gpu_type");
   const Json* v = member(spec, "gpu_type");
   if (pool.attach == VizAttach::none) {
@@ -56,8 +55,7 @@ void check_gpu_type(Diagnostics& d, const Json& spec, const FieldPath& path,
       std::vector<std::string> allowed_anywhere;
       for (const auto& m : d.catalog().models())
         for (auto& name : partition.allowed_profiles_for(m))
-          if (std::ranges::find(allowed_anywhere, name) == allowed_anywhere.end())
-            allowed_anywhere.push_back(name);
+          if (std::ranges::find(allowed_anywhere, name) == allowed_anywhere.end()) allowed_anywhere.push_back(name);
       if (std::ranges::find(allowed_anywhere, *type) == allowed_anywhere.end()) {
         d.at_value(at, "MIG profile {} is not allowed in partition {} (allowed: {})", *type, partition.name,
                    fmt::join(allowed_anywhere, ", "));
@@ -102,8 +100,7 @@ void check_name(Diagnostics& d, const Json& spec, const FieldPath& path, VizPool
   }
 }
 
-void check_image(Diagnostics& d, const Json& spec, const FieldPath& path, const Json* images,
-                 VizPool& pool) {
+void check_image(Diagnostics& d, const Json& spec, const FieldPath& path, const Json* images, VizPool& pool) {
   FieldPath at = path.key("image");
   const Json* v = member(spec, "image");
   if (!v) return missing(d, at);
@@ -146,16 +143,15 @@ std::optional<VizPool> parse_viz_pool(Diagnostics& d, const Json& value, const F
                                       const PartitionPolicy& partition, const Json* images) {
   if (!expect_object(d, value, path)) return std::nullopt;
   reject_unknown_fields(d, value, path,
-                        {"name", "attach", "gpu_type", "image", "memory_mib", "vcpus",
-                         "max_sessions", "display", "max_geometry", "comment"});
+                        {"name", "attach", "gpu_type", "image", "memory_mib", "vcpus", "max_sessions", "display",
+                         "max_geometry", "comment"});
   std::size_t before = d.count();
   VizPool pool;
   pool.partition = partition.name;
   check_name(d, value, path, pool);
 
   if (const Json* v = member(value, "attach")) {
-    auto attach = read_choice(d, *v, path.key("attach"),
-                              {"mdev", "sriov-vf", "mig-vgpu", "passthrough", "none"});
+    auto attach = read_choice(d, *v, path.key("attach"), {"mdev", "sriov-vf", "mig-vgpu", "passthrough", "none"});
     if (attach) {
       pool.attach = *attach_from(*attach);
       check_gpu_type(d, value, path, partition, pool);
@@ -171,8 +167,7 @@ std::optional<VizPool> parse_viz_pool(Diagnostics& d, const Json& value, const F
     int min;
     int max;
   };
-  for (const auto& f : {IntField{"memory_mib", &pool.memory_mib, 128, 1048576},
-                        IntField{"vcpus", &pool.vcpus, 1, 256},
+  for (const auto& f : {IntField{"memory_mib", &pool.memory_mib, 128, 1048576}, IntField{"vcpus", &pool.vcpus, 1, 256},
                         IntField{"max_sessions", &pool.max_sessions, 1, INT_MAX}}) {
     const Json* v = member(value, f.name);
     if (!v) {

@@ -20,13 +20,9 @@ std::string_view to_string(VizAttach attach) {
   return "?";
 }
 
-std::string_view to_string(VizDisplay display) {
-  return display == VizDisplay::vnc ? "vnc" : "spice";
-}
+std::string_view to_string(VizDisplay display) { return display == VizDisplay::vnc ? "vnc" : "spice"; }
 
-std::string_view to_string(ScrubMode mode) {
-  return mode == ScrubMode::required ? "required" : "optional";
-}
+std::string_view to_string(ScrubMode mode) { return mode == ScrubMode::required ? "required" : "optional"; }
 
 std::vector<std::string> PartitionPolicy::allowed_profiles_for(const GpuModel& model) const {
   std::vector<std::string> out;
@@ -46,9 +42,7 @@ std::vector<std::string> PartitionPolicy::allowed_profiles_for(const GpuModel& m
   return out;
 }
 
-bool PartitionPolicy::allows_node(std::string_view node_name) const {
-  return !nodes || nodes->matches(node_name);
-}
+bool PartitionPolicy::allows_node(std::string_view node_name) const { return !nodes || nodes->matches(node_name); }
 
 bool PartitionPolicy::allows_gpu(int index) const {
   if (index < 0) return false;
@@ -63,8 +57,7 @@ const VizPool* PartitionPolicy::find_viz_pool(std::string_view pool_name) const 
 Result<PlannerConfig> PartitionPolicy::planner_config_for(const GpuModel& model) const {
   auto allowed = allowed_profiles_for(model);
   if (allowed.empty())
-    return fail(ErrorCode::invalid_argument,
-                fmt::format("partition {}: does not use {} GPUs", name, model.name));
+    return fail(ErrorCode::invalid_argument, fmt::format("partition {}: does not use {} GPUs", name, model.name));
   return PlannerConfig{std::move(allowed), idle_layout};
 }
 
@@ -90,27 +83,25 @@ const VmImage* PolicyFile::image(std::string_view name) const {
   return it == images.end() ? nullptr : &it->second;
 }
 
-Result<void> validate_request(const PartitionPolicy& partition, const GpuModel& model,
-                              std::string_view profile, int count) {
+Result<void> validate_request(const PartitionPolicy& partition, const GpuModel& model, std::string_view profile,
+                              int count) {
   std::vector<std::string> problems;
   auto allowed = partition.allowed_profiles_for(model);
   if (allowed.empty()) {
     problems.push_back(fmt::format("does not use {} GPUs", model.name));
   } else if (!model.find_profile(profile)) {
-    problems.push_back(fmt::format("profile {}: unknown profile on {} (allowed here: {})", profile,
-                                   model.name, fmt::join(allowed, ", ")));
+    problems.push_back(fmt::format("profile {}: unknown profile on {} (allowed here: {})", profile, model.name,
+                                   fmt::join(allowed, ", ")));
   } else if (std::ranges::find(allowed, profile) == allowed.end()) {
-    problems.push_back(fmt::format("profile {}: not allowed on {} (allowed: {})", profile,
-                                   model.name, fmt::join(allowed, ", ")));
+    problems.push_back(
+        fmt::format("profile {}: not allowed on {} (allowed: {})", profile, model.name, fmt::join(allowed, ", ")));
   }
-  if (count < 1)
-    problems.push_back(fmt::format("count {}: must be at least 1", count));
+  if (count < 1) problems.push_back(fmt::format("count {}: must be at least 1", count));
   else if (partition.max_instances_per_job && count > *partition.max_instances_per_job)
-    problems.push_back(fmt::format("{} instances requested, at most {} per job", count,
-                                   *partition.max_instances_per_job));
+    problems.push_back(
+        fmt::format("{} instances requested, at most {} per job", count, *partition.max_instances_per_job));
   if (problems.empty()) return {};
-  return fail(ErrorCode::invalid_argument,
-              fmt::format("partition {}: {}", partition.name, fmt::join(problems, "; ")));
+  return fail(ErrorCode::invalid_argument, fmt::format("partition {}: {}", partition.name, fmt::join(problems, "; ")));
 }
 
 namespace policy_detail {
@@ -128,9 +119,9 @@ IdlePlacement place_idle(const PartitionPolicy& partition, const GpuModel& model
       continue;
     }
     std::string why = out.layout.why_not(*profile, profile->placements.front()).value_or("");
-    out.problems.push_back(IdleProblem{
-        i, fmt::format("{} does not fit on an empty {} after the entries before it {}: {}", name,
-                       model.name, out.layout.describe(), why)});
+    out.problems.push_back(
+        IdleProblem{i, fmt::format("{} does not fit on an empty {} after the entries before it {}: {}", name,
+                                   model.name, out.layout.describe(), why)});
   }
   return out;
 }
@@ -141,8 +132,8 @@ Result<GpuLayout> place_idle_layout(const PartitionPolicy& partition, const GpuM
   auto placed = policy_detail::place_idle(partition, model);
   if (placed.problems.empty()) return std::move(placed.layout);
   const auto& first = placed.problems.front();
-  return fail(ErrorCode::no_capacity, fmt::format("partition {}: idle_layout[{}]: {}",
-                                                  partition.name, first.index, first.message));
+  return fail(ErrorCode::no_capacity,
+              fmt::format("partition {}: idle_layout[{}]: {}", partition.name, first.index, first.message));
 }
 
 }  // namespace vgpu

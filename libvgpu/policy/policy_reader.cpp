@@ -12,8 +12,7 @@ namespace {
 
 bool is_plain_word(std::string_view key) {
   return !key.empty() && std::ranges::all_of(key, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
 }
 
@@ -98,12 +97,9 @@ void reject_unknown_fields(Diagnostics& d, const Json& object, const FieldPath& 
   }
 }
 
-void missing(Diagnostics& d, const FieldPath& field) {
-  d.at_value(field, std::string(contract::kMissingFieldMessage));
-}
+void missing(Diagnostics& d, const FieldPath& field) { d.at_value(field, std::string(contract::kMissingFieldMessage)); }
 
-std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min,
-                            int max) {
+std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min, int max) {
   bool in_range = false;
   long long v = 0;
   if (value.is_number_unsigned()) {
@@ -115,8 +111,7 @@ std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& 
     in_range = v >= min && v <= max;
   }
   if (!in_range) {
-    if (max == INT_MAX)
-      d.at_value(path, "must be an integer >= {}, {}", min, got(value));
+    if (max == INT_MAX) d.at_value(path, "must be an integer >= {}, {}", min, got(value));
     else
       d.at_value(path, "must be an integer in {}..{}, {}", min, max, got(value));
     return std::nullopt;
@@ -148,15 +143,14 @@ std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const 
 
 bool is_valid_name(std::string_view name) {
   return !name.empty() && name.size() <= 64 && std::ranges::all_of(name, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
   });
 }
 
 std::string_view name_rule() { return "1 to 64 letters, digits, '_', '.' or '-'"; }
 
-bool check_key_name(Diagnostics& d, std::string_view name, const FieldPath& path,
-                    std::string_view what) {
+bool check_key_name(Diagnostics& d, std::string_view name, const FieldPath& path, std::string_view what) {
   if (is_valid_name(name)) return true;
   d.at_key(path, "{} name must be {}", what, name_rule());
   return false;
@@ -196,8 +190,7 @@ std::vector<std::string> all_profile_names(const std::vector<const GpuModel*>& m
   return names;
 }
 
-std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const Json& value,
-                                                          const FieldPath& path,
+std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const Json& value, const FieldPath& path,
                                                           const std::vector<const GpuModel*>& models,
                                                           std::string_view where) {
   if (!expect_array(d, value, path)) return std::nullopt;

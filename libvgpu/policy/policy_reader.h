@@ -61,8 +61,8 @@ class Diagnostics {
     at_value(path, [message] { return std::string(message); });
   }
   template <class... Args>
-    requires(sizeof...(Args) > 0)
-  void at_value(const FieldPath& path, fmt::format_string<Args...> format, Args&&... args) {
+  requires(sizeof...(Args) > 0) void at_value(const FieldPath& path, fmt::format_string<Args...> format,
+                                              Args&&... args) {
     at_value(path, [&] { return fmt::format(format, std::forward<Args>(args)...); });
   }
   template <std::invocable Make>
@@ -75,8 +75,7 @@ class Diagnostics {
     at_key(path, [message] { return std::string(message); });
   }
   template <class... Args>
-    requires(sizeof...(Args) > 0)
-  void at_key(const FieldPath& path, fmt::format_string<Args...> format, Args&&... args) {
+  requires(sizeof...(Args) > 0) void at_key(const FieldPath& path, fmt::format_string<Args...> format, Args&&... args) {
     at_key(path, [&] { return fmt::format(format, std::forward<Args>(args)...); });
   }
   template <std::invocable Make>
@@ -128,8 +127,7 @@ void reject_unknown_fields(Diagnostics& d, const Json& object, const FieldPath& 
 // Reports a missing required field at the object that should hold it.
 void missing(Diagnostics& d, const FieldPath& field);
 
-std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min,
-                            int max = INT_MAX);
+std::optional<int> read_int(Diagnostics& d, const Json& value, const FieldPath& path, int min, int max = INT_MAX);
 std::optional<std::string> read_string(Diagnostics& d, const Json& value, const FieldPath& path);
 std::optional<bool> read_bool(Diagnostics& d, const Json& value, const FieldPath& path);
 std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const FieldPath& path,
@@ -139,16 +137,14 @@ std::optional<std::string> read_choice(Diagnostics& d, const Json& value, const 
 bool is_valid_name(std::string_view name);
 std::string_view name_rule();
 // Checks a name used as an object key, reporting at the key.
-bool check_key_name(Diagnostics& d, std::string_view name, const FieldPath& path,
-                    std::string_view what);
+bool check_key_name(Diagnostics& d, std::string_view name, const FieldPath& path, std::string_view what);
 
 // Absolute path without "..": the VM image files are opened by root.
 std::optional<std::string> read_abs_path(Diagnostics& d, const Json& value, const FieldPath& path);
 
 // Reads a list of profile names that must exist on at least one of `models`; lists valid names
 // otherwise. `where` says which models in messages ("any known GPU model", "H100-80GB").
-std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const Json& value,
-                                                          const FieldPath& path,
+std::optional<std::vector<std::string>> read_profile_list(Diagnostics& d, const Json& value, const FieldPath& path,
                                                           const std::vector<const GpuModel*>& models,
                                                           std::string_view where);
 
@@ -169,10 +165,9 @@ IdlePlacement place_idle(const PartitionPolicy& partition, const GpuModel& model
 
 // Parts of the file, each in its own source file.
 PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& path);
-std::map<std::string, VmImage> parse_images(Diagnostics& d, const Json& value,
-                                            const FieldPath& path);
-PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPath& path,
-                                std::string name, const Json* images);
+std::map<std::string, VmImage> parse_images(Diagnostics& d, const Json& value, const FieldPath& path);
+PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPath& path, std::string name,
+                                const Json* images);
 std::optional<VizPool> parse_viz_pool(Diagnostics& d, const Json& value, const FieldPath& path,
                                       const PartitionPolicy& partition, const Json* images);
 

@@ -12,8 +12,7 @@ namespace {
 
 std::string describe_limits(const PartitionPolicy& p) {
   auto limit = [](const std::optional<int>& v) { return v ? std::to_string(*v) : "unlimited"; };
-  return fmt::format("{} per job, {} per user", limit(p.max_instances_per_job),
-                     limit(p.max_instances_per_user));
+  return fmt::format("{} per job, {} per user", limit(p.max_instances_per_job), limit(p.max_instances_per_user));
 }
 
 std::string describe_gpus(const PartitionPolicy& p) {
@@ -23,18 +22,17 @@ std::string describe_gpus(const PartitionPolicy& p) {
 std::string describe_pool(const VizPool& pool) {
   std::string out = fmt::format("{}: attach {}", pool.name, to_string(pool.attach));
   if (!pool.gpu_type.empty()) out += fmt::format(" ({})", pool.gpu_type);
-  out += fmt::format(", image {}, {} MiB, {} vCPU, up to {} session(s), {}", pool.image,
-                     pool.memory_mib, pool.vcpus, pool.max_sessions, to_string(pool.display));
-  if (pool.max_geometry)
-    out += fmt::format(", max {}x{}", pool.max_geometry->width, pool.max_geometry->height);
+  out += fmt::format(", image {}, {} MiB, {} vCPU, up to {} session(s), {}", pool.image, pool.memory_mib, pool.vcpus,
+                     pool.max_sessions, to_string(pool.display));
+  if (pool.max_geometry) out += fmt::format(", max {}x{}", pool.max_geometry->width, pool.max_geometry->height);
   return out;
 }
 
 }  // namespace
 
 std::string summary(const PolicyFile& policy) {
-  std::string out = fmt::format("{}: policy version {}, {} partition(s)\n", policy.source,
-                                policy.version, policy.partitions.size());
+  std::string out =
+      fmt::format("{}: policy version {}, {} partition(s)\n", policy.source, policy.version, policy.partitions.size());
   out += fmt::format("planner: re-plan every {} s, starvation after {} s{}\n", policy.planner.period_s,
                      policy.planner.starvation_s,
                      policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
@@ -49,12 +47,13 @@ std::string summary(const PolicyFile& policy) {
     // Slurm refuses at submission a preference no node has; nothing else would tell the admin.
     std::string partitions;
     for (const auto& p : policy.partitions) partitions += (partitions.empty() ? "" : ",") + p.name;
-    out += fmt::format("planner: node features {} for the submit filter's preferences\n",
-                       contract::kPlannerFeatureList);
-    out += fmt::format("planner: slurm.conf needs a State=FUTURE node with Features={} in "
-                       "partition(s) {} (docs/admin.md); without it Slurm refuses every job the filter gives a "
-                       "preference\n",
-                       contract::kPlannerFeatureList, partitions);
+    out +=
+        fmt::format("planner: node features {} for the submit filter's preferences\n", contract::kPlannerFeatureList);
+    out += fmt::format(
+        "planner: slurm.conf needs a State=FUTURE node with Features={} in "
+        "partition(s) {} (docs/admin.md); without it Slurm refuses every job the filter gives a "
+        "preference\n",
+        contract::kPlannerFeatureList, partitions);
   }
   for (const auto& [name, image] : policy.images) {
     out += fmt::format("image {}: kernel {}, initrd {}", name, image.kernel, image.initrd);
@@ -74,8 +73,7 @@ std::string summary(const PolicyFile& policy) {
       if (allowed.empty()) continue;
       out += fmt::format("    {:<11} {}\n", m.name, fmt::join(allowed, ", "));
       if (!p.idle_layout.empty())
-        out += fmt::format("    {:<11} idle {}\n", "",
-                           policy_detail::place_idle(p, m).layout.describe());
+        out += fmt::format("    {:<11} idle {}\n", "", policy_detail::place_idle(p, m).layout.describe());
     }
     if (p.profile_rule == PartitionPolicy::ProfileRule::every_profile)
       out += "    (no \"profiles\" given: every profile of every model)\n";
@@ -88,14 +86,11 @@ std::string summary_json(const PolicyFile& policy) {
   using nlohmann::json;
   json doc = {{"source", policy.source},
               {"version", policy.version},
-              {"planner",
-               {{"period_s", policy.planner.period_s},
-                {"starvation_s", policy.planner.starvation_s}}},
+              {"planner", {{"period_s", policy.planner.period_s}, {"starvation_s", policy.planner.starvation_s}}},
               {"images", json::object()},
               {"partitions", json::object()}};
   if (const auto& w = policy.planner.node_weights) {
-    if (w->by_free_capacity())
-      doc["planner"]["node_weights"] = {{"base", w->base}, {"per_free_gpu", w->per_free_gpu}};
+    if (w->by_free_capacity()) doc["planner"]["node_weights"] = {{"base", w->base}, {"per_free_gpu", w->per_free_gpu}};
     else
       doc["planner"]["node_weights"] = {{"in_use", w->in_use}, {"idle", w->idle}};
   }
@@ -123,9 +118,12 @@ std::string summary_json(const PolicyFile& policy) {
       j["idle_layout_drawn"][m.name] = policy_detail::place_idle(p, m).layout.describe();
     }
     for (const auto& pool : p.viz_pools) {
-      json jp = {{"name", pool.name},         {"attach", to_string(pool.attach)},
-                 {"image", pool.image},       {"memory_mib", pool.memory_mib},
-                 {"vcpus", pool.vcpus},       {"max_sessions", pool.max_sessions},
+      json jp = {{"name", pool.name},
+                 {"attach", to_string(pool.attach)},
+                 {"image", pool.image},
+                 {"memory_mib", pool.memory_mib},
+                 {"vcpus", pool.vcpus},
+                 {"max_sessions", pool.max_sessions},
                  {"display", to_string(pool.display)}};
       if (!pool.gpu_type.empty()) jp["gpu_type"] = pool.gpu_type;
       if (pool.max_geometry)

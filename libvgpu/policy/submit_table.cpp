@@ -15,8 +15,7 @@ namespace {
 std::string lua_string(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
-    if (c == '"' || c == '\\')
-      out += fmt::format("\\{}", c);
+    if (c == '"' || c == '\\') out += fmt::format("\\{}", c);
     else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
       out += fmt::format("\\{:03d}", static_cast<unsigned char>(c));
     else
@@ -82,7 +81,8 @@ Result<std::string> render_submit_table(const PolicyFile& policy, const Catalog&
   std::string limits;
   for (const auto& partition : policy.partitions)
     if (partition.max_instances_per_job)
-      limits += fmt::format(" [{}] = {{ per_job = {} }},", lua_string(partition.name), *partition.max_instances_per_job);
+      limits +=
+          fmt::format(" [{}] = {{ per_job = {} }},", lua_string(partition.name), *partition.max_instances_per_job);
   if (!limits.empty()) out += ", limits = {" + limits + " }";
   if (policy.planner.node_features) {
     out += fmt::format(", prefer = {{ gpu_jobs = {}, part_jobs = {}, cpu_jobs = {}, parts = {{",

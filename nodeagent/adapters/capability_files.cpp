@@ -49,7 +49,8 @@ Result<unsigned> caps_major(const std::string& proc_devices) {
   bool in_character_devices = false;
   while (std::getline(in, line)) {
     if (line == "Character devices:") in_character_devices = true;
-    else if (line == "Block devices:") in_character_devices = false;
+    else if (line == "Block devices:")
+      in_character_devices = false;
     else if (in_character_devices) {
       std::istringstream fields(line);
       unsigned major = 0;
@@ -57,8 +58,8 @@ Result<unsigned> caps_major(const std::string& proc_devices) {
       if (fields >> major >> name && name == "nvidia-caps" && fields.eof()) return major;
     }
   }
-  return fail(ErrorCode::not_found, fmt::format("{}: no nvidia-caps character device (is the nvidia driver loaded?)",
-                                                proc_devices));
+  return fail(ErrorCode::not_found,
+              fmt::format("{}: no nvidia-caps character device (is the nvidia driver loaded?)", proc_devices));
 }
 
 class CapabilityFileAccess final : public InstanceAccess {
@@ -192,8 +193,9 @@ class CapabilityFileAccess final : public InstanceAccess {
     auto gi = minors_->gi_access(*gpu_minor, instance.gpu_instance_id);
     auto ci = minors_->ci_access(*gpu_minor, instance.gpu_instance_id, instance.compute_instance_id);
     if (!gi || !ci)
-      return fail(ErrorCode::not_found, fmt::format("{}{}: no gpu{}/gi{}/ci{}/access entry", root_, kMigMinorsPath,
-                                                    *gpu_minor, instance.gpu_instance_id, instance.compute_instance_id));
+      return fail(ErrorCode::not_found,
+                  fmt::format("{}{}: no gpu{}/gi{}/ci{}/access entry", root_, kMigMinorsPath, *gpu_minor,
+                              instance.gpu_instance_id, instance.compute_instance_id));
     auto device = [&](int minor) { return fmt::format("{}/dev/nvidia-caps/nvidia-cap{}", root_, minor); };
     return std::vector<CapabilityFile>{
         {device(*gi), *gi, access_path(*gpu_minor, instance.gpu_instance_id, std::nullopt)},

@@ -42,7 +42,8 @@ class OwnedFd {
 // A close-on-exec copy of `fd` numbered `lowest` or above, where no target of the child's dup2 lies.
 Result<OwnedFd> copy_above(int fd, int lowest, std::string_view what) {
   const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, lowest);
-  if (copy < 0) return fail(ErrorCode::io, fmt::format("copying {} (descriptor {}): {}", what, fd, std::strerror(errno)));
+  if (copy < 0)
+    return fail(ErrorCode::io, fmt::format("copying {} (descriptor {}): {}", what, fd, std::strerror(errno)));
   return OwnedFd(copy);
 }
 
@@ -65,15 +66,18 @@ class CleanupProcessHandoff final : public CleanupHandoff {
     const int above_targets = report_at + 1;
     std::vector<OwnedFd> locks;
     for (const auto& h : held) {
-      auto copy = copy_above(h.lock_fd, above_targets, fmt::format("the cleanup lock of GPU {} instance {}", h.gpu, h.gpu_instance_id));
+      auto copy = copy_above(h.lock_fd, above_targets,
+                             fmt::format("the cleanup lock of GPU {} instance {}", h.gpu, h.gpu_instance_id));
       if (!copy) return std::unexpected(copy.error().within(where));
       locks.push_back(std::move(*copy));
     }
     OwnedFd null_in(::open("/dev/null", O_RDWR | O_CLOEXEC));
-    if (null_in.get() < 0) return fail(ErrorCode::io, fmt::format("{}: open /dev/null: {}", where, std::strerror(errno)));
+    if (null_in.get() < 0)
+      return fail(ErrorCode::io, fmt::format("{}: open /dev/null: {}", where, std::strerror(errno)));
     auto devnull = copy_above(null_in.get(), above_targets, "/dev/null");
     int report_fds[2];
-    if (::pipe2(report_fds, O_CLOEXEC) != 0) return fail(ErrorCode::io, fmt::format("{}: pipe: {}", where, std::strerror(errno)));
+    if (::pipe2(report_fds, O_CLOEXEC) != 0)
+      return fail(ErrorCode::io, fmt::format("{}: pipe: {}", where, std::strerror(errno)));
     OwnedFd report_read(report_fds[0]), report_low(report_fds[1]);
     auto report = copy_above(report_low.get(), above_targets, "the start report pipe");
     if (!devnull || !report) return std::unexpected((devnull ? report.error() : devnull.error()).within(where));
@@ -110,7 +114,8 @@ class CleanupProcessHandoff final : public CleanupHandoff {
     }
     report->reset();
     int status = 0;
-    while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {}
+    while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+    }
     // End of file: the worker exec'd (the pipe is close-on-exec) and the middle process is gone.
     int child_errno = 0;
     ssize_t n;
@@ -124,7 +129,9 @@ class CleanupProcessHandoff final : public CleanupHandoff {
       while (r > 0 || (r < 0 && errno == EINTR));
       return fail(ErrorCode::unavailable, fmt::format("{}: cannot start it: {}", where, std::strerror(child_errno)));
     }
-    if (n != 0) return fail(ErrorCode::io, fmt::format("{}: its start report: {}", where, n < 0 ? std::strerror(errno) : "short read"));
+    if (n != 0)
+      return fail(ErrorCode::io,
+                  fmt::format("{}: its start report: {}", where, n < 0 ? std::strerror(errno) : "short read"));
     return {};
   }
 

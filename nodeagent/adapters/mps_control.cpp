@@ -132,9 +132,8 @@ class CommandMpsControl final : public MpsControl {
       auto started = run_command({control_program(), "-d"}, options);
       if (!started) return std::unexpected(started.error());
       if (started->exit_code != 0)
-        return fail(ErrorCode::unavailable,
-                    fmt::format("{} -d: exit {} (its log: {}/control.log)", control_program(), started->exit_code,
-                                dirs.log));
+        return fail(ErrorCode::unavailable, fmt::format("{} -d: exit {} (its log: {}/control.log)", control_program(),
+                                                        started->exit_code, dirs.log));
     }
     for (const auto& command : mps_default_commands(limits)) {
       auto reply = talk(dirs, command);

@@ -33,8 +33,8 @@ void close_fd(int& fd) {
 Result<CommandResult> run_command(const std::vector<std::string>& argv, const CommandOptions& options) {
   if (argv.empty()) return fail(ErrorCode::invalid_argument, "run_command: empty argv");
   Pipe out, err, status, in;
-  if (::pipe2(out.fds, O_CLOEXEC) != 0 || ::pipe2(err.fds, O_CLOEXEC) != 0 ||
-      ::pipe2(status.fds, O_CLOEXEC) != 0 || (!options.input.empty() && ::pipe2(in.fds, O_CLOEXEC) != 0))
+  if (::pipe2(out.fds, O_CLOEXEC) != 0 || ::pipe2(err.fds, O_CLOEXEC) != 0 || ::pipe2(status.fds, O_CLOEXEC) != 0 ||
+      (!options.input.empty() && ::pipe2(in.fds, O_CLOEXEC) != 0))
     return fail(ErrorCode::io, fmt::format("{}: pipe: {}", argv[0], std::strerror(errno)));
 
   // Build everything the child needs before fork: only async-signal-safe calls after it.
@@ -66,8 +66,7 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, const Co
       ::dup2(out.fds[1], 1);
       ::dup2(err.fds[1], 2);
     }
-    if (in.fds[0] >= 0)
-      ::dup2(in.fds[0], 0);
+    if (in.fds[0] >= 0) ::dup2(in.fds[0], 0);
     else if (devnull >= 0)
       ::dup2(devnull, 0);
     ::execvpe(args[0], args.data(), envp.data());
@@ -100,7 +99,8 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, const Co
     for (;;) {
       const pid_t done = ::waitpid(pid, &status_code, WNOHANG);
       if (done == pid) break;
-      if (done < 0 && errno != EINTR) return fail(ErrorCode::io, fmt::format("{}: waitpid: {}", argv[0], std::strerror(errno)));
+      if (done < 0 && errno != EINTR)
+        return fail(ErrorCode::io, fmt::format("{}: waitpid: {}", argv[0], std::strerror(errno)));
       if (std::chrono::steady_clock::now() >= deadline) {
         result.timed_out = true;
         ::kill(pid, SIGKILL);

@@ -47,9 +47,9 @@ Result<void> set_read_acl(const std::string& path, const std::vector<unsigned>& 
   entry(acl, kMask, kRead, kUndefinedId);
   entry(acl, kOther, 0, kUndefinedId);
   if (::setxattr(path.c_str(), kAccessAcl, acl.data(), acl.size(), 0) != 0)
-    return fail(ErrorCode::io, fmt::format("setting the access ACL of {} (read for uids {}): {}{}", path,
-                                           fmt::join(ids, ","), std::strerror(errno),
-                                           errno == EOPNOTSUPP ? " (its file system takes no ACLs)" : ""));
+    return fail(ErrorCode::io,
+                fmt::format("setting the access ACL of {} (read for uids {}): {}{}", path, fmt::join(ids, ","),
+                            std::strerror(errno), errno == EOPNOTSUPP ? " (its file system takes no ACLs)" : ""));
   return {};
 }
 
@@ -67,8 +67,8 @@ Result<std::vector<unsigned>> uids_of(const std::vector<std::string>& users) {
     std::vector<char> buffer(16384);
     const int rc = ::getpwnam_r(user.c_str(), &pw, buffer.data(), buffer.size(), &found);
     if (rc != 0 || found == nullptr)
-      return fail(ErrorCode::not_found, fmt::format("user '{}': {}", user,
-                                                    rc != 0 ? std::strerror(rc) : "not known on this node"));
+      return fail(ErrorCode::not_found,
+                  fmt::format("user '{}': {}", user, rc != 0 ? std::strerror(rc) : "not known on this node"));
     uids.push_back(static_cast<unsigned>(pw.pw_uid));
   }
   return uids;

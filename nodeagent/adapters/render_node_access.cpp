@@ -31,8 +31,8 @@ class RenderNodeAccess final : public InstanceAccess {
   // Shares of an instance are CUDA MPS's (docs/shared-instances.md): no share type is realized
   // on an AMD model, so no prolog asks this.
   Result<void> grant_users(const LedgerInstance& instance, const std::vector<std::string>&) override {
-    return fail(ErrorCode::unavailable, fmt::format("{}: shares of an instance are not offered on AMD partitions",
-                                                    instance.mig_uuid));
+    return fail(ErrorCode::unavailable,
+                fmt::format("{}: shares of an instance are not offered on AMD partitions", instance.mig_uuid));
   }
 
   Result<int> secure_unheld(const Ledger& ledger) override {
@@ -61,8 +61,8 @@ class RenderNodeAccess final : public InstanceAccess {
     if (!parts) return std::unexpected(parts.error());
     auto p = std::ranges::find(*parts, instance.gpu_instance_id, &amdgpu::Partition::id);
     if (p == parts->end())
-      return fail(ErrorCode::not_found, fmt::format("GPU {}: partition {} is not in KFD's topology", instance.gpu,
-                                                    instance.gpu_instance_id));
+      return fail(ErrorCode::not_found,
+                  fmt::format("GPU {}: partition {} is not in KFD's topology", instance.gpu, instance.gpu_instance_id));
     auto changed = chown_to(path_of(p->render_minor), uid);
     if (!changed) return std::unexpected(changed.error());
     return {};
@@ -71,13 +71,16 @@ class RenderNodeAccess final : public InstanceAccess {
   // Mode first, then owner: in between the node is root's alone. Whether anything changed.
   static Result<bool> chown_to(const std::string& path, unsigned uid) {
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) return fail(ErrorCode::io, fmt::format("stat {}: {}", path, std::strerror(errno)));
+    if (::lstat(path.c_str(), &st) != 0)
+      return fail(ErrorCode::io, fmt::format("stat {}: {}", path, std::strerror(errno)));
     // A symbolic link or a directory there is not the driver's: refuse rather than follow it.
     if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
       return fail(ErrorCode::io, fmt::format("{}: not a device file", path));
     if (st.st_uid == uid && st.st_gid == 0 && (st.st_mode & 07777) == kOwnerOnly) return false;
-    if (::chmod(path.c_str(), kOwnerOnly) != 0) return fail(ErrorCode::io, fmt::format("chmod {}: {}", path, std::strerror(errno)));
-    if (::chown(path.c_str(), uid, 0) != 0) return fail(ErrorCode::io, fmt::format("chown {}: {}", path, std::strerror(errno)));
+    if (::chmod(path.c_str(), kOwnerOnly) != 0)
+      return fail(ErrorCode::io, fmt::format("chmod {}: {}", path, std::strerror(errno)));
+    if (::chown(path.c_str(), uid, 0) != 0)
+      return fail(ErrorCode::io, fmt::format("chown {}: {}", path, std::strerror(errno)));
     return true;
   }
 

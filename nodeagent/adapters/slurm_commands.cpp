@@ -145,7 +145,8 @@ class CommandSlurmClient final : public SlurmClient {
       return s && *s && std::string_view(s).find_first_not_of("0123456789") == std::string_view::npos;
     };
     if (env_job && id == env_job && numeric(array) && numeric(task)) return fmt::format("{}_{}", array, task);
-    if (auto shown = run_ok({tool("scontrol"), "-o", "show", "job", id}); shown) return job_name_for_signals(job, *shown);
+    if (auto shown = run_ok({tool("scontrol"), "-o", "show", "job", id}); shown)
+      return job_name_for_signals(job, *shown);
     return id;
   }
 
@@ -218,15 +219,18 @@ std::vector<std::string> book_wide_reservations(std::string_view pending_text, s
     auto ok = run_ok(unbind);
     if (!ok) {
       retries.release_refused(b.name);
-      log.push_back(fmt::format("wide jobs: {}: job {} runs, but taking it out of the reservation was refused ({}); "
-                                "the reservation goes after the job", b.name, b.job, ok.error().message));
+      log.push_back(
+          fmt::format("wide jobs: {}: job {} runs, but taking it out of the reservation was refused ({}); "
+                      "the reservation goes after the job",
+                      b.name, b.job, ok.error().message));
       continue;
     }
     auto deleted = run_ok({tool("scontrol"), "delete", "ReservationName=" + b.name});
-    log.push_back(deleted ? fmt::format("wide jobs: {}: job {} runs; taken out of it and deleted ({} serve others again)",
-                                        b.name, b.job, b.nodes)
-                          : fmt::format("wide jobs: {}: job {} runs and was taken out of it; delete: {}", b.name, b.job,
-                                        deleted.error().message));
+    log.push_back(deleted
+                      ? fmt::format("wide jobs: {}: job {} runs; taken out of it and deleted ({} serve others again)",
+                                    b.name, b.job, b.nodes)
+                      : fmt::format("wide jobs: {}: job {} runs and was taken out of it; delete: {}", b.name, b.job,
+                                    deleted.error().message));
   }
   for (const auto& b : plan.create) {
     if (!retries.may_try(b.job, now)) continue;  // refused before; its next try is not due

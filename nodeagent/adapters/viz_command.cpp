@@ -30,9 +30,9 @@ class CommandVizLauncher final : public VizLauncher {
 
   Result<VizStarted> start(const VizStartRequest& r) override {
     // Libvirt's first start probes QEMU's capabilities (seconds); a TCG boot is not waited for.
-    auto out = run({"start", "--job", std::to_string(r.job), "--pool", r.pool, "--user", r.user, "--owner", r.user,
-                    "--guard"},
-                   std::chrono::seconds(90));
+    auto out =
+        run({"start", "--job", std::to_string(r.job), "--pool", r.pool, "--user", r.user, "--owner", r.user, "--guard"},
+            std::chrono::seconds(90));
     if (!out) return std::unexpected(out.error());
     // "vgpu-viz: job N: session is up (domain D, device X); how to connect is in F"
     const auto at = out->find("(domain ");

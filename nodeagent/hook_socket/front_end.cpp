@@ -18,7 +18,8 @@ std::optional<FrontHandover> front_handover(contract::HookKind kind, int argc, c
                                             std::string_view hostname, const FileExists& exists,
                                             std::int64_t started_ns) {
   if (argc != 1) return std::nullopt;  // --help, --version, --finish-released: the work program's
-  if (const char* service = env("VGPU_HOOK_SERVICE"); service && std::string_view(service) == "off") return std::nullopt;
+  if (const char* service = env("VGPU_HOOK_SERVICE"); service && std::string_view(service) == "off")
+    return std::nullopt;
   auto request = contract::hook_request_from_env(kind, env, started_ns);
   if (!request) return std::nullopt;
   auto node = contract::resolve_node_name({env("VGPU_NODENAME"), env("SLURMD_NODENAME"), {}, hostname});
@@ -65,8 +66,8 @@ std::string self_path(const char* argv0) {
 }  // namespace
 
 int run_front_end(contract::HookKind kind, int argc, char** argv) {
-  const auto started = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch()).count();
+  const auto started =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   const std::string hook(contract::hook_kind_name(kind));
   try {
     char host[256] = {};

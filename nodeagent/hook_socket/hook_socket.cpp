@@ -228,7 +228,10 @@ struct HookListener::Pending {
   enum class State { reading, complete, failed };
   Pending(int f, Clock::time_point d) : fd(f), deadline(d) {}
   Pending(Pending&& o) noexcept
-      : fd(std::exchange(o.fd, -1)), deadline(o.deadline), buffer(std::move(o.buffer)), state(o.state),
+      : fd(std::exchange(o.fd, -1)),
+        deadline(o.deadline),
+        buffer(std::move(o.buffer)),
+        state(o.state),
         why(std::move(o.why)) {}
   Pending& operator=(Pending&& o) noexcept {
     if (this != &o) {
@@ -381,8 +384,9 @@ std::size_t HookListener::turn(const Decline& decline, const Work& work, std::ve
     pending_.push_back(std::move(p));
   }
   if (evicted > 0)
-    notes.push_back("hook socket: closed " + std::to_string(evicted) + " connection(s) that had sent no request line: more than " +
-                    std::to_string(kHookPendingMax) + " were waiting");
+    notes.push_back("hook socket: closed " + std::to_string(evicted) +
+                    " connection(s) that had sent no request line: more than " + std::to_string(kHookPendingMax) +
+                    " were waiting");
   // Those with a complete line, in the order they connected; one that failed meanwhile is
   // dropped with its line.
   for (std::size_t i = 0; i < pending_.size();) {
@@ -432,7 +436,8 @@ std::string HookListener::serve_one(const Decline& decline, const Work& work) {
       std::vector<pollfd> fds;
       for (int fd : wait_fds()) fds.push_back({fd, POLLIN, 0});
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next_deadline() - Clock::now()).count();
-      (void)::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, kHookRequestTimeout.count())));
+      (void)::poll(fds.data(), fds.size(),
+                   static_cast<int>(std::clamp<long long>(left, 0, kHookRequestTimeout.count())));
     }
   } catch (const std::exception& e) {
     notes.push_back(std::string("hook socket: unexpected: ") + e.what());

@@ -67,8 +67,10 @@ std::string alloc_from_slurm(JobId job, const std::string& partition) {
       return {};
     }
     if (!alloc->empty())
-      std::fprintf(stderr, "vgpu: prolog: job %u: no VGPU_ALLOC from slurmctld (gres/vgpu not loaded there yet?); "
-                           "the job holds %s here by squeue\n", job, alloc->c_str());
+      std::fprintf(stderr,
+                   "vgpu: prolog: job %u: no VGPU_ALLOC from slurmctld (gres/vgpu not loaded there yet?); "
+                   "the job holds %s here by squeue\n",
+                   job, alloc->c_str());
     return *alloc;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vgpu: prolog: job %u: unexpected: %s\n", job, e.what());

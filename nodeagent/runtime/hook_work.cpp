@@ -70,8 +70,8 @@ std::optional<std::pair<int, int>> parse_instance_key(std::string_view text) {
   int gpu = -1, gi = -1;
   const auto a = std::from_chars(text.data(), text.data() + colon, gpu);
   const auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), gi);
-  if (a.ec != std::errc{} || a.ptr != text.data() + colon || b.ec != std::errc{} || b.ptr != text.data() + text.size() ||
-      gpu < 0 || gi < 0)
+  if (a.ec != std::errc{} || a.ptr != text.data() + colon || b.ec != std::errc{} ||
+      b.ptr != text.data() + text.size() || gpu < 0 || gi < 0)
     return std::nullopt;
   return std::pair{gpu, gi};
 }
@@ -91,8 +91,10 @@ std::optional<int> finish_released_if_asked(int argc, char** argv) noexcept {
     for (int i = 2; i < argc; ++i) {
       auto key = parse_instance_key(argv[i]);
       if (!key) {
-        log_to_node_file(fmt::format("vgpu: cleanup: argument '{}': expected GPU:GPU-instance-id; nothing done (the "
-                                     "planner's rounds finish released instances)", contract::printable(argv[i])));
+        log_to_node_file(
+            fmt::format("vgpu: cleanup: argument '{}': expected GPU:GPU-instance-id; nothing done (the "
+                        "planner's rounds finish released instances)",
+                        contract::printable(argv[i])));
         return 2;
       }
       held.push_back({key->first, key->second, 3 + (i - 2)});
@@ -105,12 +107,13 @@ std::optional<int> finish_released_if_asked(int argc, char** argv) noexcept {
     }
     auto& ctx = (*rt)->context();
     auto result = finish_handed_off_instances(ctx, held);
-    if (!result)
-      (*rt)->log(fmt::format("vgpu: cleanup: {}", result.error().message));
+    if (!result) (*rt)->log(fmt::format("vgpu: cleanup: {}", result.error().message));
     else
-      (*rt)->log(fmt::format("vgpu: cleanup: {} instance(s) handed over by an epilog: {} kept idle, {} destroyed, {} "
-                             "quarantined{}", held.size(), result->kept, result->destroyed, result->quarantined,
-                             result->problems.empty() ? "" : "; problems: " + result->problems.front()));
+      (*rt)->log(
+          fmt::format("vgpu: cleanup: {} instance(s) handed over by an epilog: {} kept idle, {} destroyed, {} "
+                      "quarantined{}",
+                      held.size(), result->kept, result->destroyed, result->quarantined,
+                      result->problems.empty() ? "" : "; problems: " + result->problems.front()));
     // Destroyed instances free space for the plan, as after an epilog that cleaned up itself.
     (*rt)->poke_planner();
   } catch (const std::exception& e) {

@@ -135,7 +135,8 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   const std::string confine = env_or("VGPU_CONFINE_DEVICES", "auto");
   const std::string device_root = env_or("VGPU_DEVICE_ROOT", "/");
   if (confine == "auto" || confine == (amd ? "render-nodes" : "capability-files"))
-    rt->access_ = amd ? make_render_node_access(device_root, *amd) : make_capability_file_access(device_root, *rt->backend_);
+    rt->access_ =
+        amd ? make_render_node_access(device_root, *amd) : make_capability_file_access(device_root, *rt->backend_);
   else if (confine != "off")
     return fail(ErrorCode::invalid_argument,
                 fmt::format("VGPU_CONFINE_DEVICES='{}': expected auto, {} or off on this node's {} backend",
@@ -146,8 +147,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
     rt->mps_ = make_command_mps_control(env_or("VGPU_MPS_ROOT", std::string(kDefaultMpsRoot)));
   // Whether an epilog waits for its instances' scrub (docs/admin.md, "Scrub after the epilog").
   const std::string after_epilog = env_or("VGPU_SCRUB_AFTER_EPILOG", "off");
-  if (after_epilog == "on")
-    rt->cleanup_ = make_cleanup_process_handoff();
+  if (after_epilog == "on") rt->cleanup_ = make_cleanup_process_handoff();
   else if (after_epilog != "off")
     return fail(ErrorCode::invalid_argument,
                 fmt::format("VGPU_SCRUB_AFTER_EPILOG='{}': expected on or off", contract::printable(after_epilog)));
@@ -169,7 +169,8 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   rt->ctx_.log = [self](const std::string& s) { self->log(s); };
   rt->publisher_ = make_split_publisher(rt->ctx_, [self] {
     if (signal_pidfile(self->slurmd_pidfile_, SIGHUP)) return true;
-    self->log(fmt::format("vgpu: node {}: could not SIGHUP slurmd (pid file {})", self->ctx_.node, self->slurmd_pidfile_));
+    self->log(
+        fmt::format("vgpu: node {}: could not SIGHUP slurmd (pid file {})", self->ctx_.node, self->slurmd_pidfile_));
     return false;
   });
   rt->ctx_.publisher = rt->publisher_.get();

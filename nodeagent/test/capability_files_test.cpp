@@ -52,7 +52,8 @@ class CapabilityFiles : public ::testing::Test {
     std::ofstream(root / "proc/driver/nvidia-caps/mig-minors")
         << "config 1\nmonitor 2\ngpu0/gi7/access 66\ngpu0/gi7/ci0/access 67\ngpu3/gi7/access 300\n"
            "gpu3/gi7/ci0/access 301\ngpu3/gi8/access 310\ngpu3/gi8/ci0/access 311\n";
-    std::ofstream(root / "proc/devices") << "Character devices:\n  1 mem\n195 nvidia\n241 nvidia-caps\n\nBlock devices:\n  8 sd\n";
+    std::ofstream(root / "proc/devices")
+        << "Character devices:\n  1 mem\n195 nvidia\n241 nvidia-caps\n\nBlock devices:\n  8 sd\n";
     // What the driver shows while GPU instance 7 and its compute instance 0 exist on both GPUs.
     for (int gpu : {0, 3}) {
       fs::create_directories(root / fmt::format("proc/driver/nvidia/capabilities/gpu{}/mig/gi7/ci0", gpu));
@@ -69,8 +70,12 @@ class CapabilityFiles : public ::testing::Test {
     if (!root.empty()) fs::remove_all(root);
   }
   fs::path cap(int minor) const { return root / fmt::format("dev/nvidia-caps/nvidia-cap{}", minor); }
-  fs::path gi_access(int gpu) const { return root / fmt::format("proc/driver/nvidia/capabilities/gpu{}/mig/gi7/access", gpu); }
-  fs::path ci_access(int gpu) const { return root / fmt::format("proc/driver/nvidia/capabilities/gpu{}/mig/gi7/ci0/access", gpu); }
+  fs::path gi_access(int gpu) const {
+    return root / fmt::format("proc/driver/nvidia/capabilities/gpu{}/mig/gi7/access", gpu);
+  }
+  fs::path ci_access(int gpu) const {
+    return root / fmt::format("proc/driver/nvidia/capabilities/gpu{}/mig/gi7/ci0/access", gpu);
+  }
   static std::string text(const fs::path& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -126,8 +131,8 @@ TEST_F(CapabilityFiles, GrantMakesBothFilesTheUsersAloneAndRevokeGivesThemToRoot
 TEST_F(CapabilityFiles, InstanceOfSeveralUsersOpensForEachOfThemAndNobodyElse) {
   world_readable(300);
   world_readable(301);
-  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
   auto shared = access->grant_users(instance, {"daemon", "nobody"});
   if (!shared && shared.error().message.find("takes no ACLs") != std::string::npos)
     GTEST_SKIP() << shared.error().message;

@@ -102,7 +102,8 @@ TEST_F(CleanupProcess, AProgramThatCannotStartIsAnErrorNamingIt) {
   auto handed = agent::make_cleanup_process_handoff(missing)->hand_off({{0, 7, fd}});
   ASSERT_FALSE(handed);
   EXPECT_NE(handed.error().message.find("cleanup process " + missing + ": cannot start it: No such file or directory"),
-            std::string::npos) << handed.error().message;
+            std::string::npos)
+      << handed.error().message;
   ::close(fd);
   EXPECT_TRUE(lock_is_free(lock)) << "nothing holds it once the caller lets go";
 }

@@ -45,8 +45,7 @@ TEST_F(DemandFileTrust, GroupOrWorldWritableFileIsRefused) {
     auto jobs = agent::make_command_slurm_client()->pending_jobs();
     ASSERT_FALSE(jobs) << std::oct << mode;
     EXPECT_EQ(jobs.error().code, ErrorCode::unavailable);
-    EXPECT_NE(jobs.error().message.find("not writable by group or others"), std::string::npos)
-        << jobs.error().message;
+    EXPECT_NE(jobs.error().message.find("not writable by group or others"), std::string::npos) << jobs.error().message;
   }
 }
 

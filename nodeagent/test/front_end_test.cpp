@@ -24,8 +24,8 @@ namespace {
 using contract::HookKind;
 
 struct Fixture {
-  std::map<std::string, std::string> env{{"SLURM_JOB_ID", "42"}, {"SLURMD_NODENAME", "n1"},
-                                         {"VGPU_STATE_DIR", "/state"}, {"VGPU_POLICY", "/etc/p.json"}};
+  std::map<std::string, std::string> env{
+      {"SLURM_JOB_ID", "42"}, {"SLURMD_NODENAME", "n1"}, {"VGPU_STATE_DIR", "/state"}, {"VGPU_POLICY", "/etc/p.json"}};
   std::vector<std::string> records;  // job records that exist
   std::vector<std::string> asked;    // paths the front end looked for
 

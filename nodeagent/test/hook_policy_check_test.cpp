@@ -48,7 +48,8 @@ TEST_F(HookPolicyCheck, DeclinesAnotherPolicyFileNamingBoth) {
 }
 
 TEST_F(HookPolicyCheck, DeclinesOnceThePolicyIsEditedReplacedOrRemoved) {
-  const std::string changed = "policy " + path_ + " changed since the planner started (restart vgpu-planner to serve hooks again)";
+  const std::string changed =
+      "policy " + path_ + " changed since the planner started (restart vgpu-planner to serve hooks again)";
   {
     auto policy = PolicyIdentity::of(path_);
     write(R"({"version": 1, "comment": "edited in place"})");  // size and mtime change
@@ -58,7 +59,7 @@ TEST_F(HookPolicyCheck, DeclinesOnceThePolicyIsEditedReplacedOrRemoved) {
     auto policy = PolicyIdentity::of(path_);
     const std::string next = path_ + ".new";
     std::ofstream(next) << R"({"version": 1, "comment": "edited in place"})";  // same size
-    fs::rename(next, path_);  // an editor's save: a new inode
+    fs::rename(next, path_);                                                   // an editor's save: a new inode
     EXPECT_EQ(why_not_serve(request_for(path_), policy), changed);
   }
   {

@@ -121,7 +121,8 @@ TEST_F(HookService, APlannerThatNeverTakesTheRequestIsGivenUpAfterTheTimeout) {
   std::string note = listener->serve_one([](const HookRequest&) { return std::optional<std::string>(); },
                                          [&](const HookRequest&) { ran = true; });
   EXPECT_FALSE(ran);
-  EXPECT_EQ(note, "vgpu: planner: prolog: job 42: the hook stopped waiting before it was served; it does the work itself");
+  EXPECT_EQ(note,
+            "vgpu: planner: prolog: job 42: the hook stopped waiting before it was served; it does the work itself");
 }
 
 TEST_F(HookService, APlannerKilledMidWorkLeavesTheWorkToTheHook) {
@@ -310,7 +311,8 @@ TEST(HookListener, PendingConnectionsAreCappedAndTheOldestClosedFirst) {
   stuck.push_back(stuck_connection(where.path));
   ASSERT_GE(stuck.back(), 0);
   for (auto& note : listener->serve_ready(no_decline, work)) notes.push_back(note);
-  const std::string closed_one = "hook socket: closed 1 connection(s) that had sent no request line: more than 64 were waiting";
+  const std::string closed_one =
+      "hook socket: closed 1 connection(s) that had sent no request line: more than 64 were waiting";
   EXPECT_EQ(notes, std::vector<std::string>{closed_one});
   EXPECT_EQ(listener->wait_fds().size(), kHookPendingMax + 1) << "never more than the cap";
   EXPECT_TRUE(closed_by_the_listener(stuck[0]));

@@ -81,14 +81,14 @@ TEST_F(MpsControlAdapter, AJobsClientGetsTheSharesLimitsAndCannotRaiseThem) {
   EXPECT_EQ(plain["memory_limit_mib"], 10112);
   EXPECT_EQ(plain["alloc"], "ok");
 
-  const auto greedy = client(*pipe, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"},
-                                     {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=70G"}}, 20000);
+  const auto greedy = client(
+      *pipe, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"}, {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=70G"}}, 20000);
   EXPECT_EQ(greedy["thread_percentage"], 25.0) << "a client cannot raise the server's share";
   EXPECT_EQ(greedy["memory_limit_mib"], 10112);
   EXPECT_EQ(greedy["alloc"], "out of memory");
 
-  const auto modest = client(*pipe, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "10"},
-                                     {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=2G"}}, 0);
+  const auto modest =
+      client(*pipe, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "10"}, {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=2G"}}, 0);
   EXPECT_EQ(modest["thread_percentage"], 10.0) << "a client may lower its own";
   EXPECT_EQ(modest["memory_limit_mib"], 2048);
 }
@@ -173,8 +173,7 @@ TEST_F(MpsControlAdapter, AnotherUserGetsTheLimitsButCannotChangeThemOrQuitTheDa
   EXPECT_NE(as_nobody({kFakes + "/nvidia-cuda-mps-control"}, "set_default_device_pinned_mem_limit 0 70G\n")
                 .find("Insufficient privileges for UID 65534"),
             std::string::npos);
-  EXPECT_NE(as_nobody({kFakes + "/nvidia-cuda-mps-control"}, "quit\n").find("Not enough privilege"),
-            std::string::npos);
+  EXPECT_NE(as_nobody({kFakes + "/nvidia-cuda-mps-control"}, "quit\n").find("Not enough privilege"), std::string::npos);
   const auto after = nlohmann::json::parse(as_nobody({kFakes + "/fake-mps-client"}, ""));
   EXPECT_EQ(after["memory_limit_mib"], 4096) << "the daemon still runs with root's limits";
   EXPECT_TRUE(mps_->close(kMig));

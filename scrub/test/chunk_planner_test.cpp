@@ -28,7 +28,8 @@ std::size_t drain(ChunkPlanner& p, FakeDevice& d) {
   std::size_t steps = 0;
   while (auto req = p.next_request(d.free)) {
     if (d.malloc(*req)) p.succeeded(*req);
-    else p.failed(*req);
+    else
+      p.failed(*req);
     if (++steps > 10000) break;
   }
   return steps;

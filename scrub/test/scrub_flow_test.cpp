@@ -21,8 +21,8 @@ class FakeDevice final : public Device {
   std::size_t capacity = 64 * MiB;
   std::size_t largest = 24 * MiB;  // no single allocation above this succeeds
   bool no_device = false;
-  bool leave_last_word = false;    // a zeroing bug: the last 8 bytes of every region stay
-  int fail_zero_call = -1;         // 0-based zero() call that faults
+  bool leave_last_word = false;  // a zeroing bug: the last 8 bytes of every region stay
+  int fail_zero_call = -1;       // 0-based zero() call that faults
   double kernel_gbps = 2000, memset_gbps = 1800, copy_gbps = 1500;  // copy: read+write bytes
 
   int allocations = 0;
@@ -100,7 +100,8 @@ class FakeDevice final : public Device {
   double pending_ = 0;
   bool inside(const void* ptr, std::size_t bytes) const {
     const auto* p = static_cast<const unsigned char*>(ptr);
-    return std::ranges::any_of(sizes, [&](const auto& kv) { return p >= kv.first && p + bytes <= kv.first + kv.second; });
+    return std::ranges::any_of(sizes,
+                               [&](const auto& kv) { return p >= kv.first && p + bytes <= kv.first + kv.second; });
   }
 };
 

@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
 
   auto reader = vgpu::nvml::Reader::open(library);
-  auto json = vgpu::probe::report(*reader, std::string("vgpu-nvml-probe on ") + host + " at " + when,
-                                 gpm_seconds);
+  auto json = vgpu::probe::report(*reader, std::string("vgpu-nvml-probe on ") + host + " at " + when, gpm_seconds);
   std::string text = json.dump(1) + "\n";
   if (output.empty()) {
     std::cout << text;

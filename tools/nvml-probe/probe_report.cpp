@@ -12,8 +12,7 @@ namespace {
 using nlohmann::json;
 
 json failure_json(const nvml::Failure& f) {
-  return {{"call", f.call}, {"code", static_cast<int>(f.code)}, {"name", nvml::code_name(f.code)},
-          {"text", f.text}};
+  return {{"call", f.call}, {"code", static_cast<int>(f.code)}, {"name", nvml::code_name(f.code)}, {"text", f.text}};
 }
 
 std::string mig_text(MigMode m) { return std::string(to_string(m)); }
@@ -100,7 +99,8 @@ json report(nvml::Reader& reader, const std::string& source, double gpm_seconds)
   if (const auto& lib = reader.library()) probe["library"] = lib->path();
   if (auto why = reader.unavailable_reason(); !why.empty()) probe["unavailable"] = why;
   if (auto v = reader.driver_version()) out["driver_version"] = *v;
-  else if (reader.library()) probe["errors"].push_back(v.error().message);
+  else if (reader.library())
+    probe["errors"].push_back(v.error().message);
   auto found = reader.discover();
   if (!found) probe["errors"].push_back(found.error().message);
   for (const auto& info : found.value_or(std::vector<GpuInfo>{})) {

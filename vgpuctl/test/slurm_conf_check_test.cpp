@@ -140,8 +140,9 @@ TEST(SlurmConfCheck, AFutureNodeDeclaringFewerThanANodeTotalIsAWarning) {
 
 TEST(SlurmConfCheck, NodeFeaturesNeedEveryFeatureOnAFutureNodeOfEachPartition) {
   const std::string gres = "vgpu:free:14,vgpu:1g.10gb:14,vgpu:2g.20gb:14,vgpu:3g.40gb:14,vgpu:7g.80gb:14";
-  auto ok = check(policy(R"({"node_features": true})"),
-                  {kConfig, kPartitions, kRealNodes + anchor(gres, "vgpu_in_use,vgpu_no_idle_gpu,vgpu_partly_used_gpu")});
+  auto ok =
+      check(policy(R"({"node_features": true})"),
+            {kConfig, kPartitions, kRealNodes + anchor(gres, "vgpu_in_use,vgpu_no_idle_gpu,vgpu_partly_used_gpu")});
   EXPECT_TRUE(ok.findings.empty()) << all(ok);
 
   // An anchor from before the third feature (docs/admin.md, the upgrade order).
@@ -180,8 +181,8 @@ TEST(SlurmConfCheck, AccountingWithoutTheVgpuTresIsAWarningNamingThem) {
 }
 
 TEST(SlurmConfCheck, AnUnreadableGresIsAnErrorNamingTheNode) {
-  auto c = check(policy(), {kConfig, kPartitions,
-                            kRealNodes + kFullAnchor + "NodeName=n9 Gres=vgpu:free:lots State=IDLE\n"});
+  auto c = check(policy(),
+                 {kConfig, kPartitions, kRealNodes + kFullAnchor + "NodeName=n9 Gres=vgpu:free:lots State=IDLE\n"});
   ASSERT_EQ(c.errors(), 1) << all(c);
   EXPECT_NE(c.findings[0].message.find("node n9: cannot read its Gres = 'vgpu:free:lots'"), std::string::npos)
       << all(c);

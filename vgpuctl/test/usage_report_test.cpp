@@ -18,8 +18,8 @@ TEST(UsageReport, ATenancyFillsTheBucketsItOverlapsInProportion) {
 }
 
 TEST(UsageReport, PartsOutsideTheWindowAndNodesWithoutCapacityAreLeftOut) {
-  auto r = build_usage_report({{"n1", "1g.10gb", 1, -100, 25}, {"gone", "1g.10gb", 1, 0, 100}}, {{"n1", 7}, {"empty", 0}},
-                              0, 100, 2);
+  auto r = build_usage_report({{"n1", "1g.10gb", 1, -100, 25}, {"gone", "1g.10gb", 1, 0, 100}},
+                              {{"n1", 7}, {"empty", 0}}, 0, 100, 2);
   EXPECT_DOUBLE_EQ(r.node_utilisation.at("n1")[0], 25.0 / 50 / 7);
   EXPECT_DOUBLE_EQ(r.node_utilisation.at("n1")[1], 0);
   EXPECT_FALSE(r.node_utilisation.contains("gone"));

@@ -44,7 +44,8 @@ std::string hostdev_xml(const GpuDevice& gpu) {
         "    <hostdev mode='subsystem' type='pci' managed='yes'>\n"
         "      <source><address domain='0x{}' bus='0x{}' slot='0x{}' function='0x{}'/></source>\n"
         "    </hostdev>\n",
-        xml_escape(a.substr(0, 4)), xml_escape(a.substr(5, 2)), xml_escape(a.substr(8, 2)), xml_escape(a.substr(11, 1)));
+        xml_escape(a.substr(0, 4)), xml_escape(a.substr(5, 2)), xml_escape(a.substr(8, 2)),
+        xml_escape(a.substr(11, 1)));
   }
   return {};
 }
@@ -64,9 +65,11 @@ std::string render_graphics_xml(DisplayKind display, std::string_view listen_add
   const std::string l = xml_escape(listen_address);
   // For a live update libvirt refuses any change of port or autoport, so a running domain's
   // graphics are re-sent with the port it was given and autoport as it was defined.
-  const std::string ports = port > 0 ? fmt::format("port='{}' autoport='yes'", port) : std::string("port='-1' autoport='yes'");
-  return fmt::format("<graphics type='spice' {} listen='{}' passwd='{}'><listen type='address' address='{}'/></graphics>",
-                     ports, l, xml_escape(password), l);
+  const std::string ports =
+      port > 0 ? fmt::format("port='{}' autoport='yes'", port) : std::string("port='-1' autoport='yes'");
+  return fmt::format(
+      "<graphics type='spice' {} listen='{}' passwd='{}'><listen type='address' address='{}'/></graphics>", ports, l,
+      xml_escape(password), l);
 }
 
 Result<std::string> render_domain_xml(const DomainRequest& r) {
@@ -75,12 +78,12 @@ Result<std::string> render_domain_xml(const DomainRequest& r) {
   const VizPoolSpec& pool = *r.pool;
   if (r.geometry.width > pool.max_geometry.width || r.geometry.height > pool.max_geometry.height) {
     return fail(ErrorCode::invalid_argument,
-                fmt::format("{}: geometry {}x{} exceeds pool {} maximum {}x{}", ctx, r.geometry.width, r.geometry.height,
-                            pool.name, pool.max_geometry.width, pool.max_geometry.height));
+                fmt::format("{}: geometry {}x{} exceeds pool {} maximum {}x{}", ctx, r.geometry.width,
+                            r.geometry.height, pool.name, pool.max_geometry.width, pool.max_geometry.height));
   }
   if (!plain_listen_address(r.listen_address)) {
-    return fail(ErrorCode::invalid_argument,
-                fmt::format("{}: listen address '{}' is not a numeric IP address", ctx, printable_label(r.listen_address)));
+    return fail(ErrorCode::invalid_argument, fmt::format("{}: listen address '{}' is not a numeric IP address", ctx,
+                                                         printable_label(r.listen_address)));
   }
   if (r.display_password.empty()) return fail(ErrorCode::invalid_argument, ctx + ": empty display password");
   if (!r.cpuset.empty()) {
@@ -156,7 +159,8 @@ Result<std::string> render_domain_xml(const DomainRequest& r) {
       fmt::arg("mem", pool.memory_mib), fmt::arg("vcpu_attrs", vcpu_attrs), fmt::arg("vcpus", pool.vcpus),
       fmt::arg("cputune", cputune), fmt::arg("kernel", xml_escape(r.image.kernel)),
       fmt::arg("initrd", xml_escape(r.image.initrd)), fmt::arg("cmdline", xml_escape(printable_label(cmdline))),
-      fmt::arg("emulator", xml_escape(r.emulator)), fmt::arg("disk", disk), fmt::arg("serial", xml_escape(r.serial_log)),
+      fmt::arg("emulator", xml_escape(r.emulator)), fmt::arg("disk", disk),
+      fmt::arg("serial", xml_escape(r.serial_log)),
       fmt::arg("graphics", render_graphics_xml(pool.display, r.listen_address, r.display_password, -1)),
       fmt::arg("vram", vram_kib(r.geometry)), fmt::arg("hostdev", hostdev_xml(r.gpu)));
 }

@@ -22,9 +22,11 @@ FileSystem& contract_fs() { return posix_file_system(); }
 Result<void> write_file_atomic(const std::string& path, const std::string& tmp_dir, const std::string& content,
                                unsigned mode) {
   const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return fail(ErrorCode::invalid_argument, fmt::format("{}: not an absolute path", path));
-  return contract::atomic_replace(contract_fs(), path.substr(0, std::max<std::size_t>(slash, 1)), path.substr(slash + 1),
-                                  content, contract::ReplaceOptions::durable_file(mode).with_temp_dir(tmp_dir));
+  if (slash == std::string::npos)
+    return fail(ErrorCode::invalid_argument, fmt::format("{}: not an absolute path", path));
+  return contract::atomic_replace(contract_fs(), path.substr(0, std::max<std::size_t>(slash, 1)),
+                                  path.substr(slash + 1), content,
+                                  contract::ReplaceOptions::durable_file(mode).with_temp_dir(tmp_dir));
 }
 
 Result<std::string> read_file(const std::string& path) {

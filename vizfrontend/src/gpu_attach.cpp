@@ -63,10 +63,12 @@ class MdevAttacher final : public GpuAttacher {
                               req.device.empty() ? std::string("any mdev parent on this node") : req.device));
     }
     if (chosen.empty()) {
-      return fail(ErrorCode::no_capacity, fmt::format("{}: no instance available on {}", ctx, fmt::join(offering, ", ")));
+      return fail(ErrorCode::no_capacity,
+                  fmt::format("{}: no instance available on {}", ctx, fmt::join(offering, ", ")));
     }
     const std::string uuid = mdev_uuid_for_job(req.job_id);
-    const std::string create = fmt::format("sys/class/mdev_bus/{}/mdev_supported_types/{}/create", chosen, req.gpu_type);
+    const std::string create =
+        fmt::format("sys/class/mdev_bus/{}/mdev_supported_types/{}/create", chosen, req.gpu_type);
     if (auto w = sysfs_.write(create, uuid); !w) {
       const int err = w.error();
       const ErrorCode code = err == EEXIST   ? ErrorCode::conflict
@@ -151,9 +153,8 @@ class VfAttacher final : public GpuAttacher {
       return take(vf, *type, req, ctx);
     }
     if (!any_vf) {
-      return fail(ErrorCode::unavailable,
-                  fmt::format("{}: no NVIDIA vGPU-capable virtual function on {}", ctx,
-                              req.device.empty() ? std::string("this node") : req.device));
+      return fail(ErrorCode::unavailable, fmt::format("{}: no NVIDIA vGPU-capable virtual function on {}", ctx,
+                                                      req.device.empty() ? std::string("this node") : req.device));
     }
     if (!type_known) return fail(ErrorCode::not_found, ctx + ": no virtual function can create this type");
     return fail(ErrorCode::no_capacity, ctx + ": every virtual function that offers it is in use");
@@ -178,8 +179,8 @@ class VfAttacher final : public GpuAttacher {
     if (select_instance) {
       previous_instance = sysfs_.read(nv + "/current_gpu_instance_id").value_or("");
       if (auto w = sysfs_.write(nv + "/current_gpu_instance_id", req.gpu_instance); !w) {
-        return fail(ErrorCode::invalid_argument, fmt::format("{}: VF {}: selecting GPU instance {}: kernel says {}", ctx,
-                                                             vf, req.gpu_instance, kernel_says(w.error())));
+        return fail(ErrorCode::invalid_argument, fmt::format("{}: VF {}: selecting GPU instance {}: kernel says {}",
+                                                             ctx, vf, req.gpu_instance, kernel_says(w.error())));
       }
     }
     if (auto w = sysfs_.write(nv + "/current_vgpu_type", type.id); !w) {
@@ -187,7 +188,9 @@ class VfAttacher final : public GpuAttacher {
       if (select_instance && !previous_instance.empty()) {
         (void)sysfs_.write(nv + "/current_gpu_instance_id", previous_instance);  // leave the VF as found
       }
-      return fail(err == EBUSY ? ErrorCode::conflict : err == EINVAL ? ErrorCode::invalid_argument : ErrorCode::io,
+      return fail(err == EBUSY    ? ErrorCode::conflict
+                  : err == EINVAL ? ErrorCode::invalid_argument
+                                  : ErrorCode::io,
                   fmt::format("{}: VF {}: writing type id {}: kernel says {}", ctx, vf, type.id, kernel_says(err)));
     }
     return Attachment{kind_, PciHostdev{vf}, vf, type.id, req.gpu_instance};

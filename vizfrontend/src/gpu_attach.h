@@ -25,9 +25,9 @@ struct AttachRequest {
 
 struct Attachment {
   AttachKind kind = AttachKind::none;
-  GpuDevice device;       // what goes into the domain XML
-  std::string parent;     // mdev parent, or the VF for sriov-vf/mig-vgpu, or the GPU for passthrough
-  std::string type;       // mdev type id or vGPU type id written to the VF
+  GpuDevice device;    // what goes into the domain XML
+  std::string parent;  // mdev parent, or the VF for sriov-vf/mig-vgpu, or the GPU for passthrough
+  std::string type;    // mdev type id or vGPU type id written to the VF
   std::string gpu_instance;
   friend bool operator==(const Attachment&, const Attachment&) = default;
 };

@@ -21,8 +21,7 @@ CpuLocator make_cpu_locator(const std::string& topology) {
     auto gpu = locate_gpu(**loaded, pci_address);
     if (!gpu) return std::unexpected(gpu.error());
     if (gpu->pus.empty())
-      return fail(ErrorCode::not_found,
-                  fmt::format("GPU {}: no CPUs near it in {}", pci_address, (*loaded)->source));
+      return fail(ErrorCode::not_found, fmt::format("GPU {}: no CPUs near it in {}", pci_address, (*loaded)->source));
     return gpu->pu_list();
   };
 }

@@ -29,7 +29,8 @@ Result<std::string_view> quoted_value(std::string_view elem, std::string_view pr
     if (at == std::string_view::npos) continue;
     const auto start = at + key.size();
     const auto close = elem.find(key.back(), start);
-    if (close == std::string_view::npos) return fail(ErrorCode::corrupt, "domain XML: <graphics>: unterminated attribute");
+    if (close == std::string_view::npos)
+      return fail(ErrorCode::corrupt, "domain XML: <graphics>: unterminated attribute");
     return elem.substr(start, close - start);
   }
   return fail(ErrorCode::not_found, "not there");
@@ -60,7 +61,8 @@ Result<std::string> graphics_socket_of(std::string_view xml) {
   if (!path) return std::unexpected(path.error());
   // libvirt's own path: absolute, nothing XML would have escaped, and short enough for sun_path.
   if (!path->starts_with('/') || path->find_first_of("&<>'\"") != std::string_view::npos || path->size() > 107)
-    return fail(ErrorCode::corrupt, fmt::format("domain XML: <graphics> socket '{}' is not a plain absolute path", *path));
+    return fail(ErrorCode::corrupt,
+                fmt::format("domain XML: <graphics> socket '{}' is not a plain absolute path", *path));
   return std::string(*path);
 }
 

@@ -142,8 +142,7 @@ class LibvirtHypervisor final : public Hypervisor {
     if (!d) return std::unexpected(d.error());
     if (callback_id_ >= 0) return {};
     callback_id_ = virConnectDomainEventRegisterAny(conn_.get(), d->get(), VIR_DOMAIN_EVENT_ID_GRAPHICS,
-                                                    graphics_callback(),
-                                                    this, nullptr);
+                                                    graphics_callback(), this, nullptr);
     if (callback_id_ < 0) return failure(name, "register graphics events");
     return {};
   }
@@ -159,7 +158,8 @@ class LibvirtHypervisor final : public Hypervisor {
     while (logins_ == 0) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) break;
-      const int timer = virEventAddTimeout(static_cast<int>(left.count()), [](int, void*) {}, nullptr, nullptr);
+      const int timer = virEventAddTimeout(
+          static_cast<int>(left.count()), [](int, void*) {}, nullptr, nullptr);
       if (timer < 0) return fail(ErrorCode::internal, "libvirt: cannot add an event timer");
       const auto round = Clock::now();
       const int rc = virEventRunDefaultImpl();

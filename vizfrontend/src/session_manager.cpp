@@ -69,7 +69,8 @@ Result<void> SessionManager::prepare_dirs() const {
   return {};
 }
 
-Result<void> SessionManager::write_token(std::uint32_t job, const std::string& token, const std::string& vnc_socket) const {
+Result<void> SessionManager::write_token(std::uint32_t job, const std::string& token,
+                                         const std::string& vnc_socket) const {
   // TokenFile syntax: "<token>: unix_socket:<path>" sends the WebSocket to that UNIX socket. The
   // token is hex; the path is libvirt's (graphics_socket_of checked it).
   return write_file_atomic(token_path(job), config_.state_dir + "/tmp",
@@ -142,7 +143,8 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   }
   const std::string name = domain_name(req.job_id);
   if (std::filesystem::exists(record_path(req.job_id))) {
-    return fail(ErrorCode::conflict, fmt::format("{}: a session is already recorded ({})", ctx, record_path(req.job_id)));
+    return fail(ErrorCode::conflict,
+                fmt::format("{}: a session is already recorded ({})", ctx, record_path(req.job_id)));
   }
   if (auto existing = hv_.list(name); !existing) {
     return in_ctx(existing.error());
@@ -177,8 +179,8 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   crash_point("viz.after_record");
 
   // 2. The GPU device.
-  auto attachment = make_attacher(pool.attach, sysfs_)->acquire(
-      AttachRequest{req.job_id, pool.gpu_type, req.device, req.gpu_instance});
+  auto attachment = make_attacher(pool.attach, sysfs_)
+                        ->acquire(AttachRequest{req.job_id, pool.gpu_type, req.device, req.gpu_instance});
   if (!attachment) return in_ctx(attachment.error().within(fmt::format("pool {}", pool.name)));
   rollback.add([this, a = *attachment] { (void)release_attachment(a); });
   crash_point("viz.after_acquire");
@@ -192,8 +194,8 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   dr.job_name = req.job_name;
   dr.pool = &pool;
   dr.image = image;
-  dr.geometry = req.geometry.value_or(Geometry{std::min(1024U, pool.max_geometry.width),
-                                               std::min(768U, pool.max_geometry.height)});
+  dr.geometry = req.geometry.value_or(
+      Geometry{std::min(1024U, pool.max_geometry.width), std::min(768U, pool.max_geometry.height)});
   dr.cpuset = req.cpuset;
   if (dr.cpuset.empty() && cpu_locator_ && !attachment->parent.empty()) {
     // Near the GPU itself: for a VF (or an mdev on one) that is its physical function.
@@ -358,7 +360,8 @@ Result<StartedSession> SessionManager::rotate_password(std::uint32_t job) {
   auto record = parse_session_record(*text, record_path(job));
   if (!record) return std::unexpected(record.error().within(ctx));
   const auto pool = config_.pools.find(record->pool);
-  if (pool == config_.pools.end()) return fail(ErrorCode::not_found, fmt::format("{}: pool {} gone", ctx, record->pool));
+  if (pool == config_.pools.end())
+    return fail(ErrorCode::not_found, fmt::format("{}: pool {} gone", ctx, record->pool));
   auto password = make_vnc_password(random_);
   if (!password) return std::unexpected(password.error().within(ctx));
   // Same port or socket (libvirt refuses to change them live): only the password changes.
@@ -370,8 +373,8 @@ Result<StartedSession> SessionManager::rotate_password(std::uint32_t job) {
     if (!socket) return std::unexpected(socket.error().within(ctx));
     vnc_socket = *socket;
   }
-  const std::string graphics = render_graphics_xml(pool->second.display, config_.listen_address, *password,
-                                                   record->display_port, vnc_socket);
+  const std::string graphics =
+      render_graphics_xml(pool->second.display, config_.listen_address, *password, record->display_port, vnc_socket);
   if (auto ok = hv_.update_graphics(record->domain, graphics); !ok) return std::unexpected(ok.error().within(ctx));
   if (pool->second.display == DisplayKind::spice) {
     return StartedSession{*record, spice_access(record->display_port, *password), *password};

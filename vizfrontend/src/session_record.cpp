@@ -47,8 +47,9 @@ Result<SessionRecord> parse_session_record(std::string_view text, std::string_vi
     return bad(e.what());
   }
   if (!j.is_object()) return bad("expected an object");
-  if (auto ok = contract::require_keys(j, "", {"version", "job", "domain", "pool", "user", "phase", "attach",
-                                               "display_port", "proxy_port", "created_unix"});
+  if (auto ok = contract::require_keys(j, "",
+                                       {"version", "job", "domain", "pool", "user", "phase", "attach", "display_port",
+                                        "proxy_port", "created_unix"});
       !ok)
     return std::unexpected(ok.error().within(where));
   if (!j["version"].is_number_unsigned() || j["version"].get<std::uint64_t>() != 1) return bad("'version' must be 1");

@@ -30,7 +30,8 @@ std::string shown(std::string_view s) { return "'" + printable_label(s.substr(0,
 Result<std::uint32_t> parse_job_id(std::string_view text) {
   // The contract's one rule (node_files.h), with the message this tool's callers print.
   if (auto job = contract::parse_job_id(text)) return *job;
-  return fail(ErrorCode::invalid_argument, fmt::format("job id {}: not a decimal number in 1..4294967295", shown(text)));
+  return fail(ErrorCode::invalid_argument,
+              fmt::format("job id {}: not a decimal number in 1..4294967295", shown(text)));
 }
 
 Result<Geometry> parse_geometry(std::string_view text) {
@@ -61,8 +62,7 @@ Result<std::string> check_name(std::string_view what, std::string_view text) {
 
 Result<std::string> check_cpuset(std::string_view text) {
   auto bad = [&] {
-    return fail(ErrorCode::invalid_argument,
-                fmt::format("cpuset {}: expected a list like 0-3,8", shown(text)));
+    return fail(ErrorCode::invalid_argument, fmt::format("cpuset {}: expected a list like 0-3,8", shown(text)));
   };
   if (text.empty() || text.size() > 256) return bad();
   std::size_t pos = 0;

@@ -13,8 +13,7 @@ namespace {
 
 using json = nlohmann::json;
 
-Result<void> only_keys(const json& obj, std::initializer_list<std::string_view> allowed,
-                       std::string_view where) {
+Result<void> only_keys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view where) {
   return contract::require_keys(obj, where, {}, allowed);
 }
 
@@ -42,7 +41,8 @@ Result<std::string> absolute_path(std::string value, std::string_view where, boo
   if (optional && value.empty()) return value;
   if (value.empty() || value[0] != '/' || value.find('\n') != std::string::npos ||
       value.find("/../") != std::string::npos || value.ends_with("/..")) {
-    return fail(ErrorCode::corrupt, fmt::format("{}: '{}' is not a plain absolute path", where, printable_label(value)));
+    return fail(ErrorCode::corrupt,
+                fmt::format("{}: '{}' is not a plain absolute path", where, printable_label(value)));
   }
   return value;
 }
@@ -72,8 +72,7 @@ Result<ImageSpec> parse_image(const json& j, std::string_view where) {
 }
 
 Result<VizPoolSpec> parse_pool(const json& j, std::string_view where) {
-  if (auto ok = only_keys(j, {"name", "attach", "gpu_type", "image", "memory_mib", "vcpus", "display",
-                              "max_geometry"},
+  if (auto ok = only_keys(j, {"name", "attach", "gpu_type", "image", "memory_mib", "vcpus", "display", "max_geometry"},
                           where);
       !ok) {
     return std::unexpected(ok.error());
@@ -96,7 +95,8 @@ Result<VizPoolSpec> parse_pool(const json& j, std::string_view where) {
   if (p.gpu_type != *gpu_type || p.gpu_type.find('/') != std::string::npos) {
     return fail(ErrorCode::corrupt, fmt::format("{}.gpu_type: '{}' must be printable without '/'", here, p.gpu_type));
   }
-  if (!j.contains("image")) return fail(ErrorCode::corrupt, fmt::format("{}.image: {}", here, contract::kMissingFieldMessage));
+  if (!j.contains("image"))
+    return fail(ErrorCode::corrupt, fmt::format("{}.image: {}", here, contract::kMissingFieldMessage));
   auto image = parse_image(j["image"], fmt::format("{}.image", here));
   if (!image) return std::unexpected(image.error());
   p.image = *image;
@@ -113,7 +113,8 @@ Result<VizPoolSpec> parse_pool(const json& j, std::string_view where) {
   } else if (*display == "spice") {
     p.display = DisplayKind::spice;
   } else {
-    return fail(ErrorCode::corrupt, fmt::format("{}.display: '{}' is not vnc or spice", here, printable_label(*display)));
+    return fail(ErrorCode::corrupt,
+                fmt::format("{}.display: '{}' is not vnc or spice", here, printable_label(*display)));
   }
   auto geo = get_string(j, "max_geometry", here, false, "1920x1200");
   if (!geo) return std::unexpected(geo.error());
@@ -137,12 +138,13 @@ std::string_view to_string(AttachKind kind) {
 }
 
 Result<AttachKind> parse_attach_kind(std::string_view text) {
-  for (const auto k : {AttachKind::none, AttachKind::mdev, AttachKind::sriov_vf, AttachKind::mig_vgpu,
-                       AttachKind::passthrough}) {
+  for (const auto k :
+       {AttachKind::none, AttachKind::mdev, AttachKind::sriov_vf, AttachKind::mig_vgpu, AttachKind::passthrough}) {
     if (text == to_string(k)) return k;
   }
-  return fail(ErrorCode::invalid_argument,
-              fmt::format("attach '{}': expected none, mdev, sriov-vf, mig-vgpu or passthrough", printable_label(text)));
+  return fail(
+      ErrorCode::invalid_argument,
+      fmt::format("attach '{}': expected none, mdev, sriov-vf, mig-vgpu or passthrough", printable_label(text)));
 }
 
 Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view origin) {
@@ -153,9 +155,10 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   } catch (const json::exception& e) {  // parse_error, or out_of_range for "1e400"
     return fail(ErrorCode::corrupt, fmt::format("{}: {}", where, e.what()));
   }
-  if (auto ok = only_keys(j, {"version", "libvirt_uri", "listen_address", "proxy_port", "public_host", "ssh_host",
-                              "state_dir", "access_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "topology",
-                              "pools", "images", "ood_listen_address", "ood_host", "ood_port_min", "ood_port_max"},
+  if (auto ok = only_keys(j,
+                          {"version", "libvirt_uri", "listen_address", "proxy_port", "public_host", "ssh_host",
+                           "state_dir", "access_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "topology",
+                           "pools", "images", "ood_listen_address", "ood_host", "ood_port_min", "ood_port_max"},
                           where);
       !ok) {
     return std::unexpected(ok.error());
@@ -169,21 +172,21 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
     std::string* target;
     bool path;
   };
-  for (const Field f : {Field{"libvirt_uri", &c.libvirt_uri, false}, Field{"listen_address", &c.listen_address, false},
-                        Field{"public_host", &c.public_host, false}, Field{"ssh_host", &c.ssh_host, false},
-                        Field{"state_dir", &c.state_dir, true}, Field{"access_dir", &c.access_dir, true},
-                        Field{"sysfs_root", &c.sysfs_root, true},
-                        Field{"novnc_dir", &c.novnc_dir, true}, Field{"websockify", &c.websockify, true},
-                        Field{"emulator", &c.emulator, true}, Field{"ood_listen_address", &c.ood_listen_address, false},
-                        Field{"ood_host", &c.ood_host, false}}) {
+  for (const Field f :
+       {Field{"libvirt_uri", &c.libvirt_uri, false}, Field{"listen_address", &c.listen_address, false},
+        Field{"public_host", &c.public_host, false}, Field{"ssh_host", &c.ssh_host, false},
+        Field{"state_dir", &c.state_dir, true}, Field{"access_dir", &c.access_dir, true},
+        Field{"sysfs_root", &c.sysfs_root, true}, Field{"novnc_dir", &c.novnc_dir, true},
+        Field{"websockify", &c.websockify, true}, Field{"emulator", &c.emulator, true},
+        Field{"ood_listen_address", &c.ood_listen_address, false}, Field{"ood_host", &c.ood_host, false}}) {
     auto v = get_string(j, f.key, where, false, *f.target);
     if (!v) return std::unexpected(v.error());
     if (f.path) {
       auto p = absolute_path(*v, fmt::format("{}.{}", where, f.key), false);
       if (!p) return std::unexpected(p.error());
     } else if (printable_label(*v) != *v || v->find_first_of(" '\"<>&") != std::string::npos) {
-      return fail(ErrorCode::corrupt, fmt::format("{}.{}: '{}' has characters not allowed there", where, f.key,
-                                                  printable_label(*v)));
+      return fail(ErrorCode::corrupt,
+                  fmt::format("{}.{}: '{}' has characters not allowed there", where, f.key, printable_label(*v)));
     }
     *f.target = *v;
   }
@@ -192,7 +195,8 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   if (!topology->empty() && *topology != "live") {
     auto p = absolute_path(*topology, fmt::format("{}.topology", where), false);
     if (!p)
-      return fail(ErrorCode::corrupt, fmt::format("{} (expected \"\", \"live\" or an lstopo XML file)", p.error().message));
+      return fail(ErrorCode::corrupt,
+                  fmt::format("{} (expected \"\", \"live\" or an lstopo XML file)", p.error().message));
   }
   c.topology = *topology;
   auto port = get_uint(j, "proxy_port", where, 1, 65535, c.proxy_port);
@@ -203,7 +207,8 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   auto ood_max = get_uint(j, "ood_port_max", where, 1024, 65535, c.ood_port_max);
   if (!ood_max) return std::unexpected(ood_max.error());
   if (*ood_min > *ood_max) {
-    return fail(ErrorCode::corrupt, fmt::format("{}: ood_port_min {} is above ood_port_max {}", where, *ood_min, *ood_max));
+    return fail(ErrorCode::corrupt,
+                fmt::format("{}: ood_port_min {} is above ood_port_max {}", where, *ood_min, *ood_max));
   }
   c.ood_port_min = static_cast<std::uint16_t>(*ood_min);
   c.ood_port_max = static_cast<std::uint16_t>(*ood_max);
@@ -233,7 +238,8 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
 
 Result<VizConfig> load_viz_config(const std::string& path) {
   // It names the images and devices a job's VM gets: read as every file that steers a node is.
-  auto text = contract::read_guarded(posix_file_system(), path, {.what = "viz config", .max_bytes = 1u << 20, .owners = {}});
+  auto text =
+      contract::read_guarded(posix_file_system(), path, {.what = "viz config", .max_bytes = 1u << 20, .owners = {}});
   if (!text) return std::unexpected(text.error());
   return parse_viz_config(text->text, path);
 }

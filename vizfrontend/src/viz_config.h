@@ -46,7 +46,7 @@ struct VizConfig {
   std::string listen_address = "127.0.0.1";  // where VNC and websockify listen
   std::uint16_t proxy_port = 6080;
   std::string public_host = "localhost";  // what the printed URL names (after ssh -L)
-  std::string ssh_host;                    // node name for the ssh -L hint; empty = hostname
+  std::string ssh_host;                   // node name for the ssh -L hint; empty = hostname
   std::string state_dir = "/run/slurm-vgpu/viz";
   // Where Slurm sessions leave each job's "how to connect" file (<access_dir>/<job>, 0600, owned by
   // the job's user): the user's step reads it without any libvirt rights. Root-owned, 0711.

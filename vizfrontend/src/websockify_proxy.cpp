@@ -29,10 +29,11 @@ Result<void> WebsockifyProxy::ensure_running() {
     return fail(ErrorCode::conflict, fmt::format("websockify: {}:{} is already in use by another program",
                                                  config_.listen_address, config_.proxy_port));
   }
-  if (auto web = prepare_web_root(web_root_, config_.novnc_dir); !web) return std::unexpected(web.error().within("websockify"));
+  if (auto web = prepare_web_root(web_root_, config_.novnc_dir); !web)
+    return std::unexpected(web.error().within("websockify"));
   const std::string listen = fmt::format("{}:{}", config_.listen_address, config_.proxy_port);
-  std::vector<std::string> args{config_.websockify, "--web",        web_root_,    "--token-plugin", "TokenFile",
-                                "--token-source",   token_source_, listen};
+  std::vector<std::string> args{config_.websockify, "--web",          web_root_,     "--token-plugin",
+                                "TokenFile",        "--token-source", token_source_, listen};
   auto spawned = spawn_detached(args, log_file_);
   if (!spawned) return std::unexpected(spawned.error());
   const pid_t child = *spawned;
@@ -42,18 +43,17 @@ Result<void> WebsockifyProxy::ensure_running() {
   }
   int status = 0;
   switch (wait_until_listening(child, config_.listen_address, config_.proxy_port, status)) {
-    case Startup::listening:
-      return {};
+    case Startup::listening: return {};
     case Startup::exited:
       (void)remove_file(pid_file_);
       return fail(ErrorCode::unavailable,
                   fmt::format("websockify exited at start-up (status {}); see {}", status, log_file_));
-    case Startup::timed_out:
-      break;
+    case Startup::timed_out: break;
   }
   ::kill(child, SIGTERM);
   (void)remove_file(pid_file_);
-  return fail(ErrorCode::unavailable, fmt::format("websockify did not listen on {} within 5 s; see {}", listen, log_file_));
+  return fail(ErrorCode::unavailable,
+              fmt::format("websockify did not listen on {} within 5 s; see {}", listen, log_file_));
 }
 
 Result<void> WebsockifyProxy::stop() {

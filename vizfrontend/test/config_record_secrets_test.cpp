@@ -53,14 +53,10 @@ TEST(VizConfig, StrictAboutKeysVersionAndValues) {
       {"\"name\": \"viz\"", "pool '../viz'"},
       {"\"127.0.0.1\"", "listen_address"},
   };
-  const std::string replacements[] = {"\"listen_adress\"",
-                                      "\"version\": 2",
-                                      "\"attach\": \"gpu\"",
-                                      "\"memory_mib\": -5",
-                                      "\"max_geometry\": \"big\"",
-                                      "{\"debian\": {\"kernel\": \"g/../vmlinuz\"",
-                                      "\"name\": \"../viz\"",
-                                      "\"127.0.0.1' x='\""};
+  const std::string replacements[] = {"\"listen_adress\"",         "\"version\": 2",
+                                      "\"attach\": \"gpu\"",       "\"memory_mib\": -5",
+                                      "\"max_geometry\": \"big\"", "{\"debian\": {\"kernel\": \"g/../vmlinuz\"",
+                                      "\"name\": \"../viz\"",      "\"127.0.0.1' x='\""};
   for (std::size_t i = 0; i < std::size(cases); ++i) {
     auto c = parse_viz_config(with(kConfig, cases[i].first, replacements[i]), "viz.json");
     ASSERT_FALSE(c) << i;
@@ -72,14 +68,14 @@ TEST(VizConfig, StrictAboutKeysVersionAndValues) {
 TEST(VizConfig, TopologyIsOffLiveOrAnAbsoluteXmlPath) {
   EXPECT_EQ(parse_viz_config(kConfig, "viz.json")->topology, "");
   for (const std::string ok : {"live", "/etc/slurm-vgpu/topology.xml"}) {
-    auto c = parse_viz_config(with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"topology\": \"" + ok + "\""),
-                              "viz.json");
+    auto c = parse_viz_config(
+        with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"topology\": \"" + ok + "\""), "viz.json");
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ(c->topology, ok);
   }
   for (const std::string bad : {"topology.xml", "/etc/../x.xml", "Live"}) {
-    auto c = parse_viz_config(with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"topology\": \"" + bad + "\""),
-                              "viz.json");
+    auto c = parse_viz_config(
+        with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"topology\": \"" + bad + "\""), "viz.json");
     ASSERT_FALSE(c) << bad;
     EXPECT_NE(c.error().message.find("viz.json.topology: '" + bad + "'"), std::string::npos) << c.error().message;
     EXPECT_NE(c.error().message.find("expected \"\", \"live\" or an lstopo XML file"), std::string::npos);
@@ -105,7 +101,8 @@ TEST(SessionRecord, RoundTrips) {
   r.pool = "a100-vgpu";
   r.user = "alice";
   r.phase = "running";
-  r.attachment = {AttachKind::mdev, MdevHostdev{"76677a00-7669-4a00-8000-00000000002a"}, "0000:3b:00.0", "nvidia-700", ""};
+  r.attachment = {AttachKind::mdev, MdevHostdev{"76677a00-7669-4a00-8000-00000000002a"}, "0000:3b:00.0", "nvidia-700",
+                  ""};
   r.display_port = 5901;
   r.proxy_port = 6080;
   r.created_unix = 1700000000;
@@ -121,15 +118,15 @@ TEST(SessionRecord, RejectsTamperedOrForeignRecords) {
   r.job_id = 42;
   r.domain = "vgpu-viz-42";
   const std::string good = to_json(r);
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"\"version\": 1", "\"version\": 2"},
-           {"\"domain\": \"vgpu-viz-42\"", "\"domain\": \"other\""},
-           {"\"job\": 42", "\"job\": 0"},
-           {"\"job\": 42", "\"job\": \"42\""},
-           {"\"phase\": \"starting\"", "\"phase\": \"x\""},
-           {"\"device\": null", "\"device\": {\"mdev\": \"../../x\"}"},
-           {"\"pool\": \"\"", "\"pool\": \"\", \"extra\": 1"},
-           {"\"kind\": \"none\"", "\"kind\": \"gpu\""}}) {
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{"\"version\": 1", "\"version\": 2"},
+                                                        {"\"domain\": \"vgpu-viz-42\"", "\"domain\": \"other\""},
+                                                        {"\"job\": 42", "\"job\": 0"},
+                                                        {"\"job\": 42", "\"job\": \"42\""},
+                                                        {"\"phase\": \"starting\"", "\"phase\": \"x\""},
+                                                        {"\"device\": null", "\"device\": {\"mdev\": \"../../x\"}"},
+                                                        {"\"pool\": \"\"", "\"pool\": \"\", \"extra\": 1"},
+                                                        {"\"kind\": \"none\"", "\"kind\": \"gpu\""}}) {
     auto text = good;
     const auto at = text.find(from);
     ASSERT_NE(at, std::string::npos) << from << "\n" << good;
@@ -185,8 +182,7 @@ TEST(Secrets, UuidIsVersion4) {
 
 TEST(NovncUrl, PasswordIsInTheFragmentTokenInThePath) {
   auto a = make_access_info("localhost", 6080, "node7", "127.0.0.1", "0123abcd", "Pw12Ab34");
-  EXPECT_EQ(a.url,
-            "http://localhost:6080/vgpu-viz.html?path=websockify%3Ftoken%3D0123abcd#&password=Pw12Ab34");
+  EXPECT_EQ(a.url, "http://localhost:6080/vgpu-viz.html?path=websockify%3Ftoken%3D0123abcd#&password=Pw12Ab34");
   EXPECT_EQ(a.url.find("Pw12Ab34"), a.url.find('#') + 11) << "the password must only be after '#'";
   EXPECT_EQ(a.ssh_line, "ssh -N -L 6080:127.0.0.1:6080 node7");
 }

@@ -66,8 +66,8 @@ void FakeSysfs::add_mdev_parent(const std::string& bdf, const std::map<std::stri
   link("sys/bus/pci/devices/" + bdf, "../../../devices/pci0000:00/" + bdf);
 }
 
-void FakeSysfs::add_vgpu_vf(const std::string& vf, const std::string& pf, const std::map<std::string, std::string>& types,
-                            bool mig_capable) {
+void FakeSysfs::add_vgpu_vf(const std::string& vf, const std::string& pf,
+                            const std::map<std::string, std::string>& types, bool mig_capable) {
   const std::string dev = "sys/devices/pci0000:00/" + vf;
   std::string creatable = "ID    : vGPU Name\n";
   for (const auto& [id, name] : types) creatable += fmt::format("{:<6}: {}\n", id, name);
@@ -101,7 +101,9 @@ int FakeSysfs::available(const std::string& parent, const std::string& type) con
           .c_str());
 }
 
-std::size_t FakeSysfs::mdev_count() const { return files_.list("sys/bus/mdev/devices").value_or(std::vector<std::string>{}).size(); }
+std::size_t FakeSysfs::mdev_count() const {
+  return files_.list("sys/bus/mdev/devices").value_or(std::vector<std::string>{}).size();
+}
 
 std::expected<void, int> FakeSysfs::write(std::string_view path, std::string_view value) {
   ++writes_;
@@ -142,7 +144,7 @@ std::expected<void, int> FakeSysfs::write(std::string_view path, std::string_vie
 // mdev_device_create(): type_dir = <parent>/mdev_supported_types/<type>
 std::expected<void, int> FakeSysfs::mdev_create(const std::string& type_dir, std::string_view value) {
   const std::string uuid = trimmed(value);
-  if (!check_uuid(uuid)) return std::unexpected(EINVAL);                                  // uuid_parse fails
+  if (!check_uuid(uuid)) return std::unexpected(EINVAL);                                    // uuid_parse fails
   if (fs::exists(root_ + "/sys/bus/mdev/devices/" + uuid)) return std::unexpected(EEXIST);  // duplicate UUID
   const std::string avail_path = type_dir + "/available_instances";
   std::ifstream in(avail_path);
@@ -157,7 +159,8 @@ std::expected<void, int> FakeSysfs::mdev_create(const std::string& type_dir, std
   std::ofstream(parent / uuid / "remove") << "";
   fs::create_directory_symlink("../../" + uuid, fs::path(type_dir) / "devices" / uuid);
   // relative to sys/bus/mdev/devices, as the kernel makes it: ../../../devices/...
-  fs::create_directory_symlink("../../../" + parent_rel.substr(4) + "/" + uuid, root_ + "/sys/bus/mdev/devices/" + uuid);
+  fs::create_directory_symlink("../../../" + parent_rel.substr(4) + "/" + uuid,
+                               root_ + "/sys/bus/mdev/devices/" + uuid);
   std::ofstream(avail_path) << (avail - 1) << "\n";
   return {};
 }

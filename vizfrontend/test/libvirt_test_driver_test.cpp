@@ -60,7 +60,7 @@ TEST_F(LibvirtTestDriver, FullLifecycle) {
   // The test driver assigns no VNC socket: the session manager treats that as "no display".
   EXPECT_FALSE(graphics_socket_of(hv->domain_xml("vgpu-viz-4242", false).value()));
   const std::string shot = ::testing::TempDir() + "viz-test-shot.png";
-  ASSERT_TRUE(hv->screenshot("vgpu-viz-4242", shot)) ;
+  ASSERT_TRUE(hv->screenshot("vgpu-viz-4242", shot));
   std::ifstream in(shot, std::ios::binary);
   char magic[4] = {};
   in.read(magic, 4);
@@ -106,8 +106,7 @@ TEST(LibvirtConnect, UnreachableUriIsUnavailable) {
 }
 
 TEST(GraphicsPort, ReadsLibvirtsLiveXml) {
-  EXPECT_EQ(graphics_port_of("<devices><graphics type='vnc' port='5901' autoport='yes' listen='127.0.0.1'>")
-                .value(),
+  EXPECT_EQ(graphics_port_of("<devices><graphics type='vnc' port='5901' autoport='yes' listen='127.0.0.1'>").value(),
             5901);
   EXPECT_EQ(graphics_port_of("<graphics type=\"spice\" port=\"5930\"/>").value(), 5930);
   EXPECT_EQ(graphics_port_of("<graphics type='vnc' port='-1'/>").value(), -1);

@@ -25,7 +25,8 @@ TEST(OnDemandConfig, OffByDefaultAndParsedStrictly) {
   EXPECT_EQ(on->ood_host, "gpu-node-07");
   EXPECT_EQ(on->ood_port_min, 21000);
   EXPECT_EQ(on->ood_port_max, 21009);
-  auto reversed = parse_viz_config(std::string(kMinimal) + R"(, "ood_port_min": 21009, "ood_port_max": 21000})", "viz.json");
+  auto reversed =
+      parse_viz_config(std::string(kMinimal) + R"(, "ood_port_min": 21009, "ood_port_max": 21000})", "viz.json");
   ASSERT_FALSE(reversed);
   EXPECT_EQ(reversed.error().message, "viz.json: ood_port_min 21009 is above ood_port_max 21000");
   auto low = parse_viz_config(std::string(kMinimal) + R"(, "ood_port_min": 80})", "viz.json");

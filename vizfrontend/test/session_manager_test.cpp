@@ -42,10 +42,12 @@ class ScriptedHypervisor final : public Hypervisor {
   Result<std::string> domain_xml(std::string_view, bool) override {
     if (fail_at == "xml") return fail(ErrorCode::io, "xml refused");
     // A VNC display has its socket, a SPICE one its port; "port" fails both (not yet assigned).
-    if (fail_at == "port") return std::string("<domain><devices><graphics type='vnc' port='-1' autoport='yes'/></devices></domain>");
-    return fmt::format("<domain><devices><graphics type='vnc' port='{}' autoport='yes'><listen type='socket' socket='{}'/>"
-                       "</graphics></devices></domain>",
-                       port, socket);
+    if (fail_at == "port")
+      return std::string("<domain><devices><graphics type='vnc' port='-1' autoport='yes'/></devices></domain>");
+    return fmt::format(
+        "<domain><devices><graphics type='vnc' port='{}' autoport='yes'><listen type='socket' socket='{}'/>"
+        "</graphics></devices></domain>",
+        port, socket);
   }
   Result<void> update_graphics(std::string_view, std::string_view g) override {
     last_graphics = g;
@@ -157,7 +159,8 @@ class Sessions : public ::testing::Test {
   }
   // Everything a session can leave behind.
   bool nothing_left(std::uint32_t job = 42) {
-    return hv.domains.empty() && sysfs.mdev_count() == 0 && !fs::exists(config.state_dir + "/tokens/vgpu-viz-" + std::to_string(job)) &&
+    return hv.domains.empty() && sysfs.mdev_count() == 0 &&
+           !fs::exists(config.state_dir + "/tokens/vgpu-viz-" + std::to_string(job)) &&
            !fs::exists(config.state_dir + "/sessions/" + std::to_string(job) + ".json");
   }
 
@@ -179,7 +182,7 @@ TEST_F(Sessions, StartDefinesAndStartsTheDomainAndWritesA0600Token) {
   EXPECT_EQ(s->record.phase, "running");
   EXPECT_NE(hv.last_xml.find("<listen type='socket'/>"), std::string::npos) << hv.last_xml;
   EXPECT_EQ(hv.last_xml.find("<listen type='address'"), std::string::npos);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(m.token_path(42).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600U);
   const std::string token_line = read_file(m.token_path(42)).value();
@@ -232,13 +235,12 @@ TEST_F(Sessions, NamedImageReplacesThePoolsImage) {
 TEST_F(Sessions, HostileInputsAreRefusedBeforeAnythingIsCreated) {
   auto m = manager();
   for (auto mutate : std::vector<std::function<void(StartRequest&)>>{
-           [](StartRequest& r) { r.image = "../../etc/passwd"; },
-           [](StartRequest& r) { r.image = "missing"; },
-           [](StartRequest& r) { r.pool = "viz'/><x"; },
-           [](StartRequest& r) { r.cpuset = "0-3;reboot"; },
-           [](StartRequest& r) { r.device = "0000:3b:00.0/../../x"; },
-           [](StartRequest& r) { r.gpu_instance = "1 2"; },
-           [](StartRequest& r) { r.geometry = Geometry{4096, 4096}; },
+           [](StartRequest& r) { r.image = "../../etc/passwd"; }, [](StartRequest& r) { r.image = "missing"; },
+           [](StartRequest& r) { r.pool = "viz'/><x"; }, [](StartRequest& r) { r.cpuset = "0-3;reboot"; },
+           [](StartRequest& r) { r.device = "0000:3b:00.0/../../x"; }, [](StartRequest& r) { r.gpu_instance = "1 2"; },
+           [](StartRequest& r) {
+             r.geometry = Geometry{4096, 4096};
+           },
            [](StartRequest& r) { r.job_id = 0; }}) {
     auto r = request();
     mutate(r);
@@ -381,7 +383,8 @@ TEST_F(Sessions, RotateSetsANewPasswordOnTheSameSocket) {
   auto r = m.rotate_password(42);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_NE(r->password, s->password);
-  EXPECT_NE(hv.last_graphics.find("<listen type='socket' socket='" + hv.socket + "'/>"), std::string::npos) << hv.last_graphics;
+  EXPECT_NE(hv.last_graphics.find("<listen type='socket' socket='" + hv.socket + "'/>"), std::string::npos)
+      << hv.last_graphics;
   EXPECT_NE(hv.last_graphics.find("passwd='" + r->password + "'"), std::string::npos);
   EXPECT_EQ(r->access.url.substr(0, r->access.url.find('#')), s->access.url.substr(0, s->access.url.find('#')));
 }

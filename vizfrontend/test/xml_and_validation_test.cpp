@@ -9,8 +9,7 @@ namespace vgpu::viz {
 namespace {
 
 TEST(XmlEscape, EscapesEveryMarkupCharacter) {
-  EXPECT_EQ(xml_escape(R"(<a href="x" id='y'>&</a>)"),
-            "&lt;a href=&quot;x&quot; id=&apos;y&apos;&gt;&amp;&lt;/a&gt;");
+  EXPECT_EQ(xml_escape(R"(<a href="x" id='y'>&</a>)"), "&lt;a href=&quot;x&quot; id=&apos;y&apos;&gt;&amp;&lt;/a&gt;");
 }
 
 TEST(XmlEscape, LeavesPlainTextAndWhitespaceAlone) {
@@ -21,9 +20,7 @@ TEST(XmlEscape, ReplacesControlCharactersXmlCannotCarry) {
   EXPECT_EQ(xml_escape(std::string("a\x01") + "b\x1b" + "c\x7f"), "a?b?c?");
 }
 
-TEST(XmlEscape, AlreadyEscapedTextIsEscapedAgainNotTrusted) {
-  EXPECT_EQ(xml_escape("&lt;"), "&amp;lt;");
-}
+TEST(XmlEscape, AlreadyEscapedTextIsEscapedAgainNotTrusted) { EXPECT_EQ(xml_escape("&lt;"), "&amp;lt;"); }
 
 TEST(JobId, AcceptsSlurmRange) {
   EXPECT_EQ(parse_job_id("1").value(), 1U);
@@ -216,9 +213,11 @@ TEST_F(DomainXml, OptionalDiskIsTransient) {
 }
 
 TEST(GraphicsXml, LiveUpdateKeepsTheSessionsSocket) {
-  EXPECT_EQ(render_graphics_xml(DisplayKind::vnc, "127.0.0.1", "n3w&pw", 0, "/var/lib/libvirt/qemu/domain-3-x/vnc.sock"),
-            "<graphics type='vnc' passwd='n3w&amp;pw'><listen type='socket' socket='/var/lib/libvirt/qemu/domain-3-x/vnc.sock'/>"
-            "</graphics>");
+  EXPECT_EQ(
+      render_graphics_xml(DisplayKind::vnc, "127.0.0.1", "n3w&pw", 0, "/var/lib/libvirt/qemu/domain-3-x/vnc.sock"),
+      "<graphics type='vnc' passwd='n3w&amp;pw'><listen type='socket' "
+      "socket='/var/lib/libvirt/qemu/domain-3-x/vnc.sock'/>"
+      "</graphics>");
 }
 
 TEST(GraphicsXml, SpiceKeepsItsPortForALiveUpdate) {
@@ -232,12 +231,15 @@ TEST(GraphicsXml, SocketIsReadFromTheLiveDomainAndMustBeAPlainAbsolutePath) {
                                "</graphics>")
                 .value(),
             "/a/vnc.sock");
-  EXPECT_EQ(graphics_socket_of("<graphics type=\"vnc\"><listen type=\"socket\" socket=\"/b/s\"/></graphics>").value(), "/b/s");
-  EXPECT_EQ(graphics_socket_of("<graphics type='vnc'><listen type='socket'/></graphics>").error().code, ErrorCode::not_found);
+  EXPECT_EQ(graphics_socket_of("<graphics type=\"vnc\"><listen type=\"socket\" socket=\"/b/s\"/></graphics>").value(),
+            "/b/s");
+  EXPECT_EQ(graphics_socket_of("<graphics type='vnc'><listen type='socket'/></graphics>").error().code,
+            ErrorCode::not_found);
   EXPECT_EQ(graphics_socket_of("<devices/>").error().code, ErrorCode::not_found);
   EXPECT_FALSE(graphics_socket_of("<graphics><listen type='socket' socket='relative/s'/></graphics>"));
   EXPECT_FALSE(graphics_socket_of("<graphics><listen type='socket' socket='/a&amp;b'/></graphics>"));
-  EXPECT_FALSE(graphics_socket_of("<graphics><listen type='socket' socket='/" + std::string(200, 'x') + "'/></graphics>"));
+  EXPECT_FALSE(
+      graphics_socket_of("<graphics><listen type='socket' socket='/" + std::string(200, 'x') + "'/></graphics>"));
 }
 
 }  // namespace

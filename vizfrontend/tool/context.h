@@ -29,7 +29,7 @@ struct Options {
   std::string gpu_instance;
   std::string access_file;
   std::string ood_connection;  // step mode: keep OnDemand's connection.yml here up to date
-  std::string owner;  // user the access file belongs to (Slurm sessions)
+  std::string owner;           // user the access file belongs to (Slurm sessions)
   bool guard = false;
   std::string live;
   std::string out;
@@ -58,7 +58,6 @@ Result<Owner> resolve_owner(const std::string& user);
 
 // Where a Slurm session's "how to connect" text lives for `job`.
 std::string access_path(const VizConfig& config, std::uint32_t job);
-
 
 // Replaces `path` atomically with `text`, mode 0600, owned by `owner` (root writes it for the
 // job's user). The directory must be root-owned, so nobody can plant a link in it.

@@ -152,8 +152,8 @@ int cmd_list(const Options& o) {
   }
   std::printf("%-10s %-18s %-12s %-10s %-12s %-8s %s\n", "JOB", "DOMAIN", "POOL", "USER", "ATTACH", "DISPLAY", "STATE");
   for (const auto& s : *sessions) {
-    std::printf("%-10u %-18s %-12s %-10s %-12s %-8d %s%s\n", s.job_id, s.domain.c_str(), s.pool.c_str(),
-                s.user.c_str(), std::string(to_string(s.attachment.kind)).c_str(), s.display_port, s.phase.c_str(),
+    std::printf("%-10u %-18s %-12s %-10s %-12s %-8d %s%s\n", s.job_id, s.domain.c_str(), s.pool.c_str(), s.user.c_str(),
+                std::string(to_string(s.attachment.kind)).c_str(), s.display_port, s.phase.c_str(),
                 active.contains(s.domain) ? "" : " (domain not running)");
   }
   return 0;
@@ -225,7 +225,7 @@ int cmd_run(Options o) {
   }
   auto req = start_request(o);
   if (!req) return report(req.error());
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   for (const int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);

@@ -23,7 +23,7 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int sig) { g_stop = sig; }
 void catch_stop_signals() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_stop;
   sigemptyset(&sa.sa_mask);
   for (const int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
@@ -38,7 +38,7 @@ struct FileStamp {
   }
 };
 FileStamp stamp(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return {};
   return {st.st_ino, st.st_mtim, true};
 }
@@ -47,7 +47,7 @@ FileStamp stamp(const std::string& path) {
 Result<std::string> take_request(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::string{};
-  struct stat st{};
+  struct stat st {};
   std::string text;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= 4096) {
     text.resize(static_cast<std::size_t>(st.st_size));
@@ -105,7 +105,8 @@ Result<void> spawn_guard(const Options& o, const VizConfig& config, std::uint32_
   if (!o.owner.empty()) args.insert(args.end(), {"--owner", o.owner});
   const std::string log = fmt::format("{}/guard.{}.log", config.state_dir, job);
   const pid_t child = fork();
-  if (child < 0) return fail(ErrorCode::io, fmt::format("vgpu-viz: job {}: guard: fork: {}", job, std::strerror(errno)));
+  if (child < 0)
+    return fail(ErrorCode::io, fmt::format("vgpu-viz: job {}: guard: fork: {}", job, std::strerror(errno)));
   if (child == 0) {
     // Detach twice: the guard must not be the prolog's child (slurmd waits for those) nor hold
     // the prolog's output pipes open.
@@ -160,8 +161,7 @@ int cmd_guard(const Options& o) {
     if (logins && *logins > 0 && !rotated) {
       rotated = true;
       auto fresh = ctx.sessions->rotate_password(*job);
-      if (!fresh)
-        std::fprintf(stderr, "%s: %s\n", where.c_str(), fresh.error().message.c_str());
+      if (!fresh) std::fprintf(stderr, "%s: %s\n", where.c_str(), fresh.error().message.c_str());
       else if (auto ok = write_access_file(access, access_text(*fresh, true), owner); !ok)
         std::fprintf(stderr, "%s: %s\n", where.c_str(), ok.error().message.c_str());
       else
@@ -221,8 +221,8 @@ Result<int> attach_to_session(const Options& o, const VizConfig& config, std::ui
     const int fd = ::open(request_path(access).c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || ::write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
       if (fd >= 0) ::close(fd);
-      return fail(ErrorCode::io, fmt::format("vgpu-viz: job {}: cannot ask for image/geometry: {}", job,
-                                             std::strerror(errno)));
+      return fail(ErrorCode::io,
+                  fmt::format("vgpu-viz: job {}: cannot ask for image/geometry: {}", job, std::strerror(errno)));
     }
     ::close(fd);
     std::printf("vgpu-viz: job %u: restarting your session with %s\n", job, request.c_str());

@@ -89,7 +89,8 @@ TEST(AmdgpuBackend, BusyGpuRefusesAnotherModeWithTheReason) {
   ASSERT_FALSE(made);
   EXPECT_EQ(made.error().code, ErrorCode::conflict);
   EXPECT_EQ(made.error().message,
-            "amdgpu: GPU 0000:22:00.0: switching SPX -> QPX: Device or resource busy: a process still uses one of its partitions");
+            "amdgpu: GPU 0000:22:00.0: switching SPX -> QPX: Device or resource busy: a process still uses one of its "
+            "partitions");
   EXPECT_EQ(n.driver.compute_partition(1), "SPX");
 }
 
@@ -97,7 +98,8 @@ TEST(AmdgpuBackend, RefusesAPlacementThatIsNotAPartition) {
   Node n;
   auto made = n.backend.create_instance(0, qpx(), {1, 2});
   ASSERT_FALSE(made);
-  EXPECT_NE(made.error().message.find("{1,2} is not a partition of qpx.48gb"), std::string::npos) << made.error().message;
+  EXPECT_NE(made.error().message.find("{1,2} is not a partition of qpx.48gb"), std::string::npos)
+      << made.error().message;
 }
 
 TEST(AmdgpuBackend, GpuInAnotherMemoryModeIsLeftOutAndSaysWhy) {
@@ -110,8 +112,9 @@ TEST(AmdgpuBackend, GpuInAnotherMemoryModeIsLeftOutAndSaysWhy) {
   auto gpus = backend.discover();
   ASSERT_TRUE(gpus);
   EXPECT_EQ(gpus->size(), 1u);
-  EXPECT_EQ(backend.unavailable_reason(),
-            "GPU 0000:22:00.0: memory partition NPS4: slurm-vgpu's MI300X-192GB catalog assumes NPS1; the GPU is left out");
+  EXPECT_EQ(
+      backend.unavailable_reason(),
+      "GPU 0000:22:00.0: memory partition NPS4: slurm-vgpu's MI300X-192GB catalog assumes NPS1; the GPU is left out");
 }
 
 TEST(AmdgpuBackend, NodeWithoutTheDriverHasNoGpusAndANote) {

@@ -64,8 +64,7 @@ TEST(H100Node, VirtioDevicesAreNotGpus) {
   auto disk = locate_gpu(t, "0000:00:01.0");
   ASSERT_FALSE(disk.has_value());
   EXPECT_EQ(disk.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(disk.error().message.find("1af4:1042 is class 0180, not a GPU"), std::string::npos)
-      << disk.error().message;
+  EXPECT_NE(disk.error().message.find("1af4:1042 is class 0180, not a GPU"), std::string::npos) << disk.error().message;
 }
 
 TEST(H100Node, UnknownBusIdNamesTheFileAndTheGpuPresent) {
@@ -103,8 +102,7 @@ TEST(TwoSocketEightGpu, ListsAllEightGpusInBusOrderAndSkipsTheNic) {
                                            "0000:99:00.0", "0000:ab:00.0", "0000:bd:00.0", "0001:05:00.0"}));
   auto nic = locate_gpu(t, "0000:c1:00.0");
   ASSERT_FALSE(nic.has_value());
-  EXPECT_NE(nic.error().message.find("15b3:101d is class 0207, not a GPU"), std::string::npos)
-      << nic.error().message;
+  EXPECT_NE(nic.error().message.find("15b3:101d is class 0207, not a GPU"), std::string::npos) << nic.error().message;
   EXPECT_EQ(nic.error().message.find("c1:00.0 ["), std::string::npos) << "NIC listed as a GPU";
 }
 
@@ -134,8 +132,7 @@ TEST(LoadTopology, GarbageXmlNamesTheFile) {
   std::filesystem::remove(path);
   ASSERT_FALSE(t.has_value());
   EXPECT_EQ(t.error().code, ErrorCode::corrupt);
-  EXPECT_NE(t.error().message.find("topology XML " + path.string() + ": hwloc could not load it"),
-            std::string::npos)
+  EXPECT_NE(t.error().message.find("topology XML " + path.string() + ": hwloc could not load it"), std::string::npos)
       << t.error().message;
 }
 

@@ -29,20 +29,19 @@ TEST(PciBusId, IsCaseInsensitiveAndPrintsLowerCase) {
 }
 
 TEST(PciBusId, RejectsMalformedTextNamingIt) {
-  for (const char* bad : {"", "00:06.0", "000:00:06.0", "00000:00:06.0", "0000:0:06.0", "0000:00:20.0",
-                          "0000:00:06.8", "0000:00:06.00", "0000:00:06", "0000-00-06.0", "0000:00:06.0 ",
-                          "+000:00:06.0", "0000:g0:06.0"}) {
+  for (const char* bad :
+       {"", "00:06.0", "000:00:06.0", "00000:00:06.0", "0000:0:06.0", "0000:00:20.0", "0000:00:06.8", "0000:00:06.00",
+        "0000:00:06", "0000-00-06.0", "0000:00:06.0 ", "+000:00:06.0", "0000:g0:06.0"}) {
     auto r = parse_pci_bus_id(bad);
     ASSERT_FALSE(r.has_value()) << bad;
     EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
-    EXPECT_NE(r.error().message.find(std::string("'") + bad + "'"), std::string::npos)
-        << r.error().message;
+    EXPECT_NE(r.error().message.find(std::string("'") + bad + "'"), std::string::npos) << r.error().message;
   }
 }
 
 TEST(IndexList, CollapsesRunsLikeSlurm) {
-  const std::vector<unsigned> ids{47, 0, 1, 2, 32, 33, 15, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
-                                  34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46};
+  const std::vector<unsigned> ids{47, 0,  1,  2,  32, 33, 15, 3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                  12, 13, 14, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46};
   EXPECT_EQ(format_index_list(ids), "0-15,32-47");
   EXPECT_EQ(format_index_list(std::vector<unsigned>{5, 3, 3, 9}), "3,5,9");
   EXPECT_EQ(format_index_list(std::vector<unsigned>{}), "");
@@ -88,8 +87,7 @@ TEST(LocateGpu, FailsWhenNoAncestorHasCpus) {
   auto loc = locate_gpu(t, "0000:3b:00.0");
   ASSERT_FALSE(loc.has_value());
   EXPECT_EQ(loc.error().code, ErrorCode::corrupt);
-  EXPECT_NE(loc.error().message.find("GPU 0000:3b:00.0: no ancestor up to Machine L#0 has any CPU"),
-            std::string::npos)
+  EXPECT_NE(loc.error().message.find("GPU 0000:3b:00.0: no ancestor up to Machine L#0 has any CPU"), std::string::npos)
       << loc.error().message;
 }
 
@@ -112,9 +110,8 @@ TEST(LocateGpu, SaysSoWhenTheTopologyHasNoGpuAtAll) {
 TEST(LocalityJson, CarriesSlurmCoreListAndPuIndexes) {
   auto loc = locate_gpu(tiny_topology(), "0000:3b:00.0");
   ASSERT_TRUE(loc.has_value());
-  EXPECT_EQ(to_json(*loc),
-            R"({"bus_id":"0000:3b:00.0","pci_id":"10de:2330","numa_nodes":[4],"numa_from":"Group L#3",)"
-            R"("cores":"1","pus":"1,3","pu_indexes":[1,3],"cpus_from":"Package L#0"})");
+  EXPECT_EQ(to_json(*loc), R"({"bus_id":"0000:3b:00.0","pci_id":"10de:2330","numa_nodes":[4],"numa_from":"Group L#3",)"
+                           R"("cores":"1","pus":"1,3","pu_indexes":[1,3],"cpus_from":"Package L#0"})");
 }
 
 }  // namespace

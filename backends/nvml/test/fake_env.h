@@ -14,9 +14,7 @@
 
 namespace vgpu::test {
 
-inline std::string fixture(const std::string& name) {
-  return std::string(VGPU_FAKE_NVML_FIXTURES) + "/" + name;
-}
+inline std::string fixture(const std::string& name) { return std::string(VGPU_FAKE_NVML_FIXTURES) + "/" + name; }
 
 struct CommandResult {
   int status = -1;

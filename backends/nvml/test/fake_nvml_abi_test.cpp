@@ -63,7 +63,8 @@ TEST_F(FakeAbi, DestroyingAGpuInstanceWithAComputeInstanceIsInUse) {
   nvmlDevice_t dev = device0();
   nvmlGpuInstancePlacement_t pl{0, 4};
   nvmlGpuInstance_t gi = nullptr;
-  ASSERT_EQ(sym<decltype(nvmlDeviceCreateGpuInstanceWithPlacement)>("nvmlDeviceCreateGpuInstanceWithPlacement")(dev, 9, &pl, &gi),
+  ASSERT_EQ(sym<decltype(nvmlDeviceCreateGpuInstanceWithPlacement)>("nvmlDeviceCreateGpuInstanceWithPlacement")(
+                dev, 9, &pl, &gi),
             NVML_SUCCESS);
   nvmlComputeInstanceProfileInfo_t ci_prof{};
   ASSERT_EQ(sym<decltype(nvmlGpuInstanceGetComputeInstanceProfileInfo)>("nvmlGpuInstanceGetComputeInstanceProfileInfo")(
@@ -95,12 +96,14 @@ TEST_F(FakeAbi, MadeUpHandlesAreInvalidArgument) {
   ASSERT_EQ(init(), NVML_SUCCESS);
   int junk = 0;
   char name[96];
-  EXPECT_EQ(sym<decltype(nvmlDeviceGetName)>("nvmlDeviceGetName")(reinterpret_cast<nvmlDevice_t>(&junk), name, sizeof name),
-            NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      sym<decltype(nvmlDeviceGetName)>("nvmlDeviceGetName")(reinterpret_cast<nvmlDevice_t>(&junk), name, sizeof name),
+      NVML_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(sym<decltype(nvmlGpuInstanceDestroy)>("nvmlGpuInstanceDestroy")(reinterpret_cast<nvmlGpuInstance_t>(&junk)),
             NVML_ERROR_INVALID_ARGUMENT);
   nvmlDevice_t d = nullptr;
-  EXPECT_EQ(sym<decltype(nvmlDeviceGetHandleByIndex_v2)>("nvmlDeviceGetHandleByIndex_v2")(1, &d), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sym<decltype(nvmlDeviceGetHandleByIndex_v2)>("nvmlDeviceGetHandleByIndex_v2")(1, &d),
+            NVML_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(shutdown(), NVML_SUCCESS);
 }
 
@@ -122,8 +125,8 @@ TEST_F(FakeAbi, ProfileInfoChecksStructVersionAndIndexRange) {
 
 TEST_F(FakeAbi, PossiblePlacementsCountFirstThenFill) {
   ASSERT_EQ(init(), NVML_SUCCESS);
-  auto placements = sym<decltype(nvmlDeviceGetGpuInstancePossiblePlacements_v2)>(
-      "nvmlDeviceGetGpuInstancePossiblePlacements_v2");
+  auto placements =
+      sym<decltype(nvmlDeviceGetGpuInstancePossiblePlacements_v2)>("nvmlDeviceGetGpuInstancePossiblePlacements_v2");
   unsigned n = 0;
   ASSERT_EQ(placements(device0(), 15, nullptr, &n), NVML_SUCCESS);
   EXPECT_EQ(n, 4u);
@@ -156,8 +159,8 @@ TEST_F(FakeAbi, RecordedErrorsAreReplayed) {
   EXPECT_EQ(info_v(device0(), 0, &info), NVML_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(info_v(device0(), 2, &info), NVML_SUCCESS);
   unsigned n = 0;
-  EXPECT_EQ(sym<decltype(nvmlDeviceGetGpuInstancePossiblePlacements_v2)>("nvmlDeviceGetGpuInstancePossiblePlacements_v2")(
-                device0(), 9, nullptr, &n),
+  EXPECT_EQ(sym<decltype(nvmlDeviceGetGpuInstancePossiblePlacements_v2)>(
+                "nvmlDeviceGetGpuInstancePossiblePlacements_v2")(device0(), 9, nullptr, &n),
             NVML_ERROR_NO_PERMISSION);
   EXPECT_EQ(shutdown(), NVML_SUCCESS);
 }

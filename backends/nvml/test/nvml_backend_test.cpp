@@ -78,8 +78,7 @@ TEST_P(CatalogFromDevice, MatchesTheBuiltinCatalogExactly) {
   const GpuModel* builtin = Catalog::builtin().find_model(GetParam().builtin);
   ASSERT_NE(builtin, nullptr);
   auto diffs = compare_models(*builtin, *model);
-  EXPECT_TRUE(diffs.empty()) << "device catalog differs from built-in " << builtin->name << ":\n"
-                             << print_diffs(diffs);
+  EXPECT_TRUE(diffs.empty()) << "device catalog differs from built-in " << builtin->name << ":\n" << print_diffs(diffs);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CatalogFromDevice,
@@ -188,8 +187,7 @@ TEST_F(NvmlBackendTest, FailedComputeInstanceLeavesNoGpuInstanceBehind) {
   ASSERT_EQ(b->unavailable_reason(), "");
   auto inst = b->create_instance(0, k3g40, {0, 4});
   ASSERT_FALSE(inst);
-  EXPECT_EQ(inst.error().message,
-            "nvmlGpuInstanceGetComputeInstanceProfileInfo(gpu 0, gi 1, index 2): Not Supported");
+  EXPECT_EQ(inst.error().message, "nvmlGpuInstanceGetComputeInstanceProfileInfo(gpu 0, gi 1, index 2): Not Supported");
   auto list = b->list_instances(0);
   ASSERT_TRUE(list) << list.error().message;
   EXPECT_TRUE(list->empty());
@@ -222,8 +220,7 @@ TEST_F(NvmlBackendTest, ErrorsFromAnotherProcessCarryTheNvmlText) {
   ASSERT_EQ(helper("create 0 9 4 4").status, 0);
   auto clash = helper("create 0 9 4 4");
   EXPECT_NE(clash.status, 0);
-  EXPECT_EQ(clash.out,
-            "nvmlDeviceCreateGpuInstanceWithPlacement(gpu 0, profile 9, {4,4}): Insufficient Resources\n");
+  EXPECT_EQ(clash.out, "nvmlDeviceCreateGpuInstanceWithPlacement(gpu 0, profile 9, {4,4}): Insufficient Resources\n");
 }
 
 TEST_F(NvmlBackendTest, ConcurrentCreatesFromTwoProcessesNeverOverlap) {
@@ -268,8 +265,7 @@ TEST_F(NvmlBackendTest, MigDisabledGpuReportsItAndRefusesCreation) {
   auto inst = b->create_instance(0, k3g40, {0, 4});
   ASSERT_FALSE(inst);
   EXPECT_EQ(inst.error().code, ErrorCode::unavailable);
-  EXPECT_EQ(inst.error().message,
-            "nvmlDeviceCreateGpuInstanceWithPlacement(gpu 0, profile 9, {0,4}): Not Supported");
+  EXPECT_EQ(inst.error().message, "nvmlDeviceCreateGpuInstanceWithPlacement(gpu 0, profile 9, {0,4}): Not Supported");
   auto snap = take_snapshot(*b);
   ASSERT_TRUE(snap) << snap.error().message;
   EXPECT_TRUE(snap->instances.empty());
@@ -299,8 +295,7 @@ TEST_F(NvmlBackendTest, DriverNotLoadedMeansNoGpus) {
   auto gpus = b->discover();
   ASSERT_TRUE(gpus);
   EXPECT_TRUE(gpus->empty());
-  EXPECT_EQ(b->unavailable_reason(),
-            std::string("nvmlInit_v2(): Driver Not Loaded (") + VGPU_FAKE_NVML_PATH + ")");
+  EXPECT_EQ(b->unavailable_reason(), std::string("nvmlInit_v2(): Driver Not Loaded (") + VGPU_FAKE_NVML_PATH + ")");
 }
 
 TEST_F(NvmlBackendTest, JobDevicesUseGpuMinorAndCapsMinorsOfTheInstance) {
@@ -316,10 +311,9 @@ TEST_F(NvmlBackendTest, JobDevicesUseGpuMinorAndCapsMinorsOfTheInstance) {
   ASSERT_TRUE(dev) << dev.error().message;
   EXPECT_EQ(dev->mig_uuid, inst->mig_uuid);
   int gi_cap = 3 + 135 + inst->gi_id * 9;  // layout of the fixture file: 15 GIs x (1 + 8 CIs) per GPU
-  EXPECT_EQ(dev->device_files,
-            (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm",
-                                      fmt::format("/dev/nvidia-caps/nvidia-cap{}", gi_cap),
-                                      fmt::format("/dev/nvidia-caps/nvidia-cap{}", gi_cap + 1)}));
+  EXPECT_EQ(dev->device_files, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm",
+                                                         fmt::format("/dev/nvidia-caps/nvidia-cap{}", gi_cap),
+                                                         fmt::format("/dev/nvidia-caps/nvidia-cap{}", gi_cap + 1)}));
 }
 
 TEST_F(NvmlBackendTest, SnapshotListsInstancesOfEveryGpu) {

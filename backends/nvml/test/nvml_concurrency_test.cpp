@@ -41,7 +41,8 @@ TEST_F(NvmlConcurrencyTest, ThreadsFillingOneGpuWithDifferentProfilesNeverOverla
         for (const auto& pl : h100.find_profile_by_nvml_id(profiles[t])->placements) {
           auto r = b->create_instance(0, profiles[t], pl);
           if (r) ++created[t];
-          else if (r.error().code != ErrorCode::no_capacity) ++broken;  // only "taken" may fail
+          else if (r.error().code != ErrorCode::no_capacity)
+            ++broken;  // only "taken" may fail
         }
       });
     for (auto& t : threads) t.join();
@@ -56,8 +57,8 @@ TEST_F(NvmlConcurrencyTest, ThreadsFillingOneGpuWithDifferentProfilesNeverOverla
     for (const auto& i : *list) {
       const Profile* p = h100.find_profile_by_nvml_id(i.profile_id);
       ASSERT_NE(p, nullptr);
-      EXPECT_TRUE(layout.place(*p, i.placement)) << "round " << round << ": overlap: " << layout.describe()
-                                                 << " + " << p->name;
+      EXPECT_TRUE(layout.place(*p, i.placement))
+          << "round " << round << ": overlap: " << layout.describe() << " + " << p->name;
       EXPECT_TRUE(uuids.insert(i.mig_uuid).second) << i.mig_uuid;
     }
     // Nothing is destroyed, so a slice free now was free when the 1g.10gb thread tried it.

@@ -31,9 +31,9 @@ TEST_F(ProbeTest, BinaryDoesNotNameAnyMutatingNvmlCall) {
   std::string bytes = read_file(VGPU_NVML_PROBE);
   ASSERT_NE(bytes.find("nvmlDeviceGetGpuInstanceProfileInfoV"), std::string::npos)
       << "the probe must name the query calls it resolves, or this check proves nothing";
-  for (const char* call : {"nvmlDeviceCreateGpuInstance", "nvmlGpuInstanceCreateComputeInstance",
-                           "nvmlGpuInstanceDestroy", "nvmlComputeInstanceDestroy", "nvmlDeviceSetMigMode",
-                           "nvmlDeviceResetGpuLockedClocks", "nvmlDeviceSet"})
+  for (const char* call :
+       {"nvmlDeviceCreateGpuInstance", "nvmlGpuInstanceCreateComputeInstance", "nvmlGpuInstanceDestroy",
+        "nvmlComputeInstanceDestroy", "nvmlDeviceSetMigMode", "nvmlDeviceResetGpuLockedClocks", "nvmlDeviceSet"})
     EXPECT_EQ(bytes.find(call), std::string::npos) << call;
 }
 
@@ -157,10 +157,10 @@ TEST_F(ProbeTest, RealH100RecordingReplaysAndMatchesTheHandWrittenFixture) {
     }
     const auto &a = *r.info, &b = *t.info;
     EXPECT_STREQ(a.name, b.name);
-    EXPECT_EQ(std::tie(a.id, a.isP2pSupported, a.sliceCount, a.instanceCount, a.multiprocessorCount,
-                       a.copyEngineCount, a.decoderCount, a.encoderCount, a.jpegCount, a.ofaCount, a.memorySizeMB),
-              std::tie(b.id, b.isP2pSupported, b.sliceCount, b.instanceCount, b.multiprocessorCount,
-                       b.copyEngineCount, b.decoderCount, b.encoderCount, b.jpegCount, b.ofaCount, b.memorySizeMB));
+    EXPECT_EQ(std::tie(a.id, a.isP2pSupported, a.sliceCount, a.instanceCount, a.multiprocessorCount, a.copyEngineCount,
+                       a.decoderCount, a.encoderCount, a.jpegCount, a.ofaCount, a.memorySizeMB),
+              std::tie(b.id, b.isP2pSupported, b.sliceCount, b.instanceCount, b.multiprocessorCount, b.copyEngineCount,
+                       b.decoderCount, b.encoderCount, b.jpegCount, b.ofaCount, b.memorySizeMB));
     ASSERT_EQ(r.placements.size(), t.placements.size());
     for (std::size_t k = 0; k < r.placements.size(); ++k) {
       EXPECT_EQ(r.placements[k].start, t.placements[k].start);

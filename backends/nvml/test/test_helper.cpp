@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
     auto r = backend->list_instances(gpu);
     if (!r) return report(r.error());
     for (const auto& i : *r)
-      std::printf("gi %d profile %d {%d,%d} %s\n", i.gi_id, i.profile_id, i.placement.start,
-                  i.placement.size, i.mig_uuid.c_str());
+      std::printf("gi %d profile %d {%d,%d} %s\n", i.gi_id, i.profile_id, i.placement.start, i.placement.size,
+                  i.mig_uuid.c_str());
     return 0;
   }
   if (cmd == "fill" && argc == 4) {

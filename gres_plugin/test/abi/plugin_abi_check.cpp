@@ -45,9 +45,16 @@ std::uint32_t version_number(const std::string& dotted) {
 // The symbols _load_plugin() in that release's gres.c looks up (read from 22.05.8, 23.11.4,
 // 24.11.5, 25.11.7 and 26.05.3).
 std::vector<std::string> required_symbols(std::uint32_t version) {
-  std::vector<std::string> syms = {"init", "fini", "gres_p_node_config_load", "gres_p_job_set_env",
-                                   "gres_p_step_set_env", "gres_p_task_set_env", "gres_p_send_stepd",
-                                   "gres_p_recv_stepd", "gres_p_get_devices", "gres_p_step_hardware_init",
+  std::vector<std::string> syms = {"init",
+                                   "fini",
+                                   "gres_p_node_config_load",
+                                   "gres_p_job_set_env",
+                                   "gres_p_step_set_env",
+                                   "gres_p_task_set_env",
+                                   "gres_p_send_stepd",
+                                   "gres_p_recv_stepd",
+                                   "gres_p_get_devices",
+                                   "gres_p_step_hardware_init",
                                    "gres_p_step_hardware_fini"};
   if (version < version_number("24.11.0")) {
     syms.emplace_back("gres_p_get_job_info");
@@ -82,13 +89,12 @@ TEST(GresVgpuPlugin, VersionEqualsTheReleasesSlurmd) {
   const auto* version = static_cast<const std::uint32_t*>(::dlsym(plugin.handle, "plugin_version"));
   ASSERT_NE(version, nullptr);
   EXPECT_EQ(*version, version_number(env("VGPU_SLURM_VERSION")))
-      << "gres_vgpu.so was built for 0x" << std::hex << *version << " but the tree says "
-      << env("VGPU_SLURM_VERSION");
+      << "gres_vgpu.so was built for 0x" << std::hex << *version << " but the tree says " << env("VGPU_SLURM_VERSION");
   const std::string running = slurmd_version(env("VGPU_SLURMD"));
   ASSERT_FALSE(running.empty()) << env("VGPU_SLURMD") << " -V gave nothing";
   EXPECT_EQ(*version, version_number(running))
-      << "gres_vgpu.so was built for 0x" << std::hex << *version << " but " << env("VGPU_SLURMD") << " is "
-      << running << ": rebuild against the matching source";
+      << "gres_vgpu.so was built for 0x" << std::hex << *version << " but " << env("VGPU_SLURMD") << " is " << running
+      << ": rebuild against the matching source";
 }
 
 TEST(GresVgpuPlugin, DeclaresItselfAsGresVgpu) {

@@ -38,8 +38,7 @@ TEST(MigMinors, RejectsMalformedLinesNamingFileAndLine) {
   auto m = MigMinors::parse("config 1\ngpu0/gi1/access 12\ngpu0/gi1/acess 13\n", "mig-minors");
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().code, ErrorCode::corrupt);
-  EXPECT_EQ(m.error().message,
-            "mig-minors:3: 'gpu0/gi1/acess 13': expected the entry to end in /access");
+  EXPECT_EQ(m.error().message, "mig-minors:3: 'gpu0/gi1/acess 13': expected the entry to end in /access");
   EXPECT_FALSE(MigMinors::parse("gpu0/gi1/access twelve\n", "x"));
   EXPECT_FALSE(MigMinors::parse("gpu0/gi1/access 12\ngpu0/gi1/access 14\n", "x"));
   EXPECT_FALSE(MigMinors::parse("gpu0/gi1/ci/access 12\n", "x"));
@@ -60,8 +59,7 @@ TEST(JobDevices, ListsGpuControlUvmAndBothCapabilityFiles) {
   // gpu1/gi2/access = 3 + 135 + 2*9 = 156, its ci0 is the next minor.
   EXPECT_EQ(d->device_files,
             (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm",
-                                      "/dev/nvidia-caps/nvidia-cap156",
-                                      "/dev/nvidia-caps/nvidia-cap157"}));
+                                      "/dev/nvidia-caps/nvidia-cap156", "/dev/nvidia-caps/nvidia-cap157"}));
 }
 
 TEST(JobDevices, InstanceWithoutComputeInstanceHasNoMigDevice) {

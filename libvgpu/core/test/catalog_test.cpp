@@ -15,12 +15,18 @@ TEST(Catalog, HasEveryModelTheIssueNames) {
 
 TEST(Catalog, H100ProfilesMatchThePublishedListing) {
   const GpuModel& m = *Catalog::builtin().find_model("H100-80GB");
-  struct Row { const char* name; int id, cs, ms, sm, max; std::vector<int> starts; };
-  std::vector<Row> rows = {
-      {"1g.10gb", 19, 1, 1, 16, 7, {0, 1, 2, 3, 4, 5, 6}}, {"1g.10gb+me", 20, 1, 1, 16, 1, {0, 1, 2, 3, 4, 5, 6}},
-      {"1g.20gb", 15, 1, 2, 26, 4, {0, 2, 4, 6}},          {"2g.20gb", 14, 2, 2, 32, 3, {0, 2, 4}},
-      {"3g.40gb", 9, 3, 4, 60, 2, {0, 4}},                 {"4g.40gb", 5, 4, 4, 64, 1, {0}},
-      {"7g.80gb", 0, 7, 8, 132, 1, {0}}};
+  struct Row {
+    const char* name;
+    int id, cs, ms, sm, max;
+    std::vector<int> starts;
+  };
+  std::vector<Row> rows = {{"1g.10gb", 19, 1, 1, 16, 7, {0, 1, 2, 3, 4, 5, 6}},
+                           {"1g.10gb+me", 20, 1, 1, 16, 1, {0, 1, 2, 3, 4, 5, 6}},
+                           {"1g.20gb", 15, 1, 2, 26, 4, {0, 2, 4, 6}},
+                           {"2g.20gb", 14, 2, 2, 32, 3, {0, 2, 4}},
+                           {"3g.40gb", 9, 3, 4, 60, 2, {0, 4}},
+                           {"4g.40gb", 5, 4, 4, 64, 1, {0}},
+                           {"7g.80gb", 0, 7, 8, 132, 1, {0}}};
   ASSERT_EQ(m.profiles.size(), rows.size());
   for (const auto& r : rows) {
     const Profile* p = m.find_profile(r.name);
@@ -56,7 +62,11 @@ TEST(Catalog, Mi300xModesMatchAmdsPartitioningDocumentation) {
   EXPECT_EQ(m.vendor, "amd");
   EXPECT_EQ(m.partitioning, Partitioning::uniform);
   EXPECT_EQ(m.sm_count, 304);
-  struct Row { const char* name; AmdPartitionMode mode; int xcds, cus, mib, count; };
+  struct Row {
+    const char* name;
+    AmdPartitionMode mode;
+    int xcds, cus, mib, count;
+  };
   for (const Row& r : std::vector<Row>{{"cpx.24gb", AmdPartitionMode::cpx, 1, 38, 24576, 8},
                                        {"qpx.48gb", AmdPartitionMode::qpx, 2, 76, 49152, 4},
                                        {"dpx.96gb", AmdPartitionMode::dpx, 4, 152, 98304, 2},
@@ -191,13 +201,16 @@ TEST(Catalog, CompareModelsReportsEachDifferingField) {
 }
 
 TEST(ProfileName, AcceptsRealSpellings) {
-  for (const char* ok : {"1g.10gb", "1g.10gb+me", "7g.141gb", "1g.6gb", "4g.24gb", "1g.24gb+gfx", "cpx.24gb",
-                         "spx.192gb", "qpx.64gb"})
+  for (const char* ok :
+       {"1g.10gb", "1g.10gb+me", "7g.141gb", "1g.6gb", "4g.24gb", "1g.24gb+gfx", "cpx.24gb", "spx.192gb", "qpx.64gb"})
     EXPECT_TRUE(parse_profile_name(ok)) << ok;
 }
 
 TEST(ProfileName, RejectsMalformedWithReason) {
-  struct Case { const char* text; const char* why; };
+  struct Case {
+    const char* text;
+    const char* why;
+  };
   for (const auto& c : std::vector<Case>{{"", "empty"},
                                          {"3g", "missing 'g.'"},
                                          {"g.10gb", "must start with"},

@@ -46,8 +46,8 @@ std::map<std::string, std::set<std::string>> calls_in_sources() {
       // -Werror).
       auto name_at = [&](std::size_t start) {
         auto end = start;
-        while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) || text[end] == '_' ||
-                                     text[end] == '.'))
+        while (end < text.size() &&
+               (std::islower(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '.'))
           ++end;
         return end;
       };

@@ -28,7 +28,10 @@ TEST(GresRequest, UntypedVgpuIsRefusedWithAnExample) {
 }
 
 TEST(GresRequest, BadCountsAndTypesAreNamed) {
-  struct Case { const char* text; const char* expect; };
+  struct Case {
+    const char* text;
+    const char* expect;
+  };
   for (const auto& c : std::vector<Case>{
            {"vgpu:3g.40gb:0", "count '0' must be a whole number from 1 to 4096"},
            {"vgpu:3g.40gb:-1", "count '-1'"},
@@ -49,8 +52,9 @@ TEST(GresRequest, BadCountsAndTypesAreNamed) {
 // The GRES type alphabet has one owner (contract/names.h): what a job may ask for is exactly what
 // the advertisement, the job records and VGPU_ALLOC accept.
 TEST(GresRequest, TypeNamesFollowTheContractsOneAlphabet) {
-  for (const std::string& name : std::vector<std::string>{"3g.40gb", "1g.10gb+me", "viz-small", "a", std::string(32, 'a'), std::string(33, 'a'),
-                           "-x", ".x", "_x", "+x", "free", "never", "a b", "a/b", "a\x01"}) {
+  for (const std::string& name :
+       std::vector<std::string>{"3g.40gb", "1g.10gb+me", "viz-small", "a", std::string(32, 'a'), std::string(33, 'a'),
+                                "-x", ".x", "_x", "+x", "free", "never", "a b", "a/b", "a\x01"}) {
     const bool contract_ok = contract::is_valid_type_name(name);
     auto parsed = parse_vgpu_gres("vgpu:" + name + ":1");
     EXPECT_EQ(parsed.has_value(), contract_ok) << name << ": " << (parsed ? "" : parsed.error().message);

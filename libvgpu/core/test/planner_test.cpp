@@ -124,9 +124,11 @@ RandomNode random_node() {
     GpuLayout layout(m);
     int tries = *rc::gen::inRange(0, 8);
     for (int t = 0; t < tries; ++t) {
-      const Profile& p = m.profiles[static_cast<std::size_t>(*rc::gen::inRange<int>(0, static_cast<int>(m.profiles.size())))];
+      const Profile& p =
+          m.profiles[static_cast<std::size_t>(*rc::gen::inRange<int>(0, static_cast<int>(m.profiles.size())))];
       auto free = layout.free_placements(p);
-      if (!free.empty()) (void)layout.place(p, free[static_cast<std::size_t>(*rc::gen::inRange<int>(0, static_cast<int>(free.size())))]);
+      if (!free.empty())
+        (void)layout.place(p, free[static_cast<std::size_t>(*rc::gen::inRange<int>(0, static_cast<int>(free.size())))]);
     }
     n.gpus.push_back({layout, *rc::gen::inRange(0, 10) > 0});
   }

@@ -64,8 +64,7 @@ TEST(ShareLimits, AnInstanceHoldsTwoToFortyEightShares) {
     const auto limits = share_limits(profile("7g.80gb"), shares);
     ASSERT_FALSE(limits) << shares;
     EXPECT_EQ(limits.error().code, ErrorCode::invalid_argument);
-    EXPECT_NE(limits.error().message.find("profile 7g.80gb: " + std::to_string(shares) + " shares"),
-              std::string::npos)
+    EXPECT_NE(limits.error().message.find("profile 7g.80gb: " + std::to_string(shares) + " shares"), std::string::npos)
         << limits.error().message;
   }
   EXPECT_TRUE(share_limits(profile("7g.80gb"), 48));

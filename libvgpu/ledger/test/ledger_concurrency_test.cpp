@@ -70,8 +70,7 @@ TEST(LedgerConcurrency, ThreadsNeverLoseAnIncrement) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_EQ(store.load()->plan.generation,
-            sample_ledger().plan.generation + kWriters * kIncrementsEach);
+  EXPECT_EQ(store.load()->plan.generation, sample_ledger().plan.generation + kWriters * kIncrementsEach);
 }
 
 TEST(LedgerConcurrency, CompetingClaimsNeverHandOutASlotTwice) {

@@ -42,9 +42,7 @@ struct Fixture {
   LedgerStore store{scratch.ledger_dir(), LedgerStoreOptions{.fs = &faults}};
   LedgerStore plain{scratch.ledger_dir()};
 
-  Fixture() {
-    EXPECT_TRUE(plain.replace(sample_ledger()));
-  }
+  Fixture() { EXPECT_TRUE(plain.replace(sample_ledger())); }
   // The ledger on disk, read through the real filesystem.
   Ledger on_disk() {
     auto l = plain.load();
@@ -121,8 +119,7 @@ TEST(LedgerFaults, DirectoryFsyncFailureReportsThatTheNewLedgerIsInPlace) {
 
 TEST(LedgerFaults, InterruptedSyscallsAreRetried) {
   Fixture f;
-  for (Op op : {Op::open, Op::read, Op::write, Op::fsync, Op::flock, Op::rename, Op::fstat,
-                Op::pread})
+  for (Op op : {Op::open, Op::read, Op::write, Op::fsync, Op::flock, Op::rename, Op::fstat, Op::pread})
     f.faults.add({.op = op, .times = 3, .error = EINTR});
   auto r = f.store.update(the_change);
   ASSERT_TRUE(r) << r.error().message;
@@ -160,15 +157,15 @@ TEST(LedgerFaults, AFailureAtAnySyscallLeavesTheOldOrTheNewLedger) {
         EXPECT_EQ(now, changed_ledger()) << "call " << k << ": " << f.faults.calls()[k - 1];
         continue;
       }
-      EXPECT_TRUE(now == sample_ledger() || now == changed_ledger())
-          << "call " << k << ": " << f.faults.calls()[k - 1];
+      EXPECT_TRUE(now == sample_ledger() || now == changed_ledger()) << "call " << k << ": " << f.faults.calls()[k - 1];
       EXPECT_NE(r.error().message.find(std::strerror(err)), std::string::npos)
           << "call " << k << ": " << r.error().message;
       // A failed update can simply be run again.
       f.faults.clear();
       ASSERT_TRUE(f.store.update([&](Ledger& l) -> Result<void> {
         return now == sample_ledger() ? the_change(l) : Result<void>{};
-      })) << "retry after call " << k;
+      })) << "retry after call "
+          << k;
       EXPECT_EQ(f.on_disk(), changed_ledger());
       EXPECT_EQ(f.plain.history()->size(), 1u) << "call " << k;
     }
@@ -219,7 +216,8 @@ TEST(LedgerFaults, ACrashAtAnySyscallLeavesTheOldOrTheNewLedger) {
       // Whoever runs next cleans up after the dead writer and succeeds.
       ASSERT_TRUE(f.plain.update([&](Ledger& l) -> Result<void> {
         return now == sample_ledger() ? the_change(l) : Result<void>{};
-      })) << "after crash at call " << k;
+      })) << "after crash at call "
+          << k;
       EXPECT_FALSE(f.temporaries_left()) << "call " << k;
       EXPECT_EQ(f.on_disk(), changed_ledger());
       auto h = f.plain.history();
@@ -231,8 +229,7 @@ TEST(LedgerFaults, ACrashAtAnySyscallLeavesTheOldOrTheNewLedger) {
 
 TEST(LedgerFaults, CrashHalfwayThroughWritingTheTemporaryKeepsTheOldLedger) {
   Fixture f;
-  EXPECT_EQ(crash_child(f, {.op = Op::write, .path_contains = ".tmp.", .short_write = 40,
-                            .crash = true}),
+  EXPECT_EQ(crash_child(f, {.op = Op::write, .path_contains = ".tmp.", .short_write = 40, .crash = true}),
             kCrashExitCode);
   EXPECT_EQ(f.on_disk(), sample_ledger());
   EXPECT_TRUE(f.temporaries_left());  // the evidence of the torn write is only the temporary
@@ -253,8 +250,7 @@ TEST(LedgerFaults, CrashBetweenRenameAndDirectoryFsyncShowsTheNewLedger) {
 
 TEST(LedgerFaults, CrashMidHistoryAppendKeepsTheOldLedgerAndHistoryReadable) {
   Fixture f;
-  EXPECT_EQ(crash_child(f, {.op = Op::write, .path_contains = "history", .short_write = 30,
-                            .crash = true}),
+  EXPECT_EQ(crash_child(f, {.op = Op::write, .path_contains = "history", .short_write = 30, .crash = true}),
             kCrashExitCode);
   EXPECT_EQ(f.on_disk(), sample_ledger());
   EXPECT_TRUE(f.plain.history()->empty());  // torn line ignored

@@ -100,8 +100,8 @@ TEST(LedgerJson, EverySingleByteCorruptionFailsCleanlyOrStaysValid) {
 }
 
 TEST(LedgerJson, EmptyAndNonJsonTextAreCorrupt) {
-  for (std::string_view text : {"", "   ", "\0\0\0\0", "{", "[]", "null", "\"ledger\"", "{}x",
-                                "{\"format\":\"slurm-vgpu-ledger\"} trailing"}) {
+  for (std::string_view text :
+       {"", "   ", "\0\0\0\0", "{", "[]", "null", "\"ledger\"", "{}x", "{\"format\":\"slurm-vgpu-ledger\"} trailing"}) {
     auto r = parse_ledger(text);
     ASSERT_FALSE(r) << text;
     EXPECT_EQ(r.error().code, ErrorCode::corrupt);
@@ -140,15 +140,12 @@ const Corruption kCorruptions[] = {
     {"unknown_nested_field", [](auto& j) { j["instances"][1]["colour"] = "red"; },
      "instances[1].colour: unknown field"},
     {"missing_nested_field", [](auto& j) { j["gpus"][0].erase("uuid"); }, "gpus[0].uuid: required field missing"},
-    {"gpus_not_array", [](auto& j) { j["gpus"] = ordered_json::object(); },
-     "gpus: {}: expected an array, got object"},
-    {"index_as_float", [](auto& j) { j["gpus"][1]["index"] = 1.5; },
-     "gpus[1].index: 1.5: expected an integer"},
+    {"gpus_not_array", [](auto& j) { j["gpus"] = ordered_json::object(); }, "gpus: {}: expected an array, got object"},
+    {"index_as_float", [](auto& j) { j["gpus"][1]["index"] = 1.5; }, "gpus[1].index: 1.5: expected an integer"},
     {"negative_gi_id", [](auto& j) { j["instances"][0]["gpu_instance_id"] = -3; },
      "instances[0].gpu_instance_id: -3: must be between 0 and 4095"},
     {"job_zero", [](auto& j) { j["instances"][0]["job"] = 0; }, "instances[0].job: 0: must be between 1"},
-    {"job_too_big", [](auto& j) { j["instances"][0]["job"] = 4294967296ull; },
-     "instances[0].job: 4294967296"},
+    {"job_too_big", [](auto& j) { j["instances"][0]["job"] = 4294967296ull; }, "instances[0].job: 4294967296"},
     {"huge_unsigned", [](auto& j) { j["plan"]["generation"] = 18446744073709551615ull; },
      "plan.generation: 18446744073709551615"},
     {"bad_state", [](auto& j) { j["instances"][2]["state"] = "borrowed"; },
@@ -166,14 +163,10 @@ const Corruption kCorruptions[] = {
     {"control_char", [](auto& j) { j["node"] = "a\nb"; }, "node: \"a\\nb\": contains a control"},
     {"placement_size_zero", [](auto& j) { j["instances"][0]["placement"]["size"] = 0; },
      "instances[0].placement.size: 0"},
-    {"duplicate_gpu_index", [](auto& j) { j["gpus"][1]["index"] = 0; },
-     "gpus[1].index: 0: duplicate GPU index"},
-    {"unknown_model", [](auto& j) { j["gpus"][1]["model"] = "V100-32GB"; },
-     "gpus[1].model: V100-32GB: unknown model"},
-    {"unknown_gpu_reference", [](auto& j) { j["instances"][1]["gpu"] = 5; },
-     "instances[1].gpu: 5: no such GPU"},
-    {"slot_on_unknown_gpu", [](auto& j) { j["plan"]["slots"][1]["gpu"] = 9; },
-     "plan.slots[1].gpu: 9: no such GPU"},
+    {"duplicate_gpu_index", [](auto& j) { j["gpus"][1]["index"] = 0; }, "gpus[1].index: 0: duplicate GPU index"},
+    {"unknown_model", [](auto& j) { j["gpus"][1]["model"] = "V100-32GB"; }, "gpus[1].model: V100-32GB: unknown model"},
+    {"unknown_gpu_reference", [](auto& j) { j["instances"][1]["gpu"] = 5; }, "instances[1].gpu: 5: no such GPU"},
+    {"slot_on_unknown_gpu", [](auto& j) { j["plan"]["slots"][1]["gpu"] = 9; }, "plan.slots[1].gpu: 9: no such GPU"},
     {"profile_of_other_model", [](auto& j) { j["instances"][1]["profile"] = "1g.5gb"; },
      "instances[1].profile: 1g.5gb: not a profile of H100-80GB"},
     {"illegal_placement", [](auto& j) { j["instances"][0]["placement"]["start"] = 2; },
@@ -183,12 +176,13 @@ const Corruption kCorruptions[] = {
     {"slot_overlaps_instance", [](auto& j) { j["plan"]["slots"][0]["placement"]["start"] = 3; },
      "plan.slots[0].placement: {3,1} on GPU 0: memory slices 3-3 overlap"},
     // A slot exactly where a released instance is, is a backed slot; over a running one it is not.
-    {"slot_over_a_running_instance", [](auto& j) {
+    {"slot_over_a_running_instance",
+     [](auto& j) {
        j["plan"]["slots"][1]["placement"]["start"] = 4;
        j["instances"][1]["state"] = "ready";
-     }, "plan.slots[1].placement: {4,1} on GPU 0: memory slices 4-4 overlap"},
-    {"duplicate_mig_uuid",
-     [](auto& j) { j["instances"][2]["mig_uuid"] = j["instances"][0]["mig_uuid"]; },
+     },
+     "plan.slots[1].placement: {4,1} on GPU 0: memory slices 4-4 overlap"},
+    {"duplicate_mig_uuid", [](auto& j) { j["instances"][2]["mig_uuid"] = j["instances"][0]["mig_uuid"]; },
      "instances[2].mig_uuid: MIG-0a0a0a0a-0000-0000-0000-000000000001: duplicate instance"},
     {"duplicate_gi_id", [](auto& j) { j["instances"][1]["gpu_instance_id"] = 2; },
      "instances[1].gpu_instance_id: 2: duplicate instance on GPU 0"},
@@ -196,8 +190,7 @@ const Corruption kCorruptions[] = {
      "instances[3].placement: {0,4} on GPU 0: memory slices 0-3 overlap"},
     {"user_without_job", [](auto& j) { j["instances"][1]["user"] = "mallory"; },
      "instances[1].user: mallory: set but the instance has no job"},
-    {"duplicate_domain", [](auto& j) { j["vms"].push_back(j["vms"][0]); },
-     "vms[1].domain: viz-job-42: duplicate"},
+    {"duplicate_domain", [](auto& j) { j["vms"].push_back(j["vms"][0]); }, "vms[1].domain: viz-job-42: duplicate"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Every, LedgerJsonCorruption, ::testing::ValuesIn(kCorruptions),
@@ -209,8 +202,7 @@ TEST(LedgerJson, DuplicateKeysAreCorruptNotSilentlyMerged) {
   text.insert(pos, "\"node\": \"other\",\n  ");
   auto r = parse_ledger(text);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("duplicate key \"node\""), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("duplicate key \"node\""), std::string::npos) << r.error().message;
 }
 
 TEST(LedgerJson, SyntaxErrorNamesLineAndColumn) {
@@ -221,8 +213,15 @@ TEST(LedgerJson, SyntaxErrorNamesLineAndColumn) {
 }
 
 HistoryRecord sample_record() {
-  return {42, "alice", 0, "3g.40gb", {0, 4}, "MIG-0a0a0a0a-0000-0000-0000-000000000001",
-          1'700'000'000, 1'700'003'600, "completed"};
+  return {42,
+          "alice",
+          0,
+          "3g.40gb",
+          {0, 4},
+          "MIG-0a0a0a0a-0000-0000-0000-000000000001",
+          1'700'000'000,
+          1'700'003'600,
+          "completed"};
 }
 
 TEST(HistoryJson, RecordRoundTripsOnOneLine) {
@@ -238,8 +237,7 @@ TEST(HistoryJson, EndBeforeStartIsCorrupt) {
   rec.end_time = rec.start_time - 1;
   auto r = parse_history_record(serialize_history_record(rec));
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("end_time: 1699999999: before start_time"), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("end_time: 1699999999: before start_time"), std::string::npos) << r.error().message;
 }
 
 TEST(HistoryJson, UnknownFieldAndWrongFormatAreCorrupt) {

@@ -12,8 +12,7 @@ using testing::sample_hardware;
 using testing::sample_ledger;
 
 int claimed_by(const Ledger& l, JobId job) {
-  return static_cast<int>(std::ranges::count(l.plan.slots, std::optional<JobId>(job),
-                                             &PlanSlot::claimed_by_job));
+  return static_cast<int>(std::ranges::count(l.plan.slots, std::optional<JobId>(job), &PlanSlot::claimed_by_job));
 }
 
 TEST(LedgerOps, SampleLedgerIsValid) { EXPECT_TRUE(validate(sample_ledger())); }
@@ -49,8 +48,7 @@ TEST(LedgerOps, ClaimBeyondThePlanFailsAndChangesNothing) {
   auto r = claim_slots(l, 50, "1g.10gb", 2);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::no_capacity);
-  EXPECT_NE(r.error().message.find("job 50: wants 2 x 1g.10gb, plan generation 7 has 1 unclaimed"),
-            std::string::npos)
+  EXPECT_NE(r.error().message.find("job 50: wants 2 x 1g.10gb, plan generation 7 has 1 unclaimed"), std::string::npos)
       << r.error().message;
   EXPECT_EQ(l, before);
   EXPECT_FALSE(claim_slots(l, 50, "7g.80gb", 1));
@@ -68,8 +66,17 @@ TEST(LedgerOps, ReleaseClaimsFreesOnlyThatJobsSlots) {
 }
 
 LedgerInstance instance_for_43() {
-  return {0, "1g.10gb", {5, 1}, 11, 0, "MIG-0a0a0a0a-0000-0000-0000-00000000000b", 43u, "bob",
-          InstanceState::creating, 1'700'000'500, false};
+  return {0,
+          "1g.10gb",
+          {5, 1},
+          11,
+          0,
+          "MIG-0a0a0a0a-0000-0000-0000-00000000000b",
+          43u,
+          "bob",
+          InstanceState::creating,
+          1'700'000'500,
+          false};
 }
 
 TEST(LedgerOps, AddInstanceConsumesTheJobsClaimedSlot) {
@@ -224,7 +231,8 @@ TEST(LedgerOps, AdoptingRefusesAnInstanceThatIsNotIdleOrWhoseSlotIsNotTheJobs) {
   l.plan.slots.push_back({0, "1g.10gb", {4, 1}, std::nullopt});  // backed by the scrubbing one
   auto scrubbing = adopt_idle_instance(l, 0, 13, 50, "bob", 1);
   ASSERT_FALSE(scrubbing);
-  EXPECT_NE(scrubbing.error().message.find("it is scrubbing, not idle"), std::string::npos) << scrubbing.error().message;
+  EXPECT_NE(scrubbing.error().message.find("it is scrubbing, not idle"), std::string::npos)
+      << scrubbing.error().message;
   l.instances[1].state = InstanceState::idle;
   const Ledger before = l;
   auto unclaimed = adopt_idle_instance(l, 0, 13, 50, "bob", 1);
@@ -285,8 +293,7 @@ TEST(LedgerOps, RebuildRefusesAnImpossibleHardwareView) {
   view.instances[1].placement = {2, 1};  // overlaps the 3g.40gb at {0,4}
   auto r = rebuild_from_hardware("gpu-node-1", view, 1);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("rebuild: the hardware view: instances[1].placement"),
-            std::string::npos)
+  EXPECT_NE(r.error().message.find("rebuild: the hardware view: instances[1].placement"), std::string::npos)
       << r.error().message;
   view = sample_hardware();
   view.gpus[1].model = "Tesla V100";
@@ -299,9 +306,9 @@ TEST(LedgerOps, ReconcileAgreesWithMatchingHardware) {
 
 TEST(LedgerOps, ReconcileReportsLeakedMissingAndMismatchedInstances) {
   HardwareView view = sample_hardware();
-  view.instances.erase(view.instances.begin() + 1);                   // ledger GI 13 is gone
+  view.instances.erase(view.instances.begin() + 1);                         // ledger GI 13 is gone
   view.instances[0].mig_uuid = "MIG-ffffffff-0000-0000-0000-000000000000";  // GI 2 differs
-  view.instances.push_back({0, "1g.10gb", {6, 1}, 14, 0, "MIG-leak"});    // unknown GI 14
+  view.instances.push_back({0, "1g.10gb", {6, 1}, 14, 0, "MIG-leak"});      // unknown GI 14
   auto diffs = reconcile(sample_ledger(), view);
   ASSERT_EQ(diffs.size(), 3u);
   EXPECT_EQ(diffs[0].kind, DifferenceKind::mismatched_instance);

@@ -73,18 +73,23 @@ struct Interpreter {
           RC_ASSERT(remove_instance(l, gone.gpu, gone.gpu_instance_id));
         }
         int id = next_id++;
-        LedgerInstance inst{slot.gpu, slot.profile, slot.placement, id, 0,
-                            fmt::format("MIG-prop-{}", id), slot.claimed_by_job,
-                            fmt::format("user{}", *slot.claimed_by_job), InstanceState::creating,
-                            clock, false};
+        LedgerInstance inst{slot.gpu,
+                            slot.profile,
+                            slot.placement,
+                            id,
+                            0,
+                            fmt::format("MIG-prop-{}", id),
+                            slot.claimed_by_job,
+                            fmt::format("user{}", *slot.claimed_by_job),
+                            InstanceState::creating,
+                            clock,
+                            false};
         auto slots_before = l.plan.slots.size();
         RC_ASSERT(add_instance(l, inst));
         RC_ASSERT(l.plan.slots.size() == slots_before - 1);
         break;
       }
-      case 3:
-        retire_job(l, job, clock, b % 2 ? "completed" : "cancelled");
-        break;
+      case 3: retire_job(l, job, clock, b % 2 ? "completed" : "cancelled"); break;
       case 4:
         if (!l.instances.empty() && !l.instances[static_cast<std::size_t>(a) % l.instances.size()].job) {
           const auto& i = l.instances[static_cast<std::size_t>(a) % l.instances.size()];
@@ -92,8 +97,7 @@ struct Interpreter {
         }
         break;
       case 5:
-        l.vms.push_back({job, fmt::format("viz-{}", next_id++), fmt::format("dev-{}", b),
-                         static_cast<VmState>(b % 3)});
+        l.vms.push_back({job, fmt::format("viz-{}", next_id++), fmt::format("dev-{}", b), static_cast<VmState>(b % 3)});
         break;
       case 6:
         if (!l.vms.empty()) l.vms.erase(l.vms.begin() + a % static_cast<int>(l.vms.size()));
@@ -106,13 +110,13 @@ struct Interpreter {
         const auto backings = slot_backings(l);
         const bool backs = std::ranges::find(backings, std::optional<std::size_t>(index)) != backings.end();
         if (!backs) inst.state = state;
-        else if (state == InstanceState::quarantined) RC_ASSERT(quarantine_instance(l, inst.gpu, inst.gpu_instance_id));
-        else if (state == InstanceState::destroying) inst.state = state;
+        else if (state == InstanceState::quarantined)
+          RC_ASSERT(quarantine_instance(l, inst.gpu, inst.gpu_instance_id));
+        else if (state == InstanceState::destroying)
+          inst.state = state;
         break;
       }
-      case 8:
-        release_claims(l, job);
-        break;
+      case 8: release_claims(l, job); break;
       default:
         l.plan.generation += static_cast<std::uint64_t>(a + 1);
         if (c % 2) l.plan.slots.clear();  // a new plan replaces the old one
@@ -122,9 +126,8 @@ struct Interpreter {
 };
 
 RC_GTEST_PROP(LedgerProperty, RandomOperationSequencesStayValidAndRoundTrip, ()) {
-  auto steps = *rc::gen::container<std::vector<Step>>(
-      rc::gen::tuple(rc::gen::inRange(0, 10), rc::gen::inRange(0, 16), rc::gen::inRange(0, 16),
-                     rc::gen::inRange(0, 16)));
+  auto steps = *rc::gen::container<std::vector<Step>>(rc::gen::tuple(rc::gen::inRange(0, 10), rc::gen::inRange(0, 16),
+                                                                     rc::gen::inRange(0, 16), rc::gen::inRange(0, 16)));
   Interpreter run;
   for (const auto& step : steps) {
     run.apply(step);

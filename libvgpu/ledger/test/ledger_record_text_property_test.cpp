@@ -19,10 +19,32 @@ namespace {
 // Strings a hostile or careless user name could be: printable ASCII, control characters, the
 // bytes of multi-byte UTF-8 sequences (whole, cut short or overlong), stray bytes, long runs.
 rc::Gen<std::string> user_names() {
-  const std::vector<std::string> pieces = {
-      "a", "Z", "0", " ", "-", ".", "_", "\\", "\"", "\t", "\n", "\r", std::string(1, '\0'), "\x1b", "\x7f",
-      "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xc3", "\xe2\x82", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-      "\xff", "\x80", std::string(64, 'x')};
+  const std::vector<std::string> pieces = {"a",
+                                           "Z",
+                                           "0",
+                                           " ",
+                                           "-",
+                                           ".",
+                                           "_",
+                                           "\\",
+                                           "\"",
+                                           "\t",
+                                           "\n",
+                                           "\r",
+                                           std::string(1, '\0'),
+                                           "\x1b",
+                                           "\x7f",
+                                           "\xc3\xa9",
+                                           "\xe2\x82\xac",
+                                           "\xf0\x9f\x98\x80",
+                                           "\xc3",
+                                           "\xe2\x82",
+                                           "\xc0\xaf",
+                                           "\xed\xa0\x80",
+                                           "\xf4\x90\x80\x80",
+                                           "\xff",
+                                           "\x80",
+                                           std::string(64, 'x')};
   return rc::gen::map(rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(0, pieces.size())),
                       [pieces](const std::vector<std::size_t>& picks) {
                         std::string s;
@@ -66,7 +88,9 @@ TEST(LedgerRecordText, TheRuleNamesWhatIsWrong) {
   EXPECT_EQ(contract::record_text_problem(std::string(256, 'u')), "");
   EXPECT_EQ(contract::record_text_problem(std::string(257, 'u')), "longer than 256 bytes");
   EXPECT_EQ(contract::record_text_problem("a\tb"), "contains a control character (0x09)");
-  EXPECT_EQ(contract::record_text_problem("a\xff" "b"), "is not valid UTF-8 (at byte 1)");
+  EXPECT_EQ(contract::record_text_problem("a\xff"
+                                          "b"),
+            "is not valid UTF-8 (at byte 1)");
   EXPECT_EQ(contract::record_text_problem("\xc0\xaf"), "is not valid UTF-8 (at byte 0)") << "overlong '/'";
   EXPECT_EQ(contract::record_text_problem("\xed\xa0\x80"), "is not valid UTF-8 (at byte 0)") << "a surrogate";
   EXPECT_EQ(contract::record_text_problem("ab\xe2\x82"), "is not valid UTF-8 (at byte 2)") << "cut short";

@@ -32,8 +32,7 @@ unsigned mode_of(const std::string& path) {
 
 std::vector<std::string> names_in(const std::string& dir) {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
   std::ranges::sort(out);
   return out;
 }
@@ -190,8 +189,7 @@ TEST(LedgerStore, UpdateThatWouldBreakTheLedgerIsRefused) {
   });
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::conflict);
-  EXPECT_NE(r.error().message.find("instances[1].placement"), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("instances[1].placement"), std::string::npos) << r.error().message;
   EXPECT_EQ(read_file(store.ledger_path()), before);
   Ledger invalid = sample_ledger();
   invalid.gpus.clear();
@@ -209,10 +207,8 @@ TEST(LedgerStore, CorruptLedgerIsSetAsideNamedAndNeverDeleted) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::corrupt);
   std::string aside = store.ledger_path() + ".corrupt-20261118T110640Z";
-  EXPECT_NE(r.error().message.find(store.ledger_path() + ": not valid JSON"), std::string::npos)
-      << r.error().message;
-  EXPECT_NE(r.error().message.find("kept aside as " + aside), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find(store.ledger_path() + ": not valid JSON"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("kept aside as " + aside), std::string::npos) << r.error().message;
   EXPECT_EQ(read_file(aside), torn);
   EXPECT_EQ(store.load().error().code, ErrorCode::not_found);
 
@@ -255,8 +251,7 @@ TEST(LedgerStore, WorldWritableLedgerIsRefused) {
   auto r = store.load();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::unavailable);
-  EXPECT_NE(r.error().message.find("mode 0666 lets everyone write it"), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("mode 0666 lets everyone write it"), std::string::npos) << r.error().message;
   EXPECT_FALSE(store.update([](Ledger&) -> Result<void> { return {}; }));
   EXPECT_TRUE(std::filesystem::exists(store.ledger_path()));  // refused, not set aside
 }
@@ -284,8 +279,7 @@ TEST(LedgerStore, SymlinkedLedgerIsNotFollowed) {
   auto r = store.load();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::io);
-  EXPECT_NE(r.error().message.find("open " + store.ledger_path()), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("open " + store.ledger_path()), std::string::npos) << r.error().message;
 }
 
 // A FIFO at the ledger's path used to block the reader in open(2): refused at once now.
@@ -344,12 +338,13 @@ TEST(LedgerStore, LockWaitTimesOutWithAClearError) {
   ::close(held);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::unavailable);
-  EXPECT_NE(r.error().message.find("flock " + store.lock_path() + ": still held by another "
-                                                                  "process after 150 ms"),
+  EXPECT_NE(r.error().message.find("flock " + store.lock_path() +
+                                   ": still held by another "
+                                   "process after 150 ms"),
             std::string::npos)
       << r.error().message;
   EXPECT_GE(waited, 150ms);
-  EXPECT_LT(waited, 10s);  // bounded, not a hang; generous for a loaded sanitizer build
+  EXPECT_LT(waited, 10s);     // bounded, not a hang; generous for a loaded sanitizer build
   EXPECT_TRUE(store.load());  // released: works again
 }
 

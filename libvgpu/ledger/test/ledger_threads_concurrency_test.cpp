@@ -25,8 +25,14 @@ constexpr int kWriters = 4;
 constexpr int kUpdatesEach = 20;
 
 HistoryRecord record_for(JobId job) {
-  return {job, "alice", 0, "1g.10gb", {5, 1}, "MIG-0a0a0a0a-0000-0000-0000-000000000009",
-          static_cast<std::int64_t>(1'700'000'000 + job), static_cast<std::int64_t>(1'700'000'060 + job),
+  return {job,
+          "alice",
+          0,
+          "1g.10gb",
+          {5, 1},
+          "MIG-0a0a0a0a-0000-0000-0000-000000000009",
+          static_cast<std::int64_t>(1'700'000'000 + job),
+          static_cast<std::int64_t>(1'700'000'060 + job),
           "completed"};
 }
 

@@ -17,12 +17,39 @@ Ledger sample_ledger() {
   l.gpus = {{0, "GPU-11111111-2222-3333-4444-555555555555", "H100-80GB", "0000:00:06.0"},
             {1, "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", "A100-40GB", "00000000:00:07.0"}};
   l.instances = {
-      {0, "3g.40gb", {0, 4}, 2, 0, "MIG-0a0a0a0a-0000-0000-0000-000000000001", 42u, "alice",
-       InstanceState::ready, 1'700'000'000, false},
-      {0, "1g.10gb", {4, 1}, 13, 0, "MIG-0a0a0a0a-0000-0000-0000-000000000002", std::nullopt, "",
-       InstanceState::scrubbing, 1'700'000'100, false},
-      {1, "7g.40gb", {0, 8}, 0, 0, "MIG-0b0b0b0b-0000-0000-0000-000000000003", std::nullopt, "",
-       InstanceState::quarantined, 1'700'000'200, true},
+      {0,
+       "3g.40gb",
+       {0, 4},
+       2,
+       0,
+       "MIG-0a0a0a0a-0000-0000-0000-000000000001",
+       42u,
+       "alice",
+       InstanceState::ready,
+       1'700'000'000,
+       false},
+      {0,
+       "1g.10gb",
+       {4, 1},
+       13,
+       0,
+       "MIG-0a0a0a0a-0000-0000-0000-000000000002",
+       std::nullopt,
+       "",
+       InstanceState::scrubbing,
+       1'700'000'100,
+       false},
+      {1,
+       "7g.40gb",
+       {0, 8},
+       0,
+       0,
+       "MIG-0b0b0b0b-0000-0000-0000-000000000003",
+       std::nullopt,
+       "",
+       InstanceState::quarantined,
+       1'700'000'200,
+       true},
   };
   l.vms = {{42, "viz-job-42", "MIG-0a0a0a0a-0000-0000-0000-000000000001", VmState::running}};
   l.plan.generation = 7;
@@ -34,8 +61,7 @@ HardwareView sample_hardware() {
   HardwareView v;
   for (const auto& g : sample_ledger().gpus) v.gpus.push_back({g.index, g.uuid, g.model, g.pci_bus_id});
   for (const auto& i : sample_ledger().instances)
-    v.instances.push_back({i.gpu, i.profile, i.placement, i.gpu_instance_id,
-                           i.compute_instance_id, i.mig_uuid});
+    v.instances.push_back({i.gpu, i.profile, i.placement, i.gpu_instance_id, i.compute_instance_id, i.mig_uuid});
   return v;
 }
 

@@ -91,7 +91,8 @@ TEST(ShareGroups, TheInstanceTakesOverItsSlotAndTheLastShareRetiresIt) {
   auto first = release_shares(l, 1, kNow + 100, "completed");
   EXPECT_EQ(first, (std::vector<ReleasedShare>{{0, {0, 4}, false, true}}));
   ASSERT_EQ(l.new_history.size(), 1u);
-  EXPECT_EQ(l.new_history[0], (HistoryRecord{1, "alice", 0, "quarter", {0, 4}, "MIG-1", kNow, kNow + 100, "completed"}));
+  EXPECT_EQ(l.new_history[0],
+            (HistoryRecord{1, "alice", 0, "quarter", {0, 4}, "MIG-1", kNow, kNow + 100, "completed"}));
   EXPECT_EQ(l.instances[0].state, InstanceState::ready) << "job 2 still runs in it";
 
   auto last = release_shares(l, 2, kNow + 200, "cancelled");
@@ -128,24 +129,29 @@ TEST(ShareGroups, ALedgerBreakingTheirRulesIsCorruptAndSaysWhere) {
   };
   Ledger l = good;
   for (JobId j = 2; j <= 5; ++j) l.share_groups[0].holders.push_back({j, "alice", kNow});
-  EXPECT_NE(error_of(l).find("share_groups[0].holders: 5 holders: quarter has 1 to 4 shares"), std::string::npos) << error_of(l);
+  EXPECT_NE(error_of(l).find("share_groups[0].holders: 5 holders: quarter has 1 to 4 shares"), std::string::npos)
+      << error_of(l);
   l = good;
   l.share_groups[0].holders.push_back({1, "alice", kNow});
-  EXPECT_NE(error_of(l).find("share_groups[0].holders[1].job: 1: holds a second share"), std::string::npos) << error_of(l);
+  EXPECT_NE(error_of(l).find("share_groups[0].holders[1].job: 1: holds a second share"), std::string::npos)
+      << error_of(l);
   l = good;
   l.share_groups[0].placement = {4, 4};
   l.plan.slots.pop_back();
-  EXPECT_NE(error_of(l).find("share_groups[0].placement: {4,4} on GPU 0: stands on 0 slot(s)"), std::string::npos) << error_of(l);
+  EXPECT_NE(error_of(l).find("share_groups[0].placement: {4,4} on GPU 0: stands on 0 slot(s)"), std::string::npos)
+      << error_of(l);
   l = good;
   l.share_groups[0].type = "3g.40gb";
   EXPECT_NE(error_of(l).find("share_groups[0].type: 3g.40gb: not a share type"), std::string::npos) << error_of(l);
   l = good;
   l.plan.slots[1].claimed_by_job = 9;
-  EXPECT_NE(error_of(l).find("plan.slots[1].claimed_by_job: 9: a slot of share type quarter"), std::string::npos) << error_of(l);
+  EXPECT_NE(error_of(l).find("plan.slots[1].claimed_by_job: 9: a slot of share type quarter"), std::string::npos)
+      << error_of(l);
   l = good;
   l.share_groups.push_back(l.share_groups[0]);
   l.share_groups[1].holders[0].job = 2;
-  EXPECT_NE(error_of(l).find("share_groups[1].placement: {0,4} on GPU 0: a second group"), std::string::npos) << error_of(l);
+  EXPECT_NE(error_of(l).find("share_groups[1].placement: {0,4} on GPU 0: a second group"), std::string::npos)
+      << error_of(l);
 }
 
 TEST(ShareGroups, RoundTripInAVersionFiveLedgerOnly) {

@@ -24,7 +24,6 @@ namespace {
 using node::epilog::InstanceKey;
 using node::epilog::key_of;
 
-
 // The instances `job` shares with other jobs' shares (share_across_users puts several users into
 // one): the job's user loses each one where no other share of theirs is left. Called under the
 // access lock, before the job's shares are retired, with the lock held until they are: a death in
@@ -82,9 +81,8 @@ int hand_off_released(NodeContext& ctx, const std::vector<InstanceKey>& own, con
   std::vector<HeldCleanup> held;
   std::vector<const LedgerInstance*> released;
   for (std::size_t i = 0; i < own.size(); ++i) {
-    auto it = std::ranges::find_if(ledger->instances, [&](const LedgerInstance& inst) {
-      return key_of(inst) == own[i] && is_released(inst);
-    });
+    auto it = std::ranges::find_if(
+        ledger->instances, [&](const LedgerInstance& inst) { return key_of(inst) == own[i] && is_released(inst); });
     if (it == ledger->instances.end()) continue;
     if (shares_of(*ledger, it->profile) > 0) return 0;
     released.push_back(&*it);
@@ -129,14 +127,16 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
   if (ctx.access != nullptr && shares_an_instance_with_others(*ledger, job)) {
     access.emplace(access_lock_path(ctx));
     if (access->held()) access_problems = take_shared_instances_from(ctx, job);
-    else access_problems.push_back(fmt::format("cannot take {} to take shared instances back", access_lock_path(ctx)));
+    else
+      access_problems.push_back(fmt::format("cannot take {} to take shared instances back", access_lock_path(ctx)));
   }
   auto retired = update_for_job(ctx, [&](Ledger& l) -> Result<void> {
     owned = retire_job(l, job, ctx.now(), end_reason);
     // A share's last holder retires the instance as retire_job does; finish_released_instances
     // closes its MPS daemon before the scrub.
     const auto shares = release_shares(l, job, ctx.now(), end_reason);
-    owned += static_cast<int>(std::ranges::count_if(shares, [](const ReleasedShare& r) { return r.last && r.on_instance; }));
+    owned +=
+        static_cast<int>(std::ranges::count_if(shares, [](const ReleasedShare& r) { return r.last && r.on_instance; }));
     return {};
   });
   access.reset();
@@ -157,7 +157,8 @@ Result<EpilogResult> run_epilog(NodeContext& ctx, JobId job, const std::string& 
     result->problems.push_back(fmt::format("remove {}: {}", record, std::strerror(errno)));
   const std::string problems = result->problems.empty() ? "" : "; problems: " + result->problems.front();
   if (handed > 0)
-    ctx.log(fmt::format("{}: {} instance(s) released, {} handed to a cleanup process{}", where, owned, handed, problems));
+    ctx.log(
+        fmt::format("{}: {} instance(s) released, {} handed to a cleanup process{}", where, owned, handed, problems));
   else
     ctx.log(fmt::format("{}: {} instance(s) released, {} kept idle, {} destroyed, {} quarantined{}", where, owned,
                         result->kept, result->destroyed, result->quarantined, problems));

@@ -66,7 +66,7 @@ Result<void> close_mps_daemon(NodeContext& ctx, const std::string& device) {
 // What one pass decided for the instances it works.
 struct PassWork {
   std::map<InstanceKey, InstanceState> scrubbed;  // the outcome of each scrub
-  std::vector<ScrubRun> scrub_runs;                // for the metrics (hook_tally_store.h)
+  std::vector<ScrubRun> scrub_runs;               // for the metrics (hook_tally_store.h)
   std::vector<const LedgerInstance*> to_destroy;
 };
 
@@ -82,8 +82,10 @@ std::vector<InstanceKey> lock_released(NodeContext& ctx, const Ledger& ledger, c
     const auto path = cleanup_lock_path(ctx, inst.gpu, inst.gpu_instance_id);
     const auto& lock = locks.emplace_back(path, LockWait::try_once);
     if (lock.held()) mine.push_back(key_of(inst));
-    else if (lock.busy()) busy.push_back(key_of(inst));
-    else result.problems.push_back(fmt::format("{}: cannot open its cleanup lock {}", what_of(inst), path));
+    else if (lock.busy())
+      busy.push_back(key_of(inst));
+    else
+      result.problems.push_back(fmt::format("{}: cannot open its cleanup lock {}", what_of(inst), path));
   }
   return mine;
 }
@@ -103,13 +105,17 @@ void scrub_one(NodeContext& ctx, const Ledger& ledger, const LedgerInstance& ins
   // kept idle for someone else, or waits to be destroyed.
   auto revoked = ctx.access ? ctx.access->revoke(inst) : Result<void>{};
   if (inst.state == InstanceState::destroying) {
-    if (!revoked) result.problems.push_back(fmt::format("{}: taking it back from its user: {}", what_of(inst), revoked.error().message));
+    if (!revoked)
+      result.problems.push_back(
+          fmt::format("{}: taking it back from its user: {}", what_of(inst), revoked.error().message));
     work.to_destroy.push_back(&inst);
     return;
   }
   if (!revoked) {
-    ctx.log(fmt::format("vgpu: epilog: {}: cannot take it back from its last user: {}; QUARANTINED, never handed "
-                        "out again until an admin releases it", what_of(inst), revoked.error().message));
+    ctx.log(
+        fmt::format("vgpu: epilog: {}: cannot take it back from its last user: {}; QUARANTINED, never handed "
+                    "out again until an admin releases it",
+                    what_of(inst), revoked.error().message));
     work.scrubbed[key_of(inst)] = InstanceState::quarantined;
     return;
   }
@@ -120,8 +126,10 @@ void scrub_one(NodeContext& ctx, const Ledger& ledger, const LedgerInstance& ins
                              scrub_outcome_name(s.status)});
   bool quarantine = s.status == ScrubStatus::failed || (s.status == ScrubStatus::unavailable && required);
   if (quarantine) {
-    ctx.log(fmt::format("vgpu: epilog: {}: scrub {}: {}; QUARANTINED, never handed out again until an admin "
-                        "releases it", what_of(inst), s.status == ScrubStatus::failed ? "failed" : "unavailable", s.detail));
+    ctx.log(
+        fmt::format("vgpu: epilog: {}: scrub {}: {}; QUARANTINED, never handed out again until an admin "
+                    "releases it",
+                    what_of(inst), s.status == ScrubStatus::failed ? "failed" : "unavailable", s.detail));
     work.scrubbed[key_of(inst)] = InstanceState::quarantined;
     return;
   }
@@ -163,13 +171,15 @@ void record_outcomes(NodeContext& ctx, const Ledger& ledger, PassWork& work, Epi
   });
   if (!marked) {
     // Unrecorded outcomes: those instances stay in scrubbing and the next pass scrubs them again.
-    result.problems.push_back(fmt::format("recording {} scrub outcome(s): {}", work.scrubbed.size(), marked.error().message));
+    result.problems.push_back(
+        fmt::format("recording {} scrub outcome(s): {}", work.scrubbed.size(), marked.error().message));
     std::erase_if(work.to_destroy, [&](const LedgerInstance* inst) { return work.scrubbed.contains(key_of(*inst)); });
     return;
   }
   const auto outcomes = work.scrubbed | std::views::values;
   result.quarantined += static_cast<int>(std::ranges::count(outcomes, InstanceState::quarantined));
-  result.kept += static_cast<int>(std::ranges::count(outcomes, InstanceState::idle)) - static_cast<int>(unbacked.size());
+  result.kept +=
+      static_cast<int>(std::ranges::count(outcomes, InstanceState::idle)) - static_cast<int>(unbacked.size());
   for (const auto& inst : ledger.instances)
     if (std::ranges::find(unbacked, key_of(inst)) != unbacked.end()) work.to_destroy.push_back(&inst);
 }
@@ -198,8 +208,8 @@ void destroy_and_remove(NodeContext& ctx, const std::vector<const LedgerInstance
     return {};
   });
   if (!removed) {
-    result.problems.push_back(fmt::format("removing {} destroyed instance(s) from the ledger: {}", gone.size(),
-                                          removed.error().message));
+    result.problems.push_back(
+        fmt::format("removing {} destroyed instance(s) from the ledger: {}", gone.size(), removed.error().message));
     return;
   }
   crash_point("release.after_ledger_remove");
@@ -257,11 +267,13 @@ Result<EpilogResult> finish_handed_off_instances(NodeContext& ctx, const std::ve
     // Only a descriptor of that very lock file that holds its lock (flock on the holding open
     // file succeeds at once) counts as held; anything else is worked as any other pass would.
     const auto path = cleanup_lock_path(ctx, h.gpu, h.gpu_instance_id);
-    struct stat by_fd {}, by_path {};
+    struct stat by_fd {
+    }, by_path{};
     const bool same_file = ::fstat(h.lock_fd, &by_fd) == 0 && ::stat(path.c_str(), &by_path) == 0 &&
                            by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
     if (same_file && ::flock(h.lock_fd, LOCK_EX | LOCK_NB) == 0) mine.emplace_back(h.gpu, h.gpu_instance_id);
-    else problems.push_back(fmt::format("descriptor {} does not hold {}", h.lock_fd, path));
+    else
+      problems.push_back(fmt::format("descriptor {} does not hold {}", h.lock_fd, path));
   }
   auto result = finish_released_instances(ctx, {.held = mine, .wait_for_others = false});
   if (result) result->problems.insert(result->problems.begin(), problems.begin(), problems.end());

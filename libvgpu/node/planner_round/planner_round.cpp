@@ -32,8 +32,7 @@ SlotKey key(const PlanSlot& s) { return {s.gpu, s.profile, s.placement.start}; }
 // Whether this node is in `reservation` (one the demand publisher booked), asked once.
 bool in_wide_reservation(const NodeContext& ctx, PlannerState& state, const std::string& reservation,
                          std::vector<std::string>& notes) {
-  if (auto it = state.in_wide_reservation.find(reservation); it != state.in_wide_reservation.end())
-    return it->second;
+  if (auto it = state.in_wide_reservation.find(reservation); it != state.in_wide_reservation.end()) return it->second;
   auto nodes = ctx.slurm->reservation_nodes(reservation);
   if (!nodes) {
     notes.push_back(fmt::format("reservation {}: {}; asked again next round", reservation, nodes.error().message));
@@ -45,8 +44,7 @@ bool in_wide_reservation(const NodeContext& ctx, PlannerState& state, const std:
 }
 
 std::vector<Demand> node_demand(const NodeContext& ctx, PlannerState& state, const PendingJobs& pending,
-                                const std::vector<const PartitionPolicy*>& parts,
-                                std::vector<std::string>& notes) {
+                                const std::vector<const PartitionPolicy*>& parts, std::vector<std::string>& notes) {
   std::vector<const PendingJob*> jobs;
   for (const auto& j : pending.jobs) {
     if (j.vgpu.empty() || !waits_for_resources(j)) continue;
@@ -126,9 +124,10 @@ std::vector<Demand> demand_in_instances(const Ledger& l, const std::vector<Deman
     int instances = (starving + other + n - 1) / n, for_hungry = (starving + n - 1) / n;
     if (instances > room / n) {
       if (notes)
-        notes->push_back(fmt::format("{} instance(s) of {} not planned: {} more units would pass the node's vgpu total "
-                                     "of {} (slurm.conf's Gres=vgpu:free:<total>, docs/slurm.md)",
-                                     instances - room / n, d.profile, (instances - room / n) * n, *node_total));
+        notes->push_back(
+            fmt::format("{} instance(s) of {} not planned: {} more units would pass the node's vgpu total "
+                        "of {} (slurm.conf's Gres=vgpu:free:<total>, docs/slurm.md)",
+                        instances - room / n, d.profile, (instances - room / n) * n, *node_total));
       instances = room / n;
       for_hungry = std::min(for_hungry, instances);
     }
@@ -161,8 +160,8 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
   if (!layouts) return std::unexpected(layouts.error());
   for (const auto& s : fixed)
     if (std::ranges::none_of(l.plan.slots, [&](const PlanSlot& x) { return !slot_is_held(l, x) && key(x) == key(s); }))
-      return fail(ErrorCode::corrupt, fmt::format("fixed slot {}@{} on GPU {} is not in the plan", s.profile,
-                                                  s.placement.start, s.gpu));
+      return fail(ErrorCode::corrupt,
+                  fmt::format("fixed slot {}@{} on GPU {} is not in the plan", s.profile, s.placement.start, s.gpu));
   int served_by_fixed = 0, starving_by_fixed = 0;
   for (const auto& s : fixed)
     for (auto& d : demand)
@@ -248,7 +247,8 @@ std::vector<std::size_t> idle_not_kept(const Ledger& l, const std::vector<PlanSl
     if (!idle[s] || slot_is_held(l, l.plan.slots[s])) continue;
     auto it = std::ranges::find(pool, key(l.plan.slots[s]));
     if (it != pool.end()) pool.erase(it);
-    else out.push_back(*idle[s]);
+    else
+      out.push_back(*idle[s]);
   }
   return out;
 }
@@ -261,7 +261,8 @@ std::vector<PlanSlot> minus(const std::vector<PlanSlot>& a, const std::vector<Pl
   for (const auto& s : a) {
     auto it = std::ranges::find(pool, key(s));
     if (it == pool.end()) out.push_back(s);
-    else pool.erase(it);
+    else
+      pool.erase(it);
   }
   return out;
 }
@@ -283,9 +284,10 @@ Result<void> publish(NodeContext& ctx, const PlannerState& state, const Ledger& 
       std::string cut;
       for (const auto& [type, n] : planned)
         if (n != counts[type]) cut += fmt::format("{}{} {} -> {}", cut.empty() ? "" : ", ", type, n, counts[type]);
-      ctx.log(fmt::format("vgpu: planner: node {}: the plan counts more vgpu units than the node's total of {} "
-                          "(slurm.conf's Gres=vgpu:free:<total>, docs/slurm.md); advertising {}; raise the total",
-                          ctx.node, *state.slurm_total, cut));
+      ctx.log(
+          fmt::format("vgpu: planner: node {}: the plan counts more vgpu units than the node's total of {} "
+                      "(slurm.conf's Gres=vgpu:free:<total>, docs/slurm.md); advertising {}; raise the total",
+                      ctx.node, *state.slurm_total, cut));
     }
   }
   if (auto ok = write_advertisement(ctx, l.plan.generation, counts); !ok) return ok;
@@ -337,7 +339,7 @@ bool wait_until_slurm_caught_up(NodeContext& ctx, const PlannerState& state, con
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto c = slurm_caught_up(ctx, state, dropped); c && *c) return true;
     if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();  // dropped slots stay claimable meanwhile
-    if (ctx.stop_requested()) return false;  // unconfirmed: the dropped slots stay claimable
+    if (ctx.stop_requested()) return false;                  // unconfirmed: the dropped slots stay claimable
     std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
   }
   return false;
@@ -359,8 +361,8 @@ bool has_more(const std::map<std::string, int>& a, const std::map<std::string, i
 // prolog then finds no room. (A job's end changes nothing: its place stays as a backed slot.)
 // Slurm's own view decides, not this process's memory: a planner restarted while the shrink was
 // on its way finds slurmctld still configured above the advertisement and waits as well.
-Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state, const std::optional<NodeGres>& slurm_view,
-                                         PlannerRoundResult& result) {
+Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state,
+                                         const std::optional<NodeGres>& slurm_view, PlannerRoundResult& result) {
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
   auto published = read_advertised_counts(ctx);
@@ -397,12 +399,13 @@ void refresh_slurm_uncounted(NodeContext& ctx, PlannerState& state, const NodeGr
   if (both == state.slurm_uncounted) return;
   std::string shown;
   for (const auto& [profile, n] : both) shown += fmt::format("{}{}:{}", shown.empty() ? "" : " ", profile, n);
-  if (shown.empty())
-    ctx.log(fmt::format("{}: slurmctld counts every instance jobs here hold again", where));
+  if (shown.empty()) ctx.log(fmt::format("{}: slurmctld counts every instance jobs here hold again", where));
   else
-    ctx.log(fmt::format("{}: slurmctld does not count instances jobs here hold ({}; a restarted slurmctld "
-                        "forgets running jobs' typed allocations): they leave the advertisement until the "
-                        "jobs end", where, shown));
+    ctx.log(
+        fmt::format("{}: slurmctld does not count instances jobs here hold ({}; a restarted slurmctld "
+                    "forgets running jobs' typed allocations): they leave the advertisement until the "
+                    "jobs end",
+                    where, shown));
   result.notes.push_back("uncounted by slurmctld: " + (shown.empty() ? std::string("none") : shown));
   state.slurm_uncounted = std::move(both);
 }
@@ -431,8 +434,7 @@ void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& n
 // prolog has created but not yet recorded looks leaked and is destroyed under its job.
 Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where, PlannerRoundResult& result) {
   NodeLock hardware(hardware_lock_path(ctx));
-  if (!hardware.held())
-    return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+  if (!hardware.held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
   auto snap = take_snapshot(*ctx.backend);
   if (!snap) {
     result.notes.push_back("reconcile skipped: " + snap.error().message);
@@ -449,9 +451,10 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
       auto hw = std::ranges::find_if(view.instances, [&](const HardwareInstance& i) {
         return i.gpu == d.gpu && i.gpu_instance_id == *d.gpu_instance_id;
       });
-      bool claimed = hw != view.instances.end() && std::ranges::any_of(ledger->plan.slots, [&](const PlanSlot& s) {
-        return slot_is_held(*ledger, s) && s.gpu == hw->gpu && (s.placement.mask() & hw->placement.mask());
-      });
+      bool claimed =
+          hw != view.instances.end() && std::ranges::any_of(ledger->plan.slots, [&](const PlanSlot& s) {
+            return slot_is_held(*ledger, s) && s.gpu == hw->gpu && (s.placement.mask() & hw->placement.mask());
+          });
       if (!claimed) {
         auto destroyed = ctx.backend->destroy_instance(d.gpu, *d.gpu_instance_id);
         crash_point("planner.after_reconcile_destroy");
@@ -556,13 +559,13 @@ void queue_unowned_for_cleanup(NodeContext& ctx) {
 void secure_unheld_devices(NodeContext& ctx, PlannerRoundResult& result) {
   if (!ctx.access) return;
   NodeLock access(access_lock_path(ctx));
-  auto now = access.held() ? ctx.ledger->load()
-                           : Result<Ledger>(fail(ErrorCode::io, "cannot take " + access_lock_path(ctx)));
+  auto now =
+      access.held() ? ctx.ledger->load() : Result<Ledger>(fail(ErrorCode::io, "cannot take " + access_lock_path(ctx)));
   auto secured = now ? ctx.access->secure_unheld(*now) : Result<int>(std::unexpected(now.error()));
-  if (!secured)
-    result.notes.push_back("device confinement: " + secured.error().message);
+  if (!secured) result.notes.push_back("device confinement: " + secured.error().message);
   else if (*secured > 0)
-    result.notes.push_back(fmt::format("device confinement: {} capability file(s) no job holds made root's alone", *secured));
+    result.notes.push_back(
+        fmt::format("device confinement: {} capability file(s) no job holds made root's alone", *secured));
 }
 
 // Reconciled with the hardware first (the plan must be made against what really exists), released
@@ -613,8 +616,8 @@ Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, const s
   auto sticky = desired_slots(view, r.parts, r.demand, current, r.state.slurm_total);
   if (!sticky) return std::unexpected(sticky.error());
   std::vector<PlanSlot> desired;
-  if (!scratch->reserves && sticky->served >= scratch->served &&
-      sticky->served_starving >= scratch->served_starving && !r.demand.empty()) {
+  if (!scratch->reserves && sticky->served >= scratch->served && sticky->served_starving >= scratch->served_starving &&
+      !r.demand.empty()) {
     desired = current;
     desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
   } else {
@@ -655,7 +658,8 @@ Result<Ledger> commit_plan(Round& r, PlanChoice& choice) {
 // is no longer idle and pins its space like any released instance.
 Result<Ledger> commit_plan_after_idle(Round& r, PlanChoice& choice, Result<Ledger> committed) {
   if (!committed || choice.idle_let_go == 0) return committed;
-  r.result.notes.push_back(fmt::format("{} idle instance(s) not in the new plan: destroying them first", choice.idle_let_go));
+  r.result.notes.push_back(
+      fmt::format("{} idle instance(s) not in the new plan: destroying them first", choice.idle_let_go));
   if (auto cleaned = finish_released_instances(r.ctx); !cleaned)
     r.result.notes.push_back("cleanup: " + cleaned.error().message);
   return commit_plan(r, choice);
@@ -739,7 +743,8 @@ Result<PlannerRoundResult> replan(Round& r, const Ledger& before) {
   if (choice.idle_let_go > 0) return publish_as_is(r);
   if (committed->plan.generation != before.plan.generation) crash_point("planner.after_plan_commit");
   if (choice.dropped.empty()) {
-    if (auto ok = publish(r.ctx, r.state, *committed, r.result); !ok) return std::unexpected(ok.error().within(r.where));
+    if (auto ok = publish(r.ctx, r.state, *committed, r.result); !ok)
+      return std::unexpected(ok.error().within(r.where));
     prepare_settled_plan(r.ctx, r.result);
     return r.result;
   }

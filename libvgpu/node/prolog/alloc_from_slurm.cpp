@@ -14,8 +14,7 @@ Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient&
                                           std::string_view partition, std::string_view vgpu_alloc_env) {
   if (!vgpu_alloc_env.empty()) return std::string(vgpu_alloc_env);
   bool vgpu_partition = false;
-  for (auto name : split_view(partition, ','))
-    vgpu_partition = vgpu_partition || policy.partition(name) != nullptr;
+  for (auto name : split_view(partition, ',')) vgpu_partition = vgpu_partition || policy.partition(name) != nullptr;
   if (!vgpu_partition) return std::string();
   auto text = slurm.job_tres_per_node(job);
   if (!text) return std::unexpected(text.error().within(fmt::format("job {}: what it holds (squeue)", job)));
@@ -35,8 +34,8 @@ Result<std::string> vgpu_alloc_for_prolog(const PolicyFile& policy, SlurmClient&
         this_line = contract::append_alloc_item(this_line, r.type, static_cast<std::uint64_t>(r.count));
     }
     if (alloc && *alloc != this_line)
-      return fail(ErrorCode::invalid_argument, fmt::format("job {}: squeue %b: the array's tasks differ ('{}' and '{}')",
-                                                           job, *alloc, this_line));
+      return fail(ErrorCode::invalid_argument,
+                  fmt::format("job {}: squeue %b: the array's tasks differ ('{}' and '{}')", job, *alloc, this_line));
     alloc = std::move(this_line);
   }
   return alloc.value_or(std::string());

@@ -22,9 +22,8 @@ int held_by_user(const Ledger& ledger, const std::string& user, JobId except) {
   for (const auto& inst : ledger.instances)
     if (inst.job && *inst.job != except && inst.user == user) ++n;
   for (const auto& group : ledger.share_groups)
-    n += static_cast<int>(std::ranges::count_if(group.holders, [&](const ShareHolder& h) {
-      return h.job != except && h.user == user;
-    }));
+    n += static_cast<int>(
+        std::ranges::count_if(group.holders, [&](const ShareHolder& h) { return h.job != except && h.user == user; }));
   return n;
 }
 
@@ -38,7 +37,8 @@ std::map<std::string, int> held_by_job(const Ledger& l, JobId job) {
   for (const auto& i : l.instances)
     if (i.job == job && (i.state == InstanceState::creating || i.state == InstanceState::ready)) ++held[i.profile];
   for (const auto& g : l.share_groups)
-    held[g.type] += static_cast<int>(std::ranges::count_if(g.holders, [&](const ShareHolder& h) { return h.job == job; }));
+    held[g.type] +=
+        static_cast<int>(std::ranges::count_if(g.holders, [&](const ShareHolder& h) { return h.job == job; }));
   std::erase_if(held, [](const auto& entry) { return entry.second == 0; });
   return held;
 }
@@ -95,8 +95,9 @@ Ending check_limits(Run& run, const JobWork& work, const GpuModel& model) {
   if (part.max_instances_per_user) {
     int held = held_by_user(work.ledger, run.req.user, run.req.job);
     if (held + asked > *part.max_instances_per_user)
-      violations.push_back(fmt::format("user {} holds {} instance(s) on {} and asks for {}; partition {} allows {} per user",
-                                       run.req.user, held, run.ctx.node, asked, part.name, *part.max_instances_per_user));
+      violations.push_back(
+          fmt::format("user {} holds {} instance(s) on {} and asks for {}; partition {} allows {} per user",
+                      run.req.user, held, run.ctx.node, asked, part.name, *part.max_instances_per_user));
   }
   if (violations.empty()) return std::nullopt;
   std::string joined;
@@ -121,8 +122,9 @@ Ending check_request(Run& run, JobWork& work) {
   // holds, never change it. One asking for something else (not what slurmd runs) is left as it is.
   if (auto held = held_by_job(work.ledger, run.req.job); !held.empty() && held != asked_by(work.mig)) {
     for (const auto* inst : instances_of_job(work.ledger, run.req.job)) run.result.instances.push_back(*inst);
-    run.result.reason = fmt::format("vgpu: prolog: job {} already holds {} on node {}; a prolog asking for {} changes nothing",
-                                    run.req.job, counts_text(held), run.ctx.node, counts_text(asked_by(work.mig)));
+    run.result.reason =
+        fmt::format("vgpu: prolog: job {} already holds {} on node {}; a prolog asking for {} changes nothing",
+                    run.req.job, counts_text(held), run.ctx.node, counts_text(asked_by(work.mig)));
     run.ctx.log(run.result.reason);
     return run.result;
   }

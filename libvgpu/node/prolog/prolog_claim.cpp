@@ -16,8 +16,8 @@ namespace {
 // never exceeds the plan), place the rest in truly free space rather than fail the job.
 Result<void> claim_or_place(Ledger& l, const PartitionPolicy& part, JobId job, const GresRequest& r) {
   // Instances the job already has (a re-run after a crash) are part of what it asked for.
-  int existing = static_cast<int>(std::ranges::count_if(
-      l.instances, [&](const LedgerInstance& i) { return i.job == job && i.profile == r.type; }));
+  int existing = static_cast<int>(
+      std::ranges::count_if(l.instances, [&](const LedgerInstance& i) { return i.job == job && i.profile == r.type; }));
   if (existing >= r.count) return {};
   if (claim_slots(l, job, r.type, r.count - existing)) return {};
   int have = 0;
@@ -90,8 +90,10 @@ Ending claim_slots_for_job(Run& run, JobWork& work) {
     run.ctx.log(fmt::format("{}: finishing released instances: {}", run.where, cleaned.error().message));
   if (auto end = claim_once(run, work)) return end;
   if (claims_released_slot(work.ledger, run.req.job))
-    return run.no_room(fmt::format("node {}: a released instance where this job's instance goes could not be "
-                                   "destroyed (see the node's log)", run.ctx.node));
+    return run.no_room(
+        fmt::format("node {}: a released instance where this job's instance goes could not be "
+                    "destroyed (see the node's log)",
+                    run.ctx.node));
   return std::nullopt;
 }
 

@@ -19,8 +19,9 @@ Ending confine_to_user(Run& run, JobWork& work) {
     NodeLock access(access_lock_path(ctx));
     if (!access.held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", run.where, access_lock_path(ctx)));
     if (!run.req.uid)
-      return run.reject("confinement",
-                        fmt::format("node {}: no SLURM_JOB_UID, so its instances cannot be given to its user", ctx.node));
+      return run.reject(
+          "confinement",
+          fmt::format("node {}: no SLURM_JOB_UID, so its instances cannot be given to its user", ctx.node));
     // Creating can bring devices no job holds into being (an AMD mode switch makes all of the
     // mode's partitions at once, with the distribution's permissions): root's alone before
     // anything is granted, not a planner round later.
@@ -30,9 +31,9 @@ Ending confine_to_user(Run& run, JobWork& work) {
                                                      secured.error().message));
     for (const auto& inst : run.result.instances)
       if (auto granted = ctx.access->grant(inst, *run.req.uid); !granted)
-        return run.reject("confinement", fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node,
-                                                     inst.gpu, inst.profile, inst.placement.start, *run.req.uid,
-                                                     granted.error().message));
+        return run.reject("confinement",
+                          fmt::format("node {}: GPU {} {}@{}: giving the instance to uid {}: {}", ctx.node, inst.gpu,
+                                      inst.profile, inst.placement.start, *run.req.uid, granted.error().message));
   }
   work.hardware.reset();
   return std::nullopt;

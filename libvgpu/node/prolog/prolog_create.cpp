@@ -59,9 +59,11 @@ Ending adopt_unrecorded(Run& run, const JobWork& work, const Creation& c, const 
     if (hw.ci_id) {
       info = hw;
     } else if (auto gone = run.ctx.backend->destroy_instance(slot.gpu, hw.gi_id); !gone) {
-      return reject_after_create(run, c, fmt::format("node {}: GPU {}: GPU instance {} at slice {} has no compute instance "
-                                                     "and could not be destroyed: {}", run.ctx.node, slot.gpu, hw.gi_id,
-                                                     slot.placement.start, gone.error().message));
+      return reject_after_create(
+          run, c,
+          fmt::format("node {}: GPU {}: GPU instance {} at slice {} has no compute instance "
+                      "and could not be destroyed: {}",
+                      run.ctx.node, slot.gpu, hw.gi_id, slot.placement.start, gone.error().message));
     } else {
       run.ctx.log(fmt::format("{}: GPU {}: destroyed GPU instance {} at slice {}: it had no compute instance",
                               run.where, slot.gpu, hw.gi_id, slot.placement.start));

@@ -34,7 +34,8 @@ Result<PrologResult> Run::no_room(std::string reason, std::string_view because) 
   });
   std::string why = fmt::format("vgpu: requeued: {} ({})", reason, because);
   auto requeued = ctx.slurm->requeue_job(req.job, why);
-  if (!requeued) return reject("no_room", fmt::format("{}; could not requeue it: {}", reason, requeued.error().message));
+  if (!requeued)
+    return reject("no_room", fmt::format("{}; could not requeue it: {}", reason, requeued.error().message));
   result.requeued = true;
   result.reason = std::move(why);
   ctx.log(fmt::format("{}: {}", where, result.reason));

@@ -42,9 +42,9 @@ struct JobWork {
   std::vector<GresRequest> mig;  // MIG instances and shares
   std::vector<GresRequest> viz;  // viz pools
   const PartitionPolicy* part = nullptr;
-  Ledger ledger;                 // as the latest phase read or wrote it
+  Ledger ledger;  // as the latest phase read or wrote it
   std::optional<NodeLock> hardware;
-  bool created_any = false;      // an instance was created, not adopted or taken idle
+  bool created_any = false;  // an instance was created, not adopted or taken idle
 };
 
 // The job's request against its user name, its partition's policy and what it holds already;

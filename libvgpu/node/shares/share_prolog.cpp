@@ -47,7 +47,11 @@ using Ending = std::optional<Result<PrologResult>>;
 struct ShareRun {
   ShareRun(NodeContext& context, const PrologRequest& request_, const PartitionPolicy& partition,
            const GresRequest& share, const PrologEndings& endings)
-      : ctx(context), req(request_), part(partition), request(share), end(endings),
+      : ctx(context),
+        req(request_),
+        part(partition),
+        request(share),
+        end(endings),
         where(fmt::format("vgpu: prolog: job {}", request_.job)) {}
 
   NodeContext& ctx;
@@ -57,12 +61,12 @@ struct ShareRun {
   const PrologEndings& end;
   const std::string where;
   std::optional<SharePlace> place;
-  std::optional<Ledger> claimed;   // the ledger the claim wrote
-  std::optional<Ledger> current;   // read under the hardware lock: another share's prolog may have made it
+  std::optional<Ledger> claimed;  // the ledger the claim wrote
+  std::optional<Ledger> current;  // read under the hardware lock: another share's prolog may have made it
   std::optional<NodeLock> hardware;
   const Profile* profile = nullptr;
   std::optional<ShareLimits> limits;
-  std::string pipe;                 // the MPS daemon's pipe directory
+  std::string pipe;  // the MPS daemon's pipe directory
 
   // A share that cannot be placed after all goes back with nothing held.
   Result<PrologResult> give_back(std::string reason) {
@@ -74,7 +78,8 @@ struct ShareRun {
   }
   Ending lock_hardware() {
     hardware.emplace(hardware_lock_path(ctx));
-    if (!hardware->held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
+    if (!hardware->held())
+      return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
     return std::nullopt;
   }
 };
@@ -82,10 +87,11 @@ struct ShareRun {
 Ending check_share_request(ShareRun& r) {
   if (r.request.count != 1)
     return r.end.reject("policy", fmt::format("{} is a share of an instance: a job holds one share per node, not {} "
-                                              "(ask for a larger type or a whole instance)", r.request.type, r.request.count));
+                                              "(ask for a larger type or a whole instance)",
+                                              r.request.type, r.request.count));
   if (r.ctx.mps == nullptr)
-    return r.end.reject("node", fmt::format("node {}: {} is a share type, but this node runs no MPS control", r.ctx.node,
-                                            r.request.type));
+    return r.end.reject("node", fmt::format("node {}: {} is a share type, but this node runs no MPS control",
+                                            r.ctx.node, r.request.type));
   return std::nullopt;
 }
 
@@ -117,8 +123,10 @@ Ending settle_place(ShareRun& r) {
     r.place = place_of(*now, r.req.job);
     if (!r.place) return fail(ErrorCode::internal, r.where + ": the claimed share left the ledger");
     if (!r.place->instance && r.place->on_released)
-      return r.give_back(fmt::format("node {}: a released instance where this share's instance goes could not be "
-                                     "destroyed (see the node's log)", r.ctx.node));
+      return r.give_back(
+          fmt::format("node {}: a released instance where this share's instance goes could not be "
+                      "destroyed (see the node's log)",
+                      r.ctx.node));
   }
   if (!r.place->instance && r.place->on_idle) {
     auto adopted = update_for_job(
@@ -130,7 +138,8 @@ Ending settle_place(ShareRun& r) {
   if (!model) return std::unexpected(model.error().within(r.where));
   r.profile = (*model)->find_profile(r.place->type);
   if (!r.profile || r.profile->shares < 1)
-    return fail(ErrorCode::internal, fmt::format("{}: {} is not a share type of {}", r.where, r.place->type, (*model)->name));
+    return fail(ErrorCode::internal,
+                fmt::format("{}: {} is not a share type of {}", r.where, r.place->type, (*model)->name));
   return std::nullopt;
 }
 
@@ -152,7 +161,8 @@ Ending make_instance_if_first(ShareRun& r) {
       const bool known = std::ranges::any_of(r.current->instances, [&](const LedgerInstance& li) {
         return li.gpu == r.place->gpu && li.gpu_instance_id == hw.gi_id;
       });
-      if (!known && hw.placement == r.place->placement && hw.profile_id == r.profile->nvml_profile_id && hw.ci_id) info = hw;
+      if (!known && hw.placement == r.place->placement && hw.profile_id == r.profile->nvml_profile_id && hw.ci_id)
+        info = hw;
     }
   if (!info) {
     auto created = r.ctx.backend->create_instance(r.place->gpu, r.profile->nvml_profile_id, r.place->placement);
@@ -202,21 +212,22 @@ Ending confine_share(ShareRun& r) {
   NodeLock access(access_lock_path(ctx));
   if (!access.held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", r.where, access_lock_path(ctx)));
   if (!r.req.uid)
-    return r.end.reject("confinement",
-                        fmt::format("node {}: no SLURM_JOB_UID, so its instance cannot be given to its user", ctx.node));
+    return r.end.reject(
+        "confinement", fmt::format("node {}: no SLURM_JOB_UID, so its instance cannot be given to its user", ctx.node));
   auto now = ctx.ledger->load();
   if (!now) return std::unexpected(now.error().within(r.where));
   const auto& place = *r.place;
   const ShareGroup* group = share_group_at(*now, place.gpu, place.placement);
   const auto users = group ? share_group_users(*group) : std::vector<std::string>{r.req.user};
   const bool alone = users.size() == 1 && users.front() == r.req.user;
-  auto granted = alone ? ctx.access->grant(*place.instance, *r.req.uid) : ctx.access->grant_users(*place.instance, users);
+  auto granted =
+      alone ? ctx.access->grant(*place.instance, *r.req.uid) : ctx.access->grant_users(*place.instance, users);
   if (!granted)
-    return r.end.reject("confinement",
-                        fmt::format("node {}: GPU {} {}@{}: giving the instance to {}: {}", ctx.node, place.gpu,
-                                    place.type, place.placement.start,
-                                    alone ? fmt::format("uid {}", *r.req.uid) : fmt::format("users {}", fmt::join(users, ", ")),
-                                    granted.error().message));
+    return r.end.reject("confinement", fmt::format("node {}: GPU {} {}@{}: giving the instance to {}: {}", ctx.node,
+                                                   place.gpu, place.type, place.placement.start,
+                                                   alone ? fmt::format("uid {}", *r.req.uid)
+                                                         : fmt::format("users {}", fmt::join(users, ", ")),
+                                                   granted.error().message));
   return std::nullopt;
 }
 

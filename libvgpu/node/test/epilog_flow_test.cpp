@@ -221,7 +221,9 @@ TEST_F(NodeFlows, APrologOnAReleasedSlotWaitsForTheProcessCleaningIt) {
     return {};
   }));
   auto holder = std::make_unique<HeldCleanupLock>(ctx, of20);
-  auto next = std::async(std::launch::async, [&] { return run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1", std::nullopt}); });
+  auto next = std::async(std::launch::async, [&] {
+    return run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1", std::nullopt});
+  });
   EXPECT_EQ(next.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it waits for the holder";
   EXPECT_TRUE(scrubber.scrubbed.empty());
   holder.reset();
@@ -252,7 +254,8 @@ TEST_F(NodeFlows, AnEpilogHandsItsScrubToTheCleanupProcessAndReturns) {
   EXPECT_EQ(handoff.taken[0].gpu, of42.gpu);
   EXPECT_EQ(handoff.taken[0].gpu_instance_id, of42.gpu_instance_id);
   EXPECT_NE(all_logs().find("vgpu: epilog: job 42: 1 instance(s) released, 1 handed to a cleanup process"),
-            std::string::npos) << all_logs();
+            std::string::npos)
+      << all_logs();
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_TRUE(scrubber.scrubbed.empty()) << "a planner round does not take a handed-off instance";
   auto l = store->load();
@@ -284,7 +287,9 @@ TEST_F(NodeFlows, AnEpilogWhoseHandOffFailsCleansUpItself) {
   EXPECT_EQ(epi->kept, 1);
   EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of42.mig_uuid});
   EXPECT_NE(all_logs().find("vgpu: epilog: job 42: handing 1 instance(s) to a cleanup process: " + handoff.refusal +
-                            "; cleaning up here"), std::string::npos) << all_logs();
+                            "; cleaning up here"),
+            std::string::npos)
+      << all_logs();
 }
 
 // The cleanup process trusts only a descriptor that holds its instance's lock file: another one is
@@ -300,7 +305,8 @@ TEST_F(NodeFlows, TheCleanupProcessReportsADescriptorThatDoesNotHoldTheLock) {
   ASSERT_FALSE(done->problems.empty());
   EXPECT_NE(done->problems[0].find(fmt::format("descriptor {} does not hold {}/cleanup-{}-{}.lock", not_the_lock,
                                                ctx.node_dir(), of42.gpu, of42.gpu_instance_id)),
-            std::string::npos) << done->problems[0];
+            std::string::npos)
+      << done->problems[0];
   EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{of42.mig_uuid});
   EXPECT_EQ(done->kept, 1);
 }
@@ -314,7 +320,8 @@ TEST_F(NodeFlows, TheEpilogsOfTwoJobsScrubAtTheSameTime) {
   std::atomic<int> scrubbing{0}, most{0};
   auto overlapping = [&](const std::string&) {
     const int now = ++scrubbing;
-    for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {}
+    for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     --scrubbing;
   };

@@ -16,8 +16,8 @@ using test::two_h100s;
 TEST(GpuUse, CountsEachHeldPlaceOnceAndIdleInstancesAsFree) {
   Ledger l = two_h100s();
   l.instances.push_back(instance(0, 42, "3g.40gb", {4, 4}));
-  l.instances.push_back(instance(0, std::nullopt, "4g.40gb", {0, 4}));  // kept idle for the next job
-  l.plan.slots.push_back(PlanSlot{0, "3g.40gb", {4, 4}, JobId{42}});  // the claim the instance serves
+  l.instances.push_back(instance(0, std::nullopt, "4g.40gb", {0, 4}));   // kept idle for the next job
+  l.plan.slots.push_back(PlanSlot{0, "3g.40gb", {4, 4}, JobId{42}});     // the claim the instance serves
   l.plan.slots.push_back(PlanSlot{1, "1g.10gb", {0, 1}, std::nullopt});  // offered, not claimed
   const auto use = gpu_use(l, Catalog::builtin());
   ASSERT_EQ(use.size(), 2u);
@@ -30,8 +30,8 @@ TEST(GpuUse, CountsEachHeldPlaceOnceAndIdleInstancesAsFree) {
 }
 
 TEST(GpuUse, AShareGroupHoldsItsInstanceAndOffersItsFreeSharesAsRoom) {
-  const Catalog catalog = Catalog::with_classes(
-      Catalog::builtin(), std::vector<GpuClass>{GpuClass{"quarter", 0, 0.0, "3g.40gb", 4}});
+  const Catalog catalog =
+      Catalog::with_classes(Catalog::builtin(), std::vector<GpuClass>{GpuClass{"quarter", 0, 0.0, "3g.40gb", 4}});
   Ledger l = two_h100s();
   l.share_groups.push_back(ShareGroup{1, {0, 4}, "quarter", {ShareHolder{43, "bob", 0}}});
   const auto use = gpu_use(l, catalog);

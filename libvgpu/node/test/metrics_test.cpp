@@ -63,8 +63,10 @@ TEST(NodeMetrics, ComputeSlicesSplitIntoInstancesPlanSlotsAndFree) {
   in.ledger = &l;
   const auto text = render_node_metrics(in);
   // 3g (3) + 1g (1) held by instances, two 1g slots planned, 7 - 4 - 2 free.
-  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="instance"} 4)")) << text;
-  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="planned"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="instance"} 4)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="planned"} 2)"))
+      << text;
   EXPECT_TRUE(has_line(text, R"(vgpu_gpu_compute_slices{node="n1",gpu="0",model="H100-80GB",state="free"} 1)")) << text;
 }
 
@@ -97,9 +99,11 @@ TEST(NodeMetrics, StrandedUsesThePartitionsOfTheNodeFromThePolicy) {
   in.node = "n1";
   in.ledger = &l;
   in.policy = &train;
-  EXPECT_TRUE(has_line(render_node_metrics(in), R"(vgpu_gpu_stranded_compute_slices{node="n1",gpu="0",model="H100-80GB"} 0)"));
+  EXPECT_TRUE(
+      has_line(render_node_metrics(in), R"(vgpu_gpu_stranded_compute_slices{node="n1",gpu="0",model="H100-80GB"} 0)"));
   in.policy = &big;
-  EXPECT_TRUE(has_line(render_node_metrics(in), R"(vgpu_gpu_stranded_compute_slices{node="n1",gpu="0",model="H100-80GB"} 3)"));
+  EXPECT_TRUE(
+      has_line(render_node_metrics(in), R"(vgpu_gpu_stranded_compute_slices{node="n1",gpu="0",model="H100-80GB"} 3)"));
 }
 
 TEST(NodeMetrics, SlurmsViewBesideTheAdvertisement) {
@@ -107,7 +111,10 @@ TEST(NodeMetrics, SlurmsViewBesideTheAdvertisement) {
   in.node = "n1";
   in.advertised = {{"1g.10gb", 4}, {"2g.20gb", 2}};
   in.slurm = NodeGres{{{"never", 0}, {"free", 8}, {"1g.10gb", 4}, {"2g.20gb", 2}, {"7g.80gb", 0}, {"3g.40gb", 0}},
-                      {{"1g.10gb", 3}, {"3g.40gb", 1}}, "MIXED", std::nullopt, std::nullopt};
+                      {{"1g.10gb", 3}, {"3g.40gb", 1}},
+                      "MIXED",
+                      std::nullopt,
+                      std::nullopt};
   const auto text = render_node_metrics(in);
   EXPECT_TRUE(has_line(text, R"(vgpu_advertised_instances{node="n1",type="2g.20gb"} 2)")) << text;
   EXPECT_TRUE(has_line(text, R"(vgpu_slurm_configured{node="n1",type="free"} 8)")) << text;
@@ -194,7 +201,8 @@ TEST(NodeMetrics, InstanceUtilisationIsLabelledWithTheLedgersProfileAndJob) {
   EXPECT_TRUE(has_line(text, "vgpu_instance_dram_bandwidth_utilization_ratio" + labels + " 0.25")) << text;
   EXPECT_TRUE(has_line(text, "vgpu_instance_memory_used_bytes" + labels + " 4096")) << text;
   EXPECT_TRUE(has_line(
-      text, R"(vgpu_instance_memory_used_bytes{node="n1",gpu="0",gpu_instance="9",uuid="MIG-0-4",profile="1g.10gb",slurm_job=""} 4096)"))
+      text,
+      R"(vgpu_instance_memory_used_bytes{node="n1",gpu="0",gpu_instance="9",uuid="MIG-0-4",profile="1g.10gb",slurm_job=""} 4096)"))
       << text;
   EXPECT_EQ(text.find(R"(vgpu_instance_sm_utilization_ratio{node="n1",gpu="0",gpu_instance="9")"), std::string::npos)
       << "no value is better than a made-up zero";

@@ -15,8 +15,8 @@ TEST(MpsDirectories, EachDeviceHasItsOwnPipeAndLogDirectoryUnderTheRoot) {
 }
 
 TEST(MpsDirectories, ADeviceNameThatCouldLeaveTheRootIsRefusedByName) {
-  for (const char* hostile : {"../etc", "MIG-../../etc", "MIG-", "MIG-abc/def", "gpu-abc", "MIG-xyz", "",
-                              "MIG--abc", "MIG-abc def"}) {
+  for (const char* hostile :
+       {"../etc", "MIG-../../etc", "MIG-", "MIG-abc/def", "gpu-abc", "MIG-xyz", "", "MIG--abc", "MIG-abc def"}) {
     const auto dirs = mps_directories("/run/slurm-vgpu/mps", hostile);
     ASSERT_FALSE(dirs) << hostile;
     EXPECT_EQ(dirs.error().code, ErrorCode::invalid_argument);

@@ -28,8 +28,9 @@ class MemoryBackend final : public GpuBackend {
   Result<std::vector<GpuInfo>> discover() override {
     std::vector<GpuInfo> out;
     for (int i = 0; i < static_cast<int>(layouts_.size()); ++i)
-      out.push_back({i, model_->nvml_names.front(), fmt::format("GPU-{:08d}", i), fmt::format("00000000:{:02x}:00.0", i),
-                     model_->memory_mib, MigMode::enabled, MigMode::enabled, i});
+      out.push_back({i, model_->nvml_names.front(), fmt::format("GPU-{:08d}", i),
+                     fmt::format("00000000:{:02x}:00.0", i), model_->memory_mib, MigMode::enabled, MigMode::enabled,
+                     i});
     return out;
   }
   Result<GpuModel> read_catalog(int) override { return *model_; }
@@ -49,8 +50,10 @@ class MemoryBackend final : public GpuBackend {
     }
     const Profile* p = model_->find_profile_by_nvml_id(profile_id);
     if (!p) return fail(ErrorCode::invalid_argument, "bad profile id");
-    if (auto ok = layouts_.at(static_cast<std::size_t>(gpu)).place(*p, placement); !ok) return std::unexpected(ok.error());
-    InstanceInfo info{gpu, next_gi_, 0, profile_id, placement, fmt::format("MIG-{:04d}-{:04d}", gpu, next_gi_), p->name};
+    if (auto ok = layouts_.at(static_cast<std::size_t>(gpu)).place(*p, placement); !ok)
+      return std::unexpected(ok.error());
+    InstanceInfo info{gpu,    next_gi_, 0, profile_id, placement, fmt::format("MIG-{:04d}-{:04d}", gpu, next_gi_),
+                      p->name};
     ++next_gi_;
     instances_.push_back(info);
     return info;
@@ -118,7 +121,8 @@ class FakeSlurm final : public SlurmClient {
         int sum = 0;
         for (const auto& [k, v] : configured) sum += v;
         if (sum <= *total) configured["free"] = *total - sum;
-        else configured = {{"free", *total}};  // the plugin refuses a split over the total
+        else
+          configured = {{"free", *total}};  // the plugin refuses a split over the total
       }
     }
     auto counted = used;
@@ -142,7 +146,7 @@ class FakeSlurm final : public SlurmClient {
   }
   std::optional<std::vector<std::string>> features = std::vector<std::string>{"ib"};  // slurm.conf's
   std::vector<std::pair<std::string, std::string>> feature_updates;
-  std::string feature_refusal;  // set: scontrol update AvailableFeatures= fails with this
+  std::string feature_refusal;              // set: scontrol update AvailableFeatures= fails with this
   std::optional<std::uint32_t> weight = 1;  // slurm.conf's default
   std::vector<std::pair<std::string, std::uint32_t>> weight_updates;
   std::string weight_refusal;  // set: scontrol update Weight= fails with this
@@ -256,7 +260,8 @@ class RecordingAccess final : public InstanceAccess {
     return {};
   }
   Result<void> grant_users(const LedgerInstance& inst, const std::vector<std::string>& names) override {
-    if (fail_grant) return fail(ErrorCode::io, "setting the access ACL of /dev/nvidia-caps/nvidia-cap12: Operation not supported");
+    if (fail_grant)
+      return fail(ErrorCode::io, "setting the access ACL of /dev/nvidia-caps/nvidia-cap12: Operation not supported");
     users[inst.mig_uuid] = names;
     owner[inst.mig_uuid] = names.empty() ? 0 : kNamedOwner;
     if (on_grant_users) on_grant_users(inst);
@@ -271,9 +276,8 @@ class RecordingAccess final : public InstanceAccess {
   Result<int> secure_unheld(const Ledger& ledger) override {
     int changed = 0;
     for (auto& [uuid, uid] : owner) {
-      const bool held = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) {
-        return i.mig_uuid == uuid && instance_is_held(ledger, i);
-      });
+      const bool held = std::ranges::any_of(
+          ledger.instances, [&](const LedgerInstance& i) { return i.mig_uuid == uuid && instance_is_held(ledger, i); });
       if (!held && uid != 0) {
         uid = 0;
         ++changed;
@@ -292,9 +296,8 @@ class RecordingAccess final : public InstanceAccess {
 
 // Points `ctx` at node n1 of a test: its state under `state_dir`, the policy and the doubles every
 // node flow needs. The clock, the log and the optional ports (viz, mps, access) stay the caller's.
-inline void wire_test_node(NodeContext& ctx, const std::string& state_dir, const PolicyFile& policy,
-                           LedgerStore& store, GpuBackend& backend, FakeSlurm& slurm, Scrubber& scrubber,
-                           SplitPublisher& publisher) {
+inline void wire_test_node(NodeContext& ctx, const std::string& state_dir, const PolicyFile& policy, LedgerStore& store,
+                           GpuBackend& backend, FakeSlurm& slurm, Scrubber& scrubber, SplitPublisher& publisher) {
   slurm.ledger = &store;
   ctx.node = "n1";
   ctx.state_dir = state_dir;

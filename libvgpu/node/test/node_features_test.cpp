@@ -62,8 +62,8 @@ TEST(NodeFeatures, PartlyUsedGpuWhileAHeldGpuHasComputeSlicesLeft) {
 }
 
 TEST(NodeFeatures, AShareGroupCountsTheSlicesOfTheInstanceItShares) {
-  const Catalog catalog = Catalog::with_classes(
-      Catalog::builtin(), std::vector<GpuClass>{GpuClass{"half7g", 0, 0.0, "7g.80gb", 2}});
+  const Catalog catalog =
+      Catalog::with_classes(Catalog::builtin(), std::vector<GpuClass>{GpuClass{"half7g", 0, 0.0, "7g.80gb", 2}});
   const NodeGres slurm{};
   Ledger l = two_gpus();
   l.share_groups.push_back(ShareGroup{0, {0, 8}, "half7g", {ShareHolder{43, "bob", 0}}});

@@ -9,7 +9,8 @@ using Notes = std::vector<std::string>;
 
 TEST(PlannerNoteLog, AStandingNoteIsLoggedOnceThenOncePerRepeatPeriod) {
   NoteLog log(600);
-  const std::string pending = "1 instance(s) of quarter not planned: 4 more units would pass the node's vgpu total of 9";
+  const std::string pending =
+      "1 instance(s) of quarter not planned: 4 more units would pass the node's vgpu total of 9";
   EXPECT_EQ(log.to_log({pending}, 1000), Notes{pending});
   EXPECT_EQ(log.to_log({pending}, 1005), Notes{});
   EXPECT_EQ(log.to_log({pending}, 1599), Notes{});

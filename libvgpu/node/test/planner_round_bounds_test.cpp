@@ -18,7 +18,8 @@ using PlannerRoundBounds = NodeFlows;
 
 std::string pending_lines(int n, std::string_view gres) {
   std::string text;
-  for (int i = 0; i < n; ++i) text += fmt::format("{}|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:{}\n", 1000 + i, gres);
+  for (int i = 0; i < n; ++i)
+    text += fmt::format("{}|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:{}\n", 1000 + i, gres);
   return text;
 }
 
@@ -50,7 +51,8 @@ TEST_F(PlannerRoundBounds, AStopEndsTheShrinkWaitAndLeavesTheDroppedSlotsClaimab
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_FALSE(r->shrink_confirmed);
   EXPECT_LE(slurm->polls, 10) << "the wait ended at the stop, not at the timeout";
-  EXPECT_EQ(store->load()->plan.slots.size(), before) << "nothing dropped from the ledger before the shrink is confirmed";
+  EXPECT_EQ(store->load()->plan.slots.size(), before)
+      << "nothing dropped from the ledger before the shrink is confirmed";
 
   // The next start resumes the handover.
   ctx.stopping = nullptr;

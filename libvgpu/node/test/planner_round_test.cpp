@@ -82,8 +82,7 @@ TEST_F(NodeFlows, AJobInOurWideReservationDrainsNothingOfItsOwn) {
   };
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:3|1|ann|1:00:00|(null)\n";
   EXPECT_GE(starving_notes(), 1) << "three whole GPUs on a node of two: it starves and drains";
-  slurm->squeue =
-      "100|gpu|1000|2027-01-15T08:00:00|Reservation|gres:vgpu:7g.80gb:3|1|ann|1:00:00|vgpu-wide-100\n";
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Reservation|gres:vgpu:7g.80gb:3|1|ann|1:00:00|vgpu-wide-100\n";
   slurm->reservations["vgpu-wide-100"] = "n[2-3]";
   EXPECT_EQ(starving_notes(), 0) << "the reservation holds n2 and n3, not this node";
   EXPECT_EQ(advertised()["7g.80gb"], 2) << "its demand is still planned: waiting for our reservation is waiting";
@@ -97,8 +96,9 @@ TEST_F(NodeFlows, AJobInOurWideReservationDrainsNothingOfItsOwn) {
 TEST_F(NodeFlows, OnANodeOfOurWideReservationTheJobIsServedFirst) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   clock = *parse_slurm_time("2027-01-15T08:10:00");
-  slurm->squeue = "90|gpu|2000|2027-01-15T08:09:30|Priority|gres:vgpu:1g.10gb:7|1|bo|1:00|(null)\n"
-                  "91|gpu|2000|2027-01-15T08:09:30|Priority|gres:vgpu:1g.10gb:7|1|bo|1:00|(null)\n";
+  slurm->squeue =
+      "90|gpu|2000|2027-01-15T08:09:30|Priority|gres:vgpu:1g.10gb:7|1|bo|1:00|(null)\n"
+      "91|gpu|2000|2027-01-15T08:09:30|Priority|gres:vgpu:1g.10gb:7|1|bo|1:00|(null)\n";
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(advertised()["1g.10gb"], 14);
   slurm->squeue += "100|gpu|1000|2027-01-15T08:00:00|Reservation|gres:vgpu:7g.80gb:2|1|ann|1:00:00|vgpu-wide-100\n";
@@ -179,8 +179,9 @@ TEST_F(NodeFlows, AClaimDuringTheShrinkIsHandedToSlurmWithinTheSameRound) {
 TEST_F(NodeFlows, PlanIsStableOnceDemandIsServed) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   const auto idle = advertised();
-  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n"
-                  "99|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:1g.10gb:1\n";
+  slurm->squeue =
+      "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:1\n"
+      "99|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:1g.10gb:1\n";
   ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_EQ(advertised()["7g.80gb"], 1);
   int before = sighups;
@@ -479,7 +480,8 @@ TEST_F(NodeFlows, NodeWeightFollowsWhetherSlurmHasVgpuAllocatedHere) {
   round = run_planner_round(ctx, planner);
   ASSERT_TRUE(round) << round.error().message;  // a refused update never fails the round
   EXPECT_EQ(slurm->weight, 10u);
-  EXPECT_TRUE(has_note(*round, "node weight: cannot set 20 (no vgpu allocated here): scontrol: error: Invalid node name"));
+  EXPECT_TRUE(
+      has_note(*round, "node weight: cannot set 20 (no vgpu allocated here): scontrol: error: Invalid node name"));
   slurm->weight_refusal.clear();
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(slurm->weight, 20u);
@@ -528,8 +530,9 @@ TEST_F(NodeFlows, NodeFeaturesFollowWhetherSlurmHasVgpuAllocatedHere) {
   auto round = run_planner_round(ctx, planner);
   ASSERT_TRUE(round) << round.error().message;
   EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib", "vgpu_in_use", "vgpu_partly_used_gpu"}));
-  EXPECT_TRUE(has_note(*round, "node features ib -> ib,vgpu_in_use,vgpu_partly_used_gpu (vgpu allocated here, "
-                               "a GPU idle, a GPU partly used)"));
+  EXPECT_TRUE(has_note(*round,
+                       "node features ib -> ib,vgpu_in_use,vgpu_partly_used_gpu (vgpu allocated here, "
+                       "a GPU idle, a GPU partly used)"));
   const auto sent = slurm->feature_updates.size();
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(slurm->feature_updates.size(), sent) << "already right: nothing sent";
@@ -543,7 +546,9 @@ TEST_F(NodeFlows, NodeFeaturesFollowWhetherSlurmHasVgpuAllocatedHere) {
   slurm->feature_refusal = "scontrol: error: Invalid node name specified";
   round = run_planner_round(ctx, planner);
   ASSERT_TRUE(round) << round.error().message;  // a refused update never fails the round
-  EXPECT_TRUE(has_note(*round, "node features: cannot set ib (no vgpu allocated here, a GPU idle, no GPU partly used): scontrol: error"));
+  EXPECT_TRUE(has_note(
+      *round,
+      "node features: cannot set ib (no vgpu allocated here, a GPU idle, no GPU partly used): scontrol: error"));
   slurm->feature_refusal.clear();
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(*slurm->features, (std::vector<std::string>{"ib"}));

@@ -71,7 +71,8 @@ TEST_F(NodeFlows, PrologCreatesExactlyThePlannedInstancesAndEpilogReleasesThem) 
   EXPECT_EQ(j["instances"][0]["model"], "H100-80GB");
   EXPECT_EQ(j["instances"][0]["compute"], j["instances"][0]["profile"] == "2g.20gb" ? "2/7" : "1/7");
   // Instances replaced their planned slots: Slurm still sees the same counts.
-  EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+  EXPECT_EQ(advertised_counts(*store->load()),
+            (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
 
   // Re-running the prolog (slurmd retry after a crash) creates nothing new.
   auto again = run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", std::nullopt});
@@ -143,7 +144,8 @@ TEST_F(NodeFlows, FailedCreateRejectsTheJobAndLeavesNothingBehind) {
   EXPECT_NE(r->reason.find("Insufficient Resources"), std::string::npos) << r->reason;
   ASSERT_TRUE(run_epilog(ctx, 12, "cancelled"));  // Slurm runs the epilog of the cancelled job
   EXPECT_TRUE(backend.instances().empty());
-  EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+  EXPECT_EQ(advertised_counts(*store->load()),
+            (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
 }
 
 TEST_F(NodeFlows, CreateRefusedBecauseTheDeviceIsInUseRequeuesTheJob) {
@@ -160,7 +162,8 @@ TEST_F(NodeFlows, CreateRefusedBecauseTheDeviceIsInUseRequeuesTheJob) {
   EXPECT_EQ(slurm->requeued.size(), 1u);
   ASSERT_TRUE(run_epilog(ctx, 12, "requeued"));
   EXPECT_TRUE(backend.instances().empty());
-  EXPECT_EQ(advertised_counts(*store->load()), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+  EXPECT_EQ(advertised_counts(*store->load()),
+            (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
 }
 
 TEST_F(NodeFlows, PrologRerunRemakesAGpuInstanceItsCrashedRunLeftWithoutComputeInstance) {
@@ -209,7 +212,8 @@ TEST_F(NodeFlows, JobStartedOnAJustReleasedPlaceWaitsForTheScrubAndRuns) {
   auto next = run_prolog(ctx, {30, "bob", "gpu", "3g.40gb:1", std::nullopt});
   ASSERT_TRUE(next) << next.error().message;
   ASSERT_FALSE(next->rejected) << next->reason;
-  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{filled[0]}) << "the former tenant's instance was scrubbed first";
+  EXPECT_EQ(scrubber.scrubbed, std::vector<std::string>{filled[0]})
+      << "the former tenant's instance was scrubbed first";
   ASSERT_EQ(backend.instances().size(), 2u);
   auto l = store->load();
   ASSERT_TRUE(l);
@@ -247,7 +251,8 @@ TEST_F(NodeFlows, JobOnAReleasedPlaceWhoseScrubFailsMovesToFreeSpace) {
   const auto mine = instances_of_job(*l, 30);
   ASSERT_EQ(mine.size(), 1u);
   EXPECT_NE(mine[0]->mig_uuid, first->instances[0].mig_uuid);
-  EXPECT_TRUE(std::ranges::any_of(l->instances, [](const LedgerInstance& i) { return i.state == InstanceState::quarantined; }));
+  EXPECT_TRUE(
+      std::ranges::any_of(l->instances, [](const LedgerInstance& i) { return i.state == InstanceState::quarantined; }));
   EXPECT_TRUE(validate(*l));
 }
 

@@ -45,7 +45,10 @@ TEST_F(PrologHostileInput, UserNameWithAControlCharacterIsRefusedAndTheLedgerKee
 }
 
 TEST_F(PrologHostileInput, UserNameThatIsNotUtf8IsRefusedWithAReasonNotAnException) {
-  auto r = run_prolog(ctx, {302, "a\xff" "b", "gpu", "1g.10gb:1", std::nullopt});
+  auto r = run_prolog(ctx, {302,
+                            "a\xff"
+                            "b",
+                            "gpu", "1g.10gb:1", std::nullopt});
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->rejected);
   EXPECT_NE(r->reason.find("not valid UTF-8"), std::string::npos) << r->reason;

@@ -70,16 +70,15 @@ class NodeSharedInstances : public ::testing::Test {
     ASSERT_TRUE(r) << r.error().message;
   }
   void take_share(JobId job, std::string user) {
-    auto ok = store->update([&](Ledger& l) {
-      return claim_shares(l, Catalog::builtin(), job, user, "quarter", 1, false, clock);
-    });
+    auto ok = store->update(
+        [&](Ledger& l) { return claim_shares(l, Catalog::builtin(), job, user, "quarter", 1, false, clock); });
     ASSERT_TRUE(ok) << ok.error().message;
   }
   // The partition lets shares of several users into one instance, whose access `access` records.
   void share_across_users(testing::RecordingAccess& access) {
-    auto widened = parse_policy(std::string(kPolicy).replace(std::string(kPolicy).find("\"scrub\""), 0,
-                                                             "\"share_across_users\": true, "),
-                                "test-policy.json");
+    auto widened = parse_policy(
+        std::string(kPolicy).replace(std::string(kPolicy).find("\"scrub\""), 0, "\"share_across_users\": true, "),
+        "test-policy.json");
     ASSERT_TRUE(widened) << widened.error().message;
     policy = std::move(*widened);
     ctx.access = &access;
@@ -103,7 +102,8 @@ class NodeSharedInstances : public ::testing::Test {
   }
   int quarter_slots() {
     auto l = store->load();
-    return l ? static_cast<int>(std::ranges::count_if(l->plan.slots, [](const PlanSlot& s) { return s.profile == "quarter"; }))
+    return l ? static_cast<int>(
+                   std::ranges::count_if(l->plan.slots, [](const PlanSlot& s) { return s.profile == "quarter"; }))
              : -1;
   }
 
@@ -185,8 +185,8 @@ TEST_F(NodeSharedInstances, AGroupOnItsInstanceCountsItsSharesAsItsSlotDid) {
   take_share(100, "ann");
   auto made = store->update([&](Ledger& l) -> Result<void> {
     const PlanSlot slot = *std::ranges::find_if(l.plan.slots, [](const PlanSlot& s) { return s.profile == "quarter"; });
-    LedgerInstance inst{slot.gpu, "quarter", slot.placement, 1, 0, "MIG-shared", std::nullopt, "", InstanceState::ready,
-                        clock, false};
+    LedgerInstance inst{slot.gpu,     "quarter", slot.placement,       1,     0,    "MIG-shared",
+                        std::nullopt, "",        InstanceState::ready, clock, false};
     return add_instance(l, inst);
   });
   ASSERT_TRUE(made) << made.error().message;

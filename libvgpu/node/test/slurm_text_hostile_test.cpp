@@ -14,9 +14,7 @@ namespace {
 
 const std::string kGood = "42|train|4294|2026-11-22T20:50:01|Resources|gres:vgpu:1g.10gb:1";
 
-std::string line_with_gres(const std::string& gres) {
-  return "43|train|1|2026-11-22T20:50:01|Resources|" + gres;
-}
+std::string line_with_gres(const std::string& gres) { return "43|train|1|2026-11-22T20:50:01|Resources|" + gres; }
 
 TEST(SlurmTextHostile, SqueueFormatHasNoFreeTextField) {
   // %i id, %P partition, %Q priority, %V submit time, %r reason, %b gres: all but %b are
@@ -45,12 +43,12 @@ TEST(SlurmTextHostile, ANewlineCannotSmuggleAFragmentIntoAJob) {
 
 TEST(SlurmTextHostile, TypesOutsideTheSafeAlphabetAreRejected) {
   const std::vector<std::string> hostile = {
-      "gres:vgpu:../../etc/passwd:1",       // path separators (types become file/env text)
-      "gres:vgpu:$(reboot):1",              // shell syntax
-      "gres:vgpu:1g.10gb\xc3\xa9:1",        // UTF-8
-      "gres:vgpu:a b:1",                    // space
+      "gres:vgpu:../../etc/passwd:1",                 // path separators (types become file/env text)
+      "gres:vgpu:$(reboot):1",                        // shell syntax
+      "gres:vgpu:1g.10gb\xc3\xa9:1",                  // UTF-8
+      "gres:vgpu:a b:1",                              // space
       "gres:vgpu:" + std::string(10000, 'a') + ":1",  // 10k characters
-      "gres:vgpu:1g.10gb:99999999999",      // count overflow
+      "gres:vgpu:1g.10gb:99999999999",                // count overflow
       "gres:vgpu:1g.10gb:-1",
       std::string("gres:vgpu:1g.10gb\0x:1", 21),  // NUL byte
   };

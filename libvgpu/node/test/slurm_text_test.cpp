@@ -33,7 +33,8 @@ TEST(SlurmText, PendingJobsAsSlurm2605PrintsThem) {
 }
 
 TEST(SlurmText, BadLinesAreReportedAndSkipped) {
-  auto p = parse_pending_jobs("x|y\n42|train|abc|2026-11-22T20:50:01|Resources|N/A\n45|t|1|2026-11-22T20:50:01|None|gres:vgpu:2\n");
+  auto p = parse_pending_jobs(
+      "x|y\n42|train|abc|2026-11-22T20:50:01|Resources|N/A\n45|t|1|2026-11-22T20:50:01|None|gres:vgpu:2\n");
   EXPECT_TRUE(p.jobs.empty());
   ASSERT_EQ(p.errors.size(), 3u);
   EXPECT_NE(p.errors[0].find("line 1: expected 10"), std::string::npos);
@@ -107,11 +108,13 @@ TEST(SlurmText, ScontrolNodeGresAndUsed) {
 
 // The features the planner steers (policy planner.node_features), as slurmctld shows them.
 TEST(SlurmText, ScontrolNodeFeatures) {
-  auto none = parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14 AvailableFeatures=(null) ActiveFeatures=(null)", "vgpu");
+  auto none =
+      parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14 AvailableFeatures=(null) ActiveFeatures=(null)", "vgpu");
   ASSERT_TRUE(none);
   ASSERT_TRUE(none->features.has_value());
   EXPECT_TRUE(none->features->empty());
-  auto some = parse_scontrol_node("NodeName=n1 AvailableFeatures=ib,vgpu_in_use ActiveFeatures=ib Gres=vgpu:free:14", "vgpu");
+  auto some =
+      parse_scontrol_node("NodeName=n1 AvailableFeatures=ib,vgpu_in_use ActiveFeatures=ib Gres=vgpu:free:14", "vgpu");
   ASSERT_TRUE(some);
   EXPECT_EQ(*some->features, (std::vector<std::string>{"ib", "vgpu_in_use"}));
   auto unshown = parse_scontrol_node("NodeName=n1 Gres=vgpu:free:14", "vgpu");

@@ -30,13 +30,12 @@ class SplitPublisherTest : public ::testing::Test {
     ctx.slurm = &slurm;
     ctx.now = [this] { return clock; };
     ctx.log = [this](const std::string& s) { logs += s + "\n"; };
-    publisher = make_split_publisher(
-        ctx,
-        [this] {
-          ++sighups;
-          return sighup_works;
-        },
-        {.recheck_s = 600, .slurmd_report_ms = 300});
+    publisher = make_split_publisher(ctx,
+                                     [this] {
+                                       ++sighups;
+                                       return sighup_works;
+                                     },
+                                     {.recheck_s = 600, .slurmd_report_ms = 300});
   }
   void TearDown() override { fs::remove_all(dir); }
 

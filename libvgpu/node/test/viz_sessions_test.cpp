@@ -224,7 +224,7 @@ TEST_F(VizSessions, PlannerReleasesInstancesOfJobsSlurmNoLongerRunsAndNeverThose
   ASSERT_TRUE(prolog(20, "gpu", "1g.10gb:1"));
   ASSERT_TRUE(prolog(21, "gpu", "3g.40gb:1"));
   ASSERT_EQ(backend.instances().size(), 2u);
-  slurm->running = {21};  // job 20's epilog never ran
+  slurm->running = {21};                         // job 20's epilog never ran
   ASSERT_TRUE(run_planner_round(ctx, planner));  // first miss
   EXPECT_EQ(slurm->node_job_queries, 1);
   ASSERT_TRUE(run_planner_round(ctx, planner));  // too soon to ask again: no query, no release

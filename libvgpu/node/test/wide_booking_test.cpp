@@ -17,7 +17,8 @@ PendingJobs pending(std::string_view squeue) {
 
 SlurmNodeStates three_nodes() {
   auto n = parse_scontrol_nodes(
-      "NodeName=n1 Arch=x86_64 CoresPerSocket=2 State=MIXED ThreadsPerCore=1 OS=Linux 6.1.0 #1 SMP Partitions=gpu,debug Reason=none\n"
+      "NodeName=n1 Arch=x86_64 CoresPerSocket=2 State=MIXED ThreadsPerCore=1 OS=Linux 6.1.0 #1 SMP "
+      "Partitions=gpu,debug Reason=none\n"
       "NodeName=n2 Arch=x86_64 State=IDLE Partitions=gpu\n"
       "NodeName=n3 Arch=x86_64 State=ALLOCATED Partitions=gpu\n");
   EXPECT_TRUE(n.errors.empty());
@@ -109,13 +110,13 @@ TEST(WideBooking, AMultiNodeJobGetsAllItsNodesAndStartsWhenTheLastIsFree) {
 TEST(WideBooking, OnlyStarvingWideVgpuJobsBook) {
   auto running = parse_running_job_ends("");
   auto p = pending(
-      "1|gpu|10|2026-11-22T20:49:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"     // not starving yet
-      "2|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:1|1|a|1:00|(null)\n"     // one GPU: not wide
-      "3|gpu|10|2026-11-22T20:40:00|JobHeldUser|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"   // held
-      "4|gpu|10|2026-11-22T20:40:00|Resources|N/A|4|a|1:00|(null)\n"                     // no vgpu
+      "1|gpu|10|2026-11-22T20:49:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"        // not starving yet
+      "2|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:1|1|a|1:00|(null)\n"        // one GPU: not wide
+      "3|gpu|10|2026-11-22T20:40:00|JobHeldUser|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"      // held
+      "4|gpu|10|2026-11-22T20:40:00|Resources|N/A|4|a|1:00|(null)\n"                        // no vgpu
       "5_[1-3]|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n"  // array
-      "6|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|theirs\n"     // user's reservation
-      "7|other|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n");  // no nodes
+      "6|gpu|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|theirs\n"        // user's reservation
+      "7|other|10|2026-11-22T20:40:00|Resources|gres/vgpu:7g.80gb:2|1|a|1:00|(null)\n");    // no nodes
   EXPECT_TRUE(has_starving_wide_job(p, Catalog::builtin(), kNow, 120)) << "job 7 starves";
   auto plan = plan_wide_bookings(p, three_nodes(), *running, {}, Catalog::builtin(), kNow, 120);
   EXPECT_TRUE(plan.create.empty()) << plan.create.front().name;

@@ -22,7 +22,8 @@ TEST(AccountingTres, NamesTheGresAndEachOfferedTypeOnceAcrossPartitions) {
       "train": {"profiles": ["7g.80gb", "3g.40gb"]},
       "infer": {"profiles": ["1g.10gb", "3g.40gb"]}
     }
-  })"), Catalog::builtin());
+  })"),
+                                     Catalog::builtin());
   EXPECT_EQ(line, "gres/vgpu,gres/vgpu:1g.10gb,gres/vgpu:3g.40gb,gres/vgpu:7g.80gb");
 }
 

@@ -110,8 +110,7 @@ TEST(Hostlist, RejectsBadSyntaxNamingTheProblem) {
        }) {
     auto list = Hostlist::parse(c.text);
     ASSERT_FALSE(list) << c.text;
-    EXPECT_NE(list.error().message.find(c.message_part), std::string::npos)
-        << c.text << " -> " << list.error().message;
+    EXPECT_NE(list.error().message.find(c.message_part), std::string::npos) << c.text << " -> " << list.error().message;
     EXPECT_NE(list.error().message.find("hostlist '"), std::string::npos) << list.error().message;
   }
 }

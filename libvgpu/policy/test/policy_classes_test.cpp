@@ -42,12 +42,16 @@ TEST(PolicyClasses, AClassIsNamedInAPartitionAndRealizedOnEveryModelThatCan) {
 }
 
 TEST(PolicyClasses, BadClassesAreNamedWithTheirField) {
-  auto bad = [](const char* classes) { return errors_of(doc_with_classes(json::parse(classes), json::parse(R"(["1g.10gb"])"))); };
+  auto bad = [](const char* classes) {
+    return errors_of(doc_with_classes(json::parse(classes), json::parse(R"(["1g.10gb"])")));
+  };
   EXPECT_NE(bad(R"({"2g.20gb": {"min_memory_gb": 10}})").find("class name is spelled like a profile"),
             std::string::npos);
-  EXPECT_NE(bad(R"({"huge": {"min_memory_gb": 1000}})").find("classes.huge: no known GPU model has a profile with 1000 GB"),
-            std::string::npos);
-  EXPECT_NE(bad(R"({"small": {"min_compute_fraction": 1.5}})").find("classes.small.min_compute_fraction: must be a number above 0"),
+  EXPECT_NE(
+      bad(R"({"huge": {"min_memory_gb": 1000}})").find("classes.huge: no known GPU model has a profile with 1000 GB"),
+      std::string::npos);
+  EXPECT_NE(bad(R"({"small": {"min_compute_fraction": 1.5}})")
+                .find("classes.small.min_compute_fraction: must be a number above 0"),
             std::string::npos);
   EXPECT_NE(bad(R"({"small": {"min_memory": 10}})").find("classes.small.min_memory: unknown field"), std::string::npos);
   EXPECT_NE(bad(R"({"free": {"min_memory_gb": 10}})").find("classes.free: class name must be"), std::string::npos);

@@ -58,7 +58,7 @@ TEST(PolicyFields, TheBaseDocumentIsValid) {
 struct BadValue {
   std::string pointer;  // where to put the value
   json value;
-  std::string path;     // the path the error must name
+  std::string path;  // the path the error must name
   std::string message_part;
 };
 
@@ -96,12 +96,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"/planner/node_features", "on", "planner.node_features", "must be true or false, got \"on\""},
         BadValue{"/planner/tick", 1, "planner.tick", "unknown field"},
         BadValue{"/planner/node_weights", 5, "planner.node_weights", "must be an object, got 5"},
-        BadValue{"/planner/node_weights", json::object({{"in_use", 1}}), "planner.node_weights.idle",
-                 "missing"},
-        BadValue{"/planner/node_weights", json::object({{"in_use", 0}, {"idle", 10}}),
-                 "planner.node_weights.in_use", "must be an integer >= 1, got 0"},
-        BadValue{"/planner/node_weights", json::object({{"in_use", 10}, {"idle", 10}}),
-                 "planner.node_weights.in_use", "must be below idle (10)"},
+        BadValue{"/planner/node_weights", json::object({{"in_use", 1}}), "planner.node_weights.idle", "missing"},
+        BadValue{"/planner/node_weights", json::object({{"in_use", 0}, {"idle", 10}}), "planner.node_weights.in_use",
+                 "must be an integer >= 1, got 0"},
+        BadValue{"/planner/node_weights", json::object({{"in_use", 10}, {"idle", 10}}), "planner.node_weights.in_use",
+                 "must be below idle (10)"},
         BadValue{"/planner/node_weights", json::object({{"in_use", 1}, {"idle", 2}, {"busy", 1}}),
                  "planner.node_weights.busy", "unknown field (known here: in_use, idle, base, per_free_gpu, comment)"},
         BadValue{"/planner/node_weights", json::object({{"base", 100}}), "planner.node_weights.per_free_gpu",
@@ -116,19 +115,17 @@ INSTANTIATE_TEST_SUITE_P(
                  "planner.node_weights.per_free_gpu",
                  "base + 64 x per_free_gpu is 2560001000, above Slurm's largest weight 2147483647"},
         BadValue{"/images", json::array(), "images", "must be an object"},
-        BadValue{"/images/bad name", json::object({{"kernel", "/k"}, {"initrd", "/i"}}),
-                 "images[\"bad name\"]", "image name must be 1 to 64 letters"},
+        BadValue{"/images/bad name", json::object({{"kernel", "/k"}, {"initrd", "/i"}}), "images[\"bad name\"]",
+                 "image name must be 1 to 64 letters"},
         BadValue{"/images/tinyguest/kernel", "vmlinuz", "images.tinyguest.kernel", "not absolute"},
-        BadValue{"/images/tinyguest/kernel", "/img/../etc/shadow", "images.tinyguest.kernel",
-                 "has '..'"},
+        BadValue{"/images/tinyguest/kernel", "/img/../etc/shadow", "images.tinyguest.kernel", "has '..'"},
         BadValue{"/images/tinyguest/initrd", 5, "images.tinyguest.initrd", "must be a string, got 5"},
         BadValue{"/images/tinyguest/disk", "disk.img", "images.tinyguest.disk", "not absolute"},
         BadValue{"/images/tinyguest/cmdline", "a\nb", "images.tinyguest.cmdline", "one line"},
         BadValue{"/images/tinyguest/root", "/dev/vda", "images.tinyguest.root", "unknown field"},
         BadValue{"/partitions", json::array(), "partitions", "must be an object"},
         BadValue{"/partitions", json::object(), "partitions", "at least one partition"},
-        BadValue{"/partitions/bad!name", json::object(), "partitions[\"bad!name\"]",
-                 "partition name must be"},
+        BadValue{"/partitions/bad!name", json::object(), "partitions[\"bad!name\"]", "partition name must be"},
         BadValue{"/partitions/q", 3, "partitions.q", "must be an object, got 3"}));
 
 INSTANTIATE_TEST_SUITE_P(
@@ -137,60 +134,61 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"/partitions/p/gpu_count", 1, "partitions.p.gpu_count", "unknown field"},
         BadValue{"/partitions/p/profiles", "1g.10gb", "partitions.p.profiles",
                  "must be a list of profile names, or an object mapping GPU model names"},
-        BadValue{"/partitions/p/profiles", json::array(), "partitions.p.profiles",
-                 "at least one profile"},
-        BadValue{"/partitions/p/profiles", {"9g.99gb"}, "partitions.p.profiles[0]",
+        BadValue{"/partitions/p/profiles", json::array(), "partitions.p.profiles", "at least one profile"},
+        BadValue{"/partitions/p/profiles",
+                 {"9g.99gb"},
+                 "partitions.p.profiles[0]",
                  "profile 9g.99gb does not exist on any known GPU model (valid: 1g.5gb, "},
-        BadValue{"/partitions/p/profiles", {"big"}, "partitions.p.profiles[0]",
+        BadValue{"/partitions/p/profiles",
+                 {"big"},
+                 "partitions.p.profiles[0]",
                  "profile 'big': must start with a compute slice count"},
         BadValue{"/partitions/p/profiles", {1}, "partitions.p.profiles[0]", "must be a string"},
-        BadValue{"/partitions/p/profiles", {"1g.10gb", "1g.10gb"}, "partitions.p.profiles[1]",
-                 "listed twice"},
+        BadValue{"/partitions/p/profiles", {"1g.10gb", "1g.10gb"}, "partitions.p.profiles[1]", "listed twice"},
         BadValue{"/partitions/p/profiles", json::object(), "partitions.p.profiles",
                  "must name at least one GPU model (known: A100-40GB"},
-        BadValue{"/partitions/p/profiles", json::object({{"Z100", {"1g.10gb"}}}),
-                 "partitions.p.profiles.Z100", "unknown GPU model (known: A100-40GB, A100-80GB"},
+        BadValue{"/partitions/p/profiles", json::object({{"Z100", {"1g.10gb"}}}), "partitions.p.profiles.Z100",
+                 "unknown GPU model (known: A100-40GB, A100-80GB"},
         BadValue{"/partitions/p/profiles", json::object({{"H100-80GB", {"1g.5gb"}}}),
                  "partitions.p.profiles.H100-80GB[0]",
                  "profile 1g.5gb does not exist on H100-80GB (valid: 1g.10gb, 1g.10gb+me, 1g.20gb"},
-        BadValue{"/partitions/p/profiles", json::object({{"H100-80GB", "7g.80gb"}}),
-                 "partitions.p.profiles.H100-80GB", "must be a list"},
+        BadValue{"/partitions/p/profiles", json::object({{"H100-80GB", "7g.80gb"}}), "partitions.p.profiles.H100-80GB",
+                 "must be a list"},
         BadValue{"/partitions/p/max_instances_per_job", "four", "partitions.p.max_instances_per_job",
                  "must be an integer >= 1, got \"four\""},
         BadValue{"/partitions/p/max_instances_per_job", 0, "partitions.p.max_instances_per_job",
                  "must be an integer >= 1, got 0"},
-        BadValue{"/partitions/p/max_instances_per_job", -3, "partitions.p.max_instances_per_job",
-                 "got -3"},
+        BadValue{"/partitions/p/max_instances_per_job", -3, "partitions.p.max_instances_per_job", "got -3"},
         BadValue{"/partitions/p/max_instances_per_job", 2.0, "partitions.p.max_instances_per_job",
                  "must be an integer"},
-        BadValue{"/partitions/p/max_instances_per_job", true, "partitions.p.max_instances_per_job",
-                 "got true"},
-        BadValue{"/partitions/p/max_instances_per_job", 4294967296LL,
-                 "partitions.p.max_instances_per_job", "got 4294967296"},
-        BadValue{"/partitions/p/max_instances_per_user", nullptr,
-                 "partitions.p.max_instances_per_user", "must be an integer >= 1, got null"},
+        BadValue{"/partitions/p/max_instances_per_job", true, "partitions.p.max_instances_per_job", "got true"},
+        BadValue{"/partitions/p/max_instances_per_job", 4294967296LL, "partitions.p.max_instances_per_job",
+                 "got 4294967296"},
+        BadValue{"/partitions/p/max_instances_per_user", nullptr, "partitions.p.max_instances_per_user",
+                 "must be an integer >= 1, got null"},
         BadValue{"/partitions/p/nodes", "n1", "partitions.p.nodes", "must be a list, got \"n1\""},
-        BadValue{"/partitions/p/nodes", json::array(), "partitions.p.nodes",
-                 "at least one hostlist"},
-        BadValue{"/partitions/p/nodes", {"n1", "n[3-1]"}, "partitions.p.nodes[1]",
+        BadValue{"/partitions/p/nodes", json::array(), "partitions.p.nodes", "at least one hostlist"},
+        BadValue{"/partitions/p/nodes",
+                 {"n1", "n[3-1]"},
+                 "partitions.p.nodes[1]",
                  "hostlist 'n[3-1]': range '3-1' runs backwards"},
         BadValue{"/partitions/p/nodes", {7}, "partitions.p.nodes[0]", "must be a string, got 7"},
         BadValue{"/partitions/p/gpus", "some", "partitions.p.gpus",
                  "must be \"all\" or a non-empty list of GPU indices 0..63, got \"some\""},
         BadValue{"/partitions/p/gpus", json::array(), "partitions.p.gpus", "non-empty list"},
-        BadValue{"/partitions/p/gpus", {0, 64}, "partitions.p.gpus[1]",
-                 "must be an integer in 0..63, got 64"},
+        BadValue{"/partitions/p/gpus", {0, 64}, "partitions.p.gpus[1]", "must be an integer in 0..63, got 64"},
         BadValue{"/partitions/p/gpus", {-1}, "partitions.p.gpus[0]", "0..63"},
         BadValue{"/partitions/p/gpus", {2, 2}, "partitions.p.gpus[1]", "GPU 2 is listed twice"},
-        BadValue{"/partitions/p/idle_layout", "7g.80gb", "partitions.p.idle_layout",
-                 "must be a list"},
-        BadValue{"/partitions/p/idle_layout", {"huge"}, "partitions.p.idle_layout[0]",
-                 "profile 'huge'"},
-        BadValue{"/partitions/p/idle_layout", {"7g.80gb", "1g.10gb"},
+        BadValue{"/partitions/p/idle_layout", "7g.80gb", "partitions.p.idle_layout", "must be a list"},
+        BadValue{"/partitions/p/idle_layout", {"huge"}, "partitions.p.idle_layout[0]", "profile 'huge'"},
+        BadValue{"/partitions/p/idle_layout",
+                 {"7g.80gb", "1g.10gb"},
                  "partitions.p.idle_layout[1]",
                  "1g.10gb does not fit on an empty H100-80GB after the entries before it "
                  "[7g.80gb@0]"},
-        BadValue{"/partitions/p/idle_layout", {"2g.20gb"}, "partitions.p.idle_layout[0]",
+        BadValue{"/partitions/p/idle_layout",
+                 {"2g.20gb"},
+                 "partitions.p.idle_layout[0]",
                  "2g.20gb is not allowed on any GPU model this partition uses (allowed: "
                  "A100-40GB: 1g.10gb; A100-80GB: 1g.10gb, 3g.40gb, 7g.80gb"},
         BadValue{"/partitions/p/scrub", "maybe", "partitions.p.scrub",
@@ -206,13 +204,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{pool("gpus"), 1, "partitions.p.viz_pools[0].gpus", "unknown field"},
         BadValue{pool("name"), "1g.10gb", "partitions.p.viz_pools[0].name",
                  "\"1g.10gb\" is spelled like a MIG profile"},
-        BadValue{pool("name"), "3g.999gb", "partitions.p.viz_pools[0].name",
-                 "spelled like a MIG profile"},
+        BadValue{pool("name"), "3g.999gb", "partitions.p.viz_pools[0].name", "spelled like a MIG profile"},
         BadValue{pool("name"), "my pool", "partitions.p.viz_pools[0].name",
                  "must be a vgpu type name (1 to 32 of [A-Za-z0-9._+-]"},
         // 33 characters: once accepted here, then refused by the plugin and the job records.
-        BadValue{pool("name"), std::string(33, 'a'), "partitions.p.viz_pools[0].name",
-                 "must be a vgpu type name"},
+        BadValue{pool("name"), std::string(33, 'a'), "partitions.p.viz_pools[0].name", "must be a vgpu type name"},
         BadValue{pool("attach"), "vfio", "partitions.p.viz_pools[0].attach",
                  "must be one of \"mdev\", \"sriov-vf\", \"mig-vgpu\", \"passthrough\", \"none\""},
         BadValue{pool("gpu_type"), "nvidia-558", "partitions.p.viz_pools[0].gpu_type",
@@ -222,22 +218,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{pool("image"), 1, "partitions.p.viz_pools[0].image", "must be a string"},
         BadValue{pool("memory_mib"), 64, "partitions.p.viz_pools[0].memory_mib",
                  "must be an integer in 128..1048576, got 64"},
-        BadValue{pool("memory_mib"), 1048577, "partitions.p.viz_pools[0].memory_mib",
-                 "128..1048576"},
+        BadValue{pool("memory_mib"), 1048577, "partitions.p.viz_pools[0].memory_mib", "128..1048576"},
         BadValue{pool("vcpus"), 0, "partitions.p.viz_pools[0].vcpus", "1..256, got 0"},
         BadValue{pool("vcpus"), 257, "partitions.p.viz_pools[0].vcpus", "1..256"},
-        BadValue{pool("max_sessions"), 0, "partitions.p.viz_pools[0].max_sessions",
-                 "must be an integer >= 1"},
+        BadValue{pool("max_sessions"), 0, "partitions.p.viz_pools[0].max_sessions", "must be an integer >= 1"},
         BadValue{pool("display"), "rdp", "partitions.p.viz_pools[0].display",
                  "must be one of \"vnc\", \"spice\", got \"rdp\""},
-        BadValue{pool("max_geometry"), "big", "partitions.p.viz_pools[0].max_geometry",
-                 "must be \"<width>x<height>\""},
-        BadValue{pool("max_geometry"), "0x100", "partitions.p.viz_pools[0].max_geometry",
-                 "<width>x<height>"},
-        BadValue{pool("max_geometry"), "1920x99999", "partitions.p.viz_pools[0].max_geometry",
-                 "<width>x<height>"},
-        BadValue{pool("max_geometry"), 1920, "partitions.p.viz_pools[0].max_geometry",
-                 "must be a string"}));
+        BadValue{pool("max_geometry"), "big", "partitions.p.viz_pools[0].max_geometry", "must be \"<width>x<height>\""},
+        BadValue{pool("max_geometry"), "0x100", "partitions.p.viz_pools[0].max_geometry", "<width>x<height>"},
+        BadValue{pool("max_geometry"), "1920x99999", "partitions.p.viz_pools[0].max_geometry", "<width>x<height>"},
+        BadValue{pool("max_geometry"), 1920, "partitions.p.viz_pools[0].max_geometry", "must be a string"}));
 
 void set_attach(json& doc, const std::string& attach, const json& gpu_type) {
   doc[json::json_pointer(pool("attach"))] = attach;
@@ -327,8 +317,7 @@ TEST(PolicyFields, JobLimitMayNotExceedUserLimit) {
   json doc = valid_doc();
   doc["partitions"]["p"]["max_instances_per_job"] = 5;
   doc["partitions"]["p"]["max_instances_per_user"] = 2;
-  expect_error(doc, "partitions.p.max_instances_per_job",
-               "must not exceed max_instances_per_user (2)");
+  expect_error(doc, "partitions.p.max_instances_per_job", "must not exceed max_instances_per_user (2)");
 }
 
 TEST(PolicyFields, TheRootMustBeAnObject) {
@@ -338,8 +327,7 @@ TEST(PolicyFields, TheRootMustBeAnObject) {
 }
 
 TEST(PolicyFields, DuplicateKeysAreErrors) {
-  auto ds = check_policy("{\"version\": 1,\n \"version\": 1, \"partitions\": {\"p\": {}}}", "t.json")
-                .diagnostics;
+  auto ds = check_policy("{\"version\": 1,\n \"version\": 1, \"partitions\": {\"p\": {}}}", "t.json").diagnostics;
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].to_string(), "t.json:2:2: duplicate key \"version\" (first at line 1, column 2)");
 }

@@ -20,16 +20,14 @@ using vgpu::testing::read_text;
 // Checks the file under the label "bad/<name>" so the expectations read like the CLI output.
 std::vector<std::string> errors_of(const std::string& name) {
   std::vector<std::string> out;
-  for (const auto& d : check_policy(read_text(kBad + name), "bad/" + name).diagnostics)
-    out.push_back(d.to_string());
+  for (const auto& d : check_policy(read_text(kBad + name), "bad/" + name).diagnostics) out.push_back(d.to_string());
   return out;
 }
 
 TEST(PolicyBadFiles, ManyErrorsAreAllReportedWithPositionsInFileOrder) {
   auto errors = errors_of("many-errors.json");
   ASSERT_EQ(errors.size(), 7u);
-  EXPECT_EQ(errors[0],
-            "bad/many-errors.json:3:27: planner.period_s: must be an integer in 1..3600, got 0");
+  EXPECT_EQ(errors[0], "bad/many-errors.json:3:27: planner.period_s: must be an integer in 1..3600, got 0");
   EXPECT_TRUE(errors[1].starts_with(
       "bad/many-errors.json:6:31: partitions.infer.profiles[1]: profile 9g.99gb does not exist on "
       "any known GPU model (valid: 1g.5gb, 1g.5gb+me, 1g.10gb,"))

@@ -159,8 +159,9 @@ TEST_F(PolicyCheck, RefusesFileOverSizeCap) {
   text.resize(kMaxPolicyBytes + 1, ' ');
   const std::string path = write("big.json", text);
   auto check = check_policy_file(path);
-  expect_refused(check, path, std::to_string(kMaxPolicyBytes + 1) + " bytes, over the " +
-                                  std::to_string(kMaxPolicyBytes) + " byte limit");
+  expect_refused(
+      check, path,
+      std::to_string(kMaxPolicyBytes + 1) + " bytes, over the " + std::to_string(kMaxPolicyBytes) + " byte limit");
 }
 
 TEST_F(PolicyCheck, ReadsAFileOfExactlyTheSizeCap) {
@@ -175,7 +176,8 @@ TEST_F(PolicyCheck, LocatesOutOfRangeNumber) {
   // each reported where it stands, as any other error.
   for (const std::string& number :
        std::vector<std::string>{"1e400", "-1e400", "1" + std::string(400, '0'), "123.0e999999999999999999"}) {
-    const std::string text = "{\"version\": 1,\n  \"partitions\": {\"p\": {\"max_instances_per_job\": " + number + "}}}";
+    const std::string text =
+        "{\"version\": 1,\n  \"partitions\": {\"p\": {\"max_instances_per_job\": " + number + "}}}";
     auto check = check_policy(text, "t.json");
     ASSERT_EQ(check.diagnostics.size(), 1u) << number << ":\n" << all_text(check);
     const auto& d = check.diagnostics[0];
@@ -187,15 +189,16 @@ TEST_F(PolicyCheck, LocatesOutOfRangeNumber) {
 
 TEST_F(PolicyCheck, TakesATinyNumberAsZeroAsNlohmannDoes) {
   // 1e-400 underflows to 0: a number nlohmann holds, so the schema judges it, at its position.
-  auto check = check_policy("{\"version\": 1,\n  \"partitions\": {\"p\": {\"max_instances_per_job\": 1e-400}}}", "t.json");
+  auto check =
+      check_policy("{\"version\": 1,\n  \"partitions\": {\"p\": {\"max_instances_per_job\": 1e-400}}}", "t.json");
   ASSERT_EQ(check.diagnostics.size(), 1u) << all_text(check);
   EXPECT_EQ(check.diagnostics[0].to_string(),
             "t.json:2:49: partitions.p.max_instances_per_job: must be an integer >= 1, got 0.0");
 }
 
 TEST(JsonSourceMapLimits, RefusesANumberBeyondADoubleAtItsPosition) {
-  for (const std::string& number :
-       std::vector<std::string>{"1e400", "-1e400", "1" + std::string(400, '0'), "0.000e99999999999999999999", "1.8e308"}) {
+  for (const std::string& number : std::vector<std::string>{"1e400", "-1e400", "1" + std::string(400, '0'),
+                                                            "0.000e99999999999999999999", "1.8e308"}) {
     auto map = vgpu::JsonSourceMap::scan("[0,\n " + number + "]");
     if (number.starts_with("0.000")) {  // zero, whatever its exponent
       EXPECT_TRUE(map) << number;

@@ -17,17 +17,45 @@
 namespace vgpu {
 namespace {
 
-int line_count(const std::string& text) {
-  return 1 + static_cast<int>(std::ranges::count(text, '\n'));
-}
+int line_count(const std::string& text) { return 1 + static_cast<int>(std::ranges::count(text, '\n')); }
 
 // Mostly JSON punctuation and policy words, so random text reaches deep into the parser.
 rc::Gen<std::string> jsonish_text() {
-  static const std::vector<std::string> pieces = {
-      "{", "}", "[", "]", ",", ":", " ", "\n", "\r\n", "\"", "\\", "\\u00e9", "\\ud83d", "0", "1",
-      "-", ".", "e", "64", "true", "null", "\"version\"", "\"partitions\"", "\"p\"", "\"profiles\"",
-      "\"1g.10gb\"", "\"7g.80gb\"", "\"nodes\"", "\"n[1-3]\"", "\"viz_pools\"", "\"name\"",
-      "\"idle_layout\"", "\xC3\xA9", "\xFF", "\t"};
+  static const std::vector<std::string> pieces = {"{",
+                                                  "}",
+                                                  "[",
+                                                  "]",
+                                                  ",",
+                                                  ":",
+                                                  " ",
+                                                  "\n",
+                                                  "\r\n",
+                                                  "\"",
+                                                  "\\",
+                                                  "\\u00e9",
+                                                  "\\ud83d",
+                                                  "0",
+                                                  "1",
+                                                  "-",
+                                                  ".",
+                                                  "e",
+                                                  "64",
+                                                  "true",
+                                                  "null",
+                                                  "\"version\"",
+                                                  "\"partitions\"",
+                                                  "\"p\"",
+                                                  "\"profiles\"",
+                                                  "\"1g.10gb\"",
+                                                  "\"7g.80gb\"",
+                                                  "\"nodes\"",
+                                                  "\"n[1-3]\"",
+                                                  "\"viz_pools\"",
+                                                  "\"name\"",
+                                                  "\"idle_layout\"",
+                                                  "\xC3\xA9",
+                                                  "\xFF",
+                                                  "\t"};
   return rc::gen::map(rc::gen::container<std::vector<std::string>>(rc::gen::elementOf(pieces)),
                       [](const std::vector<std::string>& parts) {
                         std::string out;
@@ -66,8 +94,8 @@ RC_GTEST_PROP(PolicyProperties, CorruptingTheExampleAnywhereYieldsPositionedErro
   }();
   RC_PRE(!example.empty());
   auto at = *rc::gen::inRange<std::size_t>(0, example.size());
-  auto replacement = *rc::gen::elementOf(std::vector<std::string>{
-      "", "}", "{", "\"", ",", "0", "-1", "x", "]", "\"9g.99gb\"", "null", "\\", "\n"});
+  auto replacement = *rc::gen::elementOf(
+      std::vector<std::string>{"", "}", "{", "\"", ",", "0", "-1", "x", "]", "\"9g.99gb\"", "null", "\\", "\n"});
   std::string text = example;
   text.replace(at, *rc::gen::inRange<std::size_t>(0, 4), replacement);
   expect_positioned_failure_or_success(text);
@@ -83,8 +111,8 @@ RC_GTEST_PROP(JsonSourceMapProperties, AcceptsExactlyWhatNlohmannAccepts, ()) {
 // A random document: scalars, strings with escapes and non-ASCII text, nested arrays and objects.
 nlohmann::json random_json(int depth) {
   static const std::vector<std::string> strings = {
-      "", "a", "version", "\xC3\xA9t\xC3\xA9", "\xF0\x9F\x98\x80", "q\"uote", "back\\slash",
-      "line\nbreak", "tab\t", "a/b", "~0", "n[1-3]"};
+      "",    "a",  "version", "\xC3\xA9t\xC3\xA9", "\xF0\x9F\x98\x80", "q\"uote", "back\\slash", "line\nbreak", "tab\t",
+      "a/b", "~0", "n[1-3]"};
   switch (*rc::gen::inRange(0, depth > 0 ? 7 : 5)) {
     case 0: return nullptr;
     case 1: return *rc::gen::arbitrary<bool>();
@@ -98,8 +126,7 @@ nlohmann::json random_json(int depth) {
     }
     default: {
       auto object = nlohmann::json::object();
-      for (int n = *rc::gen::inRange(0, 4); n > 0; --n)
-        object[*rc::gen::elementOf(strings)] = random_json(depth - 1);
+      for (int n = *rc::gen::inRange(0, 4); n > 0; --n) object[*rc::gen::elementOf(strings)] = random_json(depth - 1);
       return object;
     }
   }
@@ -123,8 +150,7 @@ RC_GTEST_PROP(JsonSourceMapProperties, EveryValueOfAValidDocumentIsMappedToItsFi
     RC_ASSERT(loc != nullptr);
     const auto& value = doc.at(nlohmann::json::json_pointer(pointer));
     char at = text[loc->value.offset];
-    if (value.is_number())
-      RC_ASSERT(at == '-' || (at >= '0' && at <= '9'));
+    if (value.is_number()) RC_ASSERT(at == '-' || (at >= '0' && at <= '9'));
     else
       RC_ASSERT(at == value.dump()[0]);
     RC_ASSERT(position_at_offset(text, loc->value.offset) == loc->value);

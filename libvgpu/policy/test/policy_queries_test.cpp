@@ -28,17 +28,14 @@ const PartitionPolicy& part(std::string_view name) {
 using Names = std::vector<std::string>;
 
 TEST(PolicyQueries, PerModelProfilesApplyOnlyToTheNamedModels) {
-  EXPECT_EQ(part("train").allowed_profiles_for(model("H100-80GB")),
-            (Names{"3g.40gb", "4g.40gb", "7g.80gb"}));
-  EXPECT_EQ(part("train").allowed_profiles_for(model("A100-80GB")),
-            (Names{"3g.40gb", "4g.40gb", "7g.80gb"}));
+  EXPECT_EQ(part("train").allowed_profiles_for(model("H100-80GB")), (Names{"3g.40gb", "4g.40gb", "7g.80gb"}));
+  EXPECT_EQ(part("train").allowed_profiles_for(model("A100-80GB")), (Names{"3g.40gb", "4g.40gb", "7g.80gb"}));
   EXPECT_TRUE(part("train").allowed_profiles_for(model("A100-40GB")).empty());
   EXPECT_FALSE(part("train").uses_model(model("A30-24GB")));
 }
 
 TEST(PolicyQueries, AListOfProfilesAppliesToEveryModelThatHasThem) {
-  EXPECT_EQ(part("infer").allowed_profiles_for(model("H100-80GB")),
-            (Names{"1g.10gb", "1g.20gb", "2g.20gb"}));
+  EXPECT_EQ(part("infer").allowed_profiles_for(model("H100-80GB")), (Names{"1g.10gb", "1g.20gb", "2g.20gb"}));
   EXPECT_EQ(part("infer").allowed_profiles_for(model("A100-40GB")), (Names{"1g.10gb"}));
   EXPECT_TRUE(part("infer").allowed_profiles_for(model("H200-141GB")).empty());
 }
@@ -46,8 +43,7 @@ TEST(PolicyQueries, AListOfProfilesAppliesToEveryModelThatHasThem) {
 TEST(PolicyQueries, AbsentProfilesAllowEveryProfile) {
   auto policy = parse_policy(R"({"version": 1, "partitions": {"any": {}}})", "t.json");
   ASSERT_TRUE(policy) << policy.error().message;
-  EXPECT_EQ(policy->partitions[0].allowed_profiles_for(model("A30-24GB")).size(),
-            model("A30-24GB").profiles.size());
+  EXPECT_EQ(policy->partitions[0].allowed_profiles_for(model("A30-24GB")).size(), model("A30-24GB").profiles.size());
   EXPECT_TRUE(policy->partitions[0].allows_node("anything"));
   EXPECT_TRUE(policy->partitions[0].allows_gpu(63));
   EXPECT_EQ(policy->planner.period_s, 5);
@@ -66,7 +62,8 @@ TEST(PolicyQueries, NodeFeaturesAreOnlyWhenAsked) {
   const auto text = summary(*policy);
   EXPECT_NE(text.find("node features vgpu_in_use,vgpu_no_idle_gpu,vgpu_partly_used_gpu for"), std::string::npos);
   // The anchor node the admin must add, and where: Slurm refuses a preference no node has.
-  EXPECT_NE(text.find("State=FUTURE node with Features=vgpu_in_use,vgpu_no_idle_gpu,vgpu_partly_used_gpu in partition(s) any,infer"),
+  EXPECT_NE(text.find("State=FUTURE node with Features=vgpu_in_use,vgpu_no_idle_gpu,vgpu_partly_used_gpu in "
+                      "partition(s) any,infer"),
             std::string::npos)
       << text;
   auto off = parse_policy(R"({"version": 1, "partitions": {"any": {}}})", "t.json");
@@ -172,8 +169,7 @@ TEST(PolicyQueries, ValidateRequestExplainsEveryViolationAtOnce) {
 TEST(PolicyQueries, ValidateRequestRejectsModelsThePartitionDoesNotUseAndBadCounts) {
   auto r = validate_request(part("train"), model("A30-24GB"), "4g.24gb", 0);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message,
-            "partition train: does not use A30-24GB GPUs; count 0: must be at least 1");
+  EXPECT_EQ(r.error().message, "partition train: does not use A30-24GB GPUs; count 0: must be at least 1");
 }
 
 TEST(PolicyQueries, IdleLayoutIsPlacedAsThePlannerWould) {
@@ -232,8 +228,7 @@ TEST(PolicySummary, ShowsPartitionsProfilesLimitsNodesIdleLayoutsAndPools) {
 TEST(PolicySummary, JsonFormRoundTripsTheParsedValues) {
   auto doc = nlohmann::json::parse(summary_json(example()));
   EXPECT_EQ(doc["version"], 1);
-  EXPECT_EQ(doc["partitions"]["train"]["profiles"]["H100-80GB"],
-            nlohmann::json({"3g.40gb", "4g.40gb", "7g.80gb"}));
+  EXPECT_EQ(doc["partitions"]["train"]["profiles"]["H100-80GB"], nlohmann::json({"3g.40gb", "4g.40gb", "7g.80gb"}));
   EXPECT_EQ(doc["partitions"]["train"]["idle_layout_drawn"]["H100-80GB"], "[7g.80gb@0]");
   EXPECT_EQ(doc["partitions"]["infer"]["gpus"], nlohmann::json({0, 1, 2, 3}));
   EXPECT_EQ(doc["partitions"]["viz"]["viz_pools"][1]["gpu_type"], "1g.10gb");

@@ -96,28 +96,38 @@ TEST(PolicyShareTypes, SharingAcrossUsersIsThePartitionsChoice) {
 
 TEST(PolicyShareTypes, BadShareTypesAreNamedWithTheirFieldAndTheModel) {
   auto bad = [](const char* types) { return errors_of(doc_with_share_types(json::parse(types))); };
-  EXPECT_NE(bad(R"({"1g.5gb": {"instance": "3g.40gb", "shares": 4}})").find("share type name is spelled like a profile"),
+  EXPECT_NE(
+      bad(R"({"1g.5gb": {"instance": "3g.40gb", "shares": 4}})").find("share type name is spelled like a profile"),
+      std::string::npos);
+  EXPECT_NE(
+      bad(R"({"small": {"instance": "3g.40gb", "shares": 4}})").find("share_types.small: \"small\" is already a class"),
+      std::string::npos);
+  EXPECT_NE(
+      bad(R"({"q": {"instance": "huge", "shares": 4}})").find("share_types.q.instance: \"huge\" is neither a class"),
+      std::string::npos);
+  EXPECT_NE(
+      bad(R"({"q": {"instance": "1g.10gb+me", "shares": 2}})").find("share_types.q.instance: 1g.10gb+me: a media"),
+      std::string::npos);
+  EXPECT_NE(bad(R"({"q": {"instance": "5g.99gb", "shares": 2}})")
+                .find("share_types.q.instance: no known GPU model has 5g.99gb"),
             std::string::npos);
-  EXPECT_NE(bad(R"({"small": {"instance": "3g.40gb", "shares": 4}})").find("share_types.small: \"small\" is already a class"),
+  EXPECT_NE(bad(R"({"q": {"instance": "3g.40gb", "shares": 1}})").find("share_types.q.shares: must be"),
             std::string::npos);
-  EXPECT_NE(bad(R"({"q": {"instance": "huge", "shares": 4}})").find("share_types.q.instance: \"huge\" is neither a class"),
+  EXPECT_NE(bad(R"({"q": {"instance": "3g.40gb", "shares": 49}})").find("share_types.q.shares: must be"),
             std::string::npos);
-  EXPECT_NE(bad(R"({"q": {"instance": "1g.10gb+me", "shares": 2}})").find("share_types.q.instance: 1g.10gb+me: a media"),
-            std::string::npos);
-  EXPECT_NE(bad(R"({"q": {"instance": "5g.99gb", "shares": 2}})").find("share_types.q.instance: no known GPU model has 5g.99gb"),
-            std::string::npos);
-  EXPECT_NE(bad(R"({"q": {"instance": "3g.40gb", "shares": 1}})").find("share_types.q.shares: must be"), std::string::npos);
-  EXPECT_NE(bad(R"({"q": {"instance": "3g.40gb", "shares": 49}})").find("share_types.q.shares: must be"), std::string::npos);
   EXPECT_NE(bad(R"({"q": {"instance": "3g.40gb"}})").find("share_types.q.shares: "), std::string::npos);
   EXPECT_NE(bad(R"({"q": {"shares": 2}})").find("share_types.q.instance: "), std::string::npos);
-  EXPECT_NE(bad(R"({"q": {"instance": "3g.40gb", "shares": 2, "users": 2}})").find("share_types.q.users: unknown field"),
-            std::string::npos);
+  EXPECT_NE(
+      bad(R"({"q": {"instance": "3g.40gb", "shares": 2, "users": 2}})").find("share_types.q.users: unknown field"),
+      std::string::npos);
   // 1g.10gb is 9,984 MiB on an H100: 48 shares would leave 208 MiB each, no room beside a context.
   const std::string tiny = bad(R"({"tiny": {"instance": "1g.10gb", "shares": 48}})");
-  EXPECT_NE(tiny.find("share_types.tiny.shares: on H100-80GB: profile 1g.10gb: 48 shares of"), std::string::npos) << tiny;
+  EXPECT_NE(tiny.find("share_types.tiny.shares: on H100-80GB: profile 1g.10gb: 48 shares of"), std::string::npos)
+      << tiny;
   // A partition may not name a share type the file does not define.
-  EXPECT_NE(errors_of(doc_with_share_types(json::object(), json::parse(R"(["quarter"])"))).find("partitions.p.profiles[0]"),
-            std::string::npos);
+  EXPECT_NE(
+      errors_of(doc_with_share_types(json::object(), json::parse(R"(["quarter"])"))).find("partitions.p.profiles[0]"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ TEST(SubmitTable, NodeFeaturesGiveTheFilterItsPreferencesOnThePolicysPartitions)
                         R"(cpu_jobs = "vgpu_no_idle_gpu", parts = { ["1g.10gb"] = true, ["1g.6gb"] = true, )"
                         R"(["3g.40gb"] = true, }, partitions = { ["infer"] = true, ["train"] = true, } } })"),
             std::string::npos)
-      << "7g.80gb is a whole H100, not a part:\n" << *table;
+      << "7g.80gb is a whole H100, not a part:\n"
+      << *table;
 }
 
 TEST(SubmitTable, APartOfAGpuIsAShareOrSmallerThanTheWholeGpuOnEveryModelThatHasIt) {

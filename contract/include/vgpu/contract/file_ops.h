@@ -21,8 +21,7 @@ Error sys_error(std::string_view syscall, std::string_view path, int err);
 class File {
  public:
   File(FileSystem& fs, int fd, std::string path) : fs_(&fs), fd_(fd), path_(std::move(path)) {}
-  File(File&& other) noexcept
-      : fs_(other.fs_), fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+  File(File&& other) noexcept : fs_(other.fs_), fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   File& operator=(File&&) = delete;

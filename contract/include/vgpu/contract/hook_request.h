@@ -35,12 +35,12 @@ std::string_view hook_kind_name(HookKind kind);
 struct HookRequest {
   HookKind kind = HookKind::prolog;
   JobId job = 0;
-  std::string user;       // SLURM_JOB_USER ("" when slurmd gave none)
+  std::string user;             // SLURM_JOB_USER ("" when slurmd gave none)
   std::optional<unsigned> uid;  // SLURM_JOB_UID; none is written "-"
-  std::string partition;  // SLURM_JOB_PARTITION
-  std::string alloc;      // VGPU_ALLOC (prolog), "" for the epilog
-  std::string policy;     // the policy file the hook would have read: the planner serves only its own
-  std::int64_t since_ns = 0;  // CLOCK_MONOTONIC when the hook started, for the hook tally's duration
+  std::string partition;        // SLURM_JOB_PARTITION
+  std::string alloc;            // VGPU_ALLOC (prolog), "" for the epilog
+  std::string policy;           // the policy file the hook would have read: the planner serves only its own
+  std::int64_t since_ns = 0;    // CLOCK_MONOTONIC when the hook started, for the hook tally's duration
   bool operator==(const HookRequest&) const = default;
 };
 

@@ -28,7 +28,8 @@ inline constexpr std::array<double, 11> kHookSecondsBounds = {0.01, 0.025, 0.05,
 //   hardware     creating an instance failed
 //   confinement  the instances could not be given to the job's user (no uid, a file refused)
 //   no_room      no room after all, and Slurm would not requeue the job
-inline constexpr std::array<std::string_view, 5> kCancelClasses = {"policy", "node", "hardware", "confinement", "no_room"};
+inline constexpr std::array<std::string_view, 5> kCancelClasses = {"policy", "node", "hardware", "confinement",
+                                                                   "no_room"};
 bool is_cancel_class(std::string_view c);
 
 // What one instance's scrub came to (whoever ran it: an epilog, a prolog or a planner round
@@ -52,7 +53,7 @@ struct HookDurations {
 
 struct HookTally {
   std::string node;
-  std::map<std::string, HookDurations, std::less<>> hooks;  // by kTimedSteps
+  std::map<std::string, HookDurations, std::less<>> hooks;      // by kTimedSteps
   std::map<std::string, std::uint64_t, std::less<>> cancelled;  // by kCancelClasses
   std::uint64_t requeued = 0;
   std::map<std::string, std::uint64_t, std::less<>> scrubs;  // by kScrubOutcomes

@@ -34,10 +34,10 @@ std::string to_string(const PciBusId& id);
 
 // A CPU-side (non-I/O) topology object: Machine, Package, Group, Die...
 struct TopologyObject {
-  std::string type;                 // hwloc type name: "Machine", "Package", "Group"
-  unsigned logical_index = 0;       // hwloc L#
-  std::vector<unsigned> pus;        // OS indexes of the PUs it contains, ascending
-  std::vector<unsigned> numa_nodes; // OS indexes of its NUMA nodes (its nodeset), ascending
+  std::string type;                        // hwloc type name: "Machine", "Package", "Group"
+  unsigned logical_index = 0;              // hwloc L#
+  std::vector<unsigned> pus;               // OS indexes of the PUs it contains, ascending
+  std::vector<unsigned> numa_nodes;        // OS indexes of its NUMA nodes (its nodeset), ascending
   [[nodiscard]] std::string name() const;  // "Package L#1"
 };
 
@@ -45,8 +45,8 @@ struct PciDevice {
   PciBusId bus_id;
   std::uint16_t vendor_id = 0;
   std::uint16_t device_id = 0;
-  std::uint16_t class_id = 0;              // 0x0302 = 3D controller
-  std::vector<TopologyObject> ancestors;   // non-I/O ancestors, nearest first, root last
+  std::uint16_t class_id = 0;             // 0x0302 = 3D controller
+  std::vector<TopologyObject> ancestors;  // non-I/O ancestors, nearest first, root last
   // Display controllers (class 03xx): VGA, XGA, 3D. Data-centre NVIDIA GPUs are 0302.
   [[nodiscard]] bool is_gpu() const { return (class_id >> 8) == 0x03; }
 };
@@ -57,21 +57,21 @@ struct Core {
 };
 
 struct Topology {
-  std::string source;                // "XML file /path" or "this machine", for error messages
+  std::string source;  // "XML file /path" or "this machine", for error messages
   std::vector<PciDevice> pci_devices;
-  std::vector<Core> cores;           // every core, in logical order
+  std::vector<Core> cores;  // every core, in logical order
 };
 
 struct GpuLocality {
   PciBusId bus_id;
   std::uint16_t vendor_id = 0;
   std::uint16_t device_id = 0;
-  std::vector<unsigned> numa_nodes;  // the GPU's local NUMA nodes (nearest ancestor's nodeset)
-  std::string numa_from;             // the object they came from: "Group L#2"
-  std::vector<unsigned> cores;       // logical core indexes (Slurm Cores=)
-  std::vector<unsigned> pus;         // OS PU indexes (virsh vcpupin / taskset)
-  std::string cpus_from;             // the object the CPUs came from; differs from numa_from when
-                                     // the nearest ancestor has no CPUs (memory-only NUMA domain)
+  std::vector<unsigned> numa_nodes;             // the GPU's local NUMA nodes (nearest ancestor's nodeset)
+  std::string numa_from;                        // the object they came from: "Group L#2"
+  std::vector<unsigned> cores;                  // logical core indexes (Slurm Cores=)
+  std::vector<unsigned> pus;                    // OS PU indexes (virsh vcpupin / taskset)
+  std::string cpus_from;                        // the object the CPUs came from; differs from numa_from when
+                                                // the nearest ancestor has no CPUs (memory-only NUMA domain)
   [[nodiscard]] std::string core_list() const;  // "0-15,32-47"
   [[nodiscard]] std::string pu_list() const;
 };

@@ -29,7 +29,7 @@ struct GpuInfo {
   int memory_mib = 0;
   MigMode mig_current = MigMode::unsupported;
   MigMode mig_pending = MigMode::unsupported;
-  int minor = -1;            // /dev/nvidia<minor>
+  int minor = -1;  // /dev/nvidia<minor>
 };
 
 // One GPU instance and (if it has one) the compute instance that spans it. The product always
@@ -66,7 +66,7 @@ struct ActivityReading {
   std::optional<int> gi_id;  // empty: the whole GPU
   std::string uuid;          // "MIG-..." for an instance, "GPU-..." for a whole GPU
   double interval_seconds = 0;
-  std::optional<double> sm_utilization;            // 0..1, fraction of the scope's SMs busy
+  std::optional<double> sm_utilization;              // 0..1, fraction of the scope's SMs busy
   std::optional<double> dram_bandwidth_utilization;  // 0..1 of the scope's DRAM bandwidth
   std::optional<std::uint64_t> memory_used_bytes;
   std::optional<std::uint64_t> memory_total_bytes;

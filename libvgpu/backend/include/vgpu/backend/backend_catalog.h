@@ -11,10 +11,10 @@
 namespace vgpu {
 
 struct DeviceProfile {
-  int index = 0;             // NVML_GPU_INSTANCE_PROFILE_* asked for
-  int id = 0;                // profile id the device answered
-  std::string name;          // as reported, e.g. "MIG 3g.40gb" (the "MIG " prefix is dropped)
-  int compute_slices = 0;    // sliceCount
+  int index = 0;           // NVML_GPU_INSTANCE_PROFILE_* asked for
+  int id = 0;              // profile id the device answered
+  std::string name;        // as reported, e.g. "MIG 3g.40gb" (the "MIG " prefix is dropped)
+  int compute_slices = 0;  // sliceCount
   int instance_count = 0;
   int sm_count = 0;
   int memory_mib = 0;

@@ -38,7 +38,6 @@ class MigMinors {
 
 // The MIG UUID and /dev files for `instance` on `gpu`. The gpu<g> in mig-minors is the GPU's
 // device minor (what /dev/nvidia<g> uses), which is also the NVML index on ordinary systems.
-Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance,
-                               const MigMinors& minors);
+Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance, const MigMinors& minors);
 
 }  // namespace vgpu

@@ -29,11 +29,11 @@ struct Placement {
 };
 
 struct Profile {
-  std::string name;             // "3g.40gb", "1g.10gb+me"; "cpx.24gb" for an AMD partition mode
+  std::string name;  // "3g.40gb", "1g.10gb+me"; "cpx.24gb" for an AMD partition mode
   // The backend's id of the profile: nvmlGpuInstanceProfileInfo_t.id, as `nvidia-smi mig -lgip`
   // shows it; on AMD the compute-partition mode (AmdPartitionMode).
   int nvml_profile_id = 0;
-  int nvml_profile_index = 0;   // NVML_GPU_INSTANCE_PROFILE_* passed to nvmlDeviceGetGpuInstanceProfileInfo
+  int nvml_profile_index = 0;  // NVML_GPU_INSTANCE_PROFILE_* passed to nvmlDeviceGetGpuInstanceProfileInfo
   int compute_slices = 0;
   int memory_slices = 0;
   int sm_count = 0;
@@ -83,14 +83,14 @@ std::string_view to_string(Partitioning p);
 enum class AmdPartitionMode { spx = 0, dpx = 1, tpx = 2, qpx = 3, cpx = 4 };
 
 struct GpuModel {
-  std::string name;                      // short, stable: "H100-80GB"
-  std::vector<std::string> nvml_names;   // nvmlDeviceGetName() spellings that map here
-  int compute_slices = 0;                // 7 on A100/H100/H200, 4 on A30
-  int memory_slices = 0;                 // 8 on A100/H100/H200, 4 on A30
+  std::string name;                     // short, stable: "H100-80GB"
+  std::vector<std::string> nvml_names;  // nvmlDeviceGetName() spellings that map here
+  int compute_slices = 0;               // 7 on A100/H100/H200, 4 on A30
+  int memory_slices = 0;                // 8 on A100/H100/H200, 4 on A30
   int sm_count = 0;
   int memory_mib = 0;
-  std::vector<Profile> profiles;         // largest first is NOT assumed; use helpers below
-  std::string vendor = "nvidia";         // "nvidia" or "amd": which backend drives it
+  std::vector<Profile> profiles;  // largest first is NOT assumed; use helpers below
+  std::string vendor = "nvidia";  // "nvidia" or "amd": which backend drives it
   Partitioning partitioning = Partitioning::mig;
 
   [[nodiscard]] const Profile* find_profile(std::string_view profile_name) const;
@@ -115,8 +115,7 @@ class Catalog {
   // Matches a model by its short name or any NVML product name ("NVIDIA H100 80GB HBM3").
   [[nodiscard]] const GpuModel* find_model_for_product(std::string_view product) const;
   [[nodiscard]] Result<const GpuModel*> require_model(std::string_view name) const;
-  [[nodiscard]] Result<const Profile*> require_profile(const GpuModel& model,
-                                                       std::string_view profile_name) const;
+  [[nodiscard]] Result<const Profile*> require_profile(const GpuModel& model, std::string_view profile_name) const;
   [[nodiscard]] std::string model_names() const;
 
  private:

@@ -16,9 +16,7 @@ namespace vgpu {
 struct PlacedInstance {
   const Profile* profile = nullptr;
   Placement placement;
-  bool operator==(const PlacedInstance& o) const {
-    return profile == o.profile && placement == o.placement;
-  }
+  bool operator==(const PlacedInstance& o) const { return profile == o.profile && placement == o.placement; }
 };
 
 class GpuLayout {

@@ -18,7 +18,7 @@ struct PlannerGpu {
 };
 
 struct Demand {
-  std::string profile;    // profile name as the user wrote it
+  std::string profile;  // profile name as the user wrote it
   int count = 1;
   bool starving = false;  // waited past the starvation threshold: may reserve a GPU to drain
 };
@@ -46,14 +46,13 @@ struct PlannedSlot {
 
 struct Plan {
   std::vector<PlannedSlot> slots;
-  std::vector<int> reserved_gpus;   // GPUs left to drain for a starving demand
-  std::vector<std::string> notes;   // human explanation, one decision per line
+  std::vector<int> reserved_gpus;  // GPUs left to drain for a starving demand
+  std::vector<std::string> notes;  // human explanation, one decision per line
 
   [[nodiscard]] std::map<std::string, int> counts() const;  // profile name -> planned count
 };
 
-Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config,
-               std::span<const Demand> demand);
+Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config, std::span<const Demand> demand);
 
 // Re-places every slot of `plan` on top of the occupied layouts, from scratch. An error names the
 // first slot that does not fit. This is the check that Slurm is never promised more than exists.

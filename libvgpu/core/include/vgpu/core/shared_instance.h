@@ -26,15 +26,13 @@ struct SharedInstance {
 // The instance a share of `milli` joins: the one it fits tightest (least room left after it), the
 // lowest index on ties, so that partly used instances fill up before roomy ones and an instance
 // whose shares all end can be returned. -1 when none has room.
-[[nodiscard]] int choose_shared_instance(const GpuModel& model,
-                                         std::span<const SharedInstance> instances, int milli);
+[[nodiscard]] int choose_shared_instance(const GpuModel& model, std::span<const SharedInstance> instances, int milli);
 
 // The profile of a new shared instance opened for a first share of `milli`: the smallest hardware
 // profile (fewest compute slices, then least memory, never a "+me"/"+gfx" variant) with at least
 // `min_compute_slices` compute slices whose capacity covers the share. nullptr when milli is
 // outside [1, 1000] or no profile qualifies.
-[[nodiscard]] const Profile* profile_for_shared_instance(const GpuModel& model, int milli,
-                                                         int min_compute_slices = 1);
+[[nodiscard]] const Profile* profile_for_shared_instance(const GpuModel& model, int milli, int min_compute_slices = 1);
 
 // ---- production shares: an instance opened for N equal shares, enforced by its MPS server ----
 

@@ -42,8 +42,8 @@ struct WideReservation {
 // be given up for a fresh choice); otherwise it gets the least busy candidates with enough GPUs,
 // Slurm's node order breaking ties. A request that cannot get all its nodes gets none: holding
 // part of what it needs would cost others without ever letting it start.
-[[nodiscard]] std::vector<WideReservation> choose_wide_reservations(
-    std::span<const WideRequest> requests, std::span<const ReservationCandidate> candidates,
-    std::span<const WideReservation> previous);
+[[nodiscard]] std::vector<WideReservation> choose_wide_reservations(std::span<const WideRequest> requests,
+                                                                    std::span<const ReservationCandidate> candidates,
+                                                                    std::span<const WideReservation> previous);
 
 }  // namespace vgpu

@@ -17,7 +17,6 @@
 
 namespace vgpu {
 
-
 // idle: scrubbed (or never used), no job, kept at its plan slot for the next job of its profile,
 // so that job's prolog claims it instead of creating one (and the last job's epilog destroys nothing).
 enum class InstanceState { creating, ready, scrubbing, quarantined, destroying, idle };
@@ -74,7 +73,7 @@ struct ShareHolder {
 struct ShareGroup {
   int gpu = 0;
   Placement placement;
-  std::string type;  // the share type: a profile of the GPU's model with shares > 0
+  std::string type;                  // the share type: a profile of the GPU's model with shares > 0
   std::vector<ShareHolder> holders;  // 1 to the type's shares; one share per job
   bool operator==(const ShareGroup&) const = default;
 };
@@ -166,8 +165,7 @@ int release_claims(Ledger& ledger, JobId job);
 // consumed (the slot became this instance), and so is the slot of a share group there for an
 // instance of its type with no job (the group now stands on the instance); otherwise the instance
 // must fit beside everything.
-Result<void> add_instance(Ledger& ledger, LedgerInstance instance,
-                          const Catalog& catalog = Catalog::builtin());
+Result<void> add_instance(Ledger& ledger, LedgerInstance instance, const Catalog& catalog = Catalog::builtin());
 // Hands the idle instance (gpu, gpu_instance_id) to `job`: the plan slot it backs, which the job
 // must have claimed, is consumed, and the instance is the job's (ready) from `now`. On error
 // nothing changes.
@@ -229,16 +227,15 @@ bool sync_classes(Ledger& ledger, const std::vector<GpuClass>& wanted);
 // A fresh ledger describing exactly what the hardware has. Every instance is `orphaned`, owned by
 // nobody and `quarantined`: it may still hold a former tenant's data, so it is never handed out
 // before reconcile decides to scrub or destroy it. The plan is empty (generation 0).
-Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view,
-                                     std::int64_t now,
+Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view, std::int64_t now,
                                      const Catalog& catalog = Catalog::builtin());
 
 enum class DifferenceKind {
-  missing_gpu,       // in the ledger, not on the hardware
-  unknown_gpu,       // on the hardware, not in the ledger
-  gpu_mismatch,      // same index, different uuid/model/bus id
-  leaked_instance,   // on the hardware, not in the ledger
-  missing_instance,  // in the ledger, not on the hardware
+  missing_gpu,          // in the ledger, not on the hardware
+  unknown_gpu,          // on the hardware, not in the ledger
+  gpu_mismatch,         // same index, different uuid/model/bus id
+  leaked_instance,      // on the hardware, not in the ledger
+  missing_instance,     // in the ledger, not on the hardware
   mismatched_instance,  // same GPU and GPU-instance id, different uuid/profile/placement/CI id
 };
 std::string_view to_string(DifferenceKind kind);

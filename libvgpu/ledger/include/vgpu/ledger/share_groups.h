@@ -60,7 +60,7 @@ Result<void> claim_shares(Ledger& ledger, const Catalog& catalog, JobId job, con
 struct ReleasedShare {
   int gpu = 0;
   Placement placement;
-  bool last = false;     // the group is gone: its instance (if made) needs its MPS daemon closed and a scrub
+  bool last = false;         // the group is gone: its instance (if made) needs its MPS daemon closed and a scrub
   bool on_instance = false;  // the share stood on an instance (else on a slot not yet made)
   bool operator==(const ReleasedShare&) const = default;
 };

@@ -24,15 +24,15 @@ struct NodeContext {
   GpuBackend* backend = nullptr;
   SlurmClient* slurm = nullptr;
   Scrubber* scrubber = nullptr;
-  VizLauncher* viz = nullptr;  // null: this node offers no viz pools
-  InstanceAccess* access = nullptr;  // null: instances are not confined per job (VGPU_CONFINE_DEVICES=off)
-  SplitPublisher* publisher = nullptr;  // hands advertisement.json's split to slurmctld
-  MpsControl* mps = nullptr;  // null: the policy defines no share types, so no instance is shared
+  VizLauncher* viz = nullptr;                 // null: this node offers no viz pools
+  InstanceAccess* access = nullptr;           // null: instances are not confined per job (VGPU_CONFINE_DEVICES=off)
+  SplitPublisher* publisher = nullptr;        // hands advertisement.json's split to slurmctld
+  MpsControl* mps = nullptr;                  // null: the policy defines no share types, so no instance is shared
   CleanupHandoff* cleanup_handoff = nullptr;  // null: an epilog scrubs its job's instances itself
   // The planner: the hook runs it serves are kept here and written once per round
   // (hook_tally_store.h). Null: each run is written as it ends.
   PendingTally* pending_tally = nullptr;
-  std::function<std::int64_t()> now;     // Unix seconds
+  std::function<std::int64_t()> now;  // Unix seconds
   std::function<void(const std::string&)> log;
   // The planner serves hooks waiting on its socket here (nodeagent/hook_socket/hook_socket.h); a round calls
   // it where it holds no lock and may wait (between slot preparations, while Slurm takes a split),

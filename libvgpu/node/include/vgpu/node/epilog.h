@@ -13,7 +13,7 @@ namespace vgpu {
 struct EpilogResult {
   int destroyed = 0;
   int quarantined = 0;
-  int kept = 0;  // scrubbed and kept idle at their slot for the next job
+  int kept = 0;        // scrubbed and kept idle at their slot for the next job
   int handed_off = 0;  // left released for the cleanup process (ports.h, CleanupHandoff) to finish
   std::vector<std::string> problems;
 };

@@ -15,7 +15,7 @@
 namespace vgpu {
 
 struct HookRun {
-  std::string_view hook;          // "prolog" or "epilog"
+  std::string_view hook;  // "prolog" or "epilog"
   double seconds = 0;
   std::string_view cancel_class;  // a prolog that cancelled its job: why (contract::kCancelClasses)
   bool requeued = false;          // a prolog that put its job back in the queue

@@ -23,7 +23,7 @@
 namespace vgpu {
 
 struct Histogram {
-  std::vector<double> upper_bounds;  // ascending; +Inf is implied
+  std::vector<double> upper_bounds;   // ascending; +Inf is implied
   std::vector<std::uint64_t> counts;  // per bucket (not cumulative), one more than the bounds
   double sum = 0;
   std::uint64_t count = 0;
@@ -53,15 +53,15 @@ struct PlannerMetrics {
 
 struct NodeMetricsInput {
   std::string node;
-  const Ledger* ledger = nullptr;          // null: unreadable, only the planner's own metrics
-  const PolicyFile* policy = nullptr;      // for stranded slices (the node's allowed profiles)
-  std::map<std::string, int> advertised;   // the advertisement file's counts
-  std::optional<NodeGres> slurm;           // slurmctld's configured / used split, when it answered
-  bool handover_pending = false;           // a shrink slurmctld has not confirmed yet
-  int split_mismatch_rounds = 0;           // rounds in a row slurmctld's split differed
+  const Ledger* ledger = nullptr;         // null: unreadable, only the planner's own metrics
+  const PolicyFile* policy = nullptr;     // for stranded slices (the node's allowed profiles)
+  std::map<std::string, int> advertised;  // the advertisement file's counts
+  std::optional<NodeGres> slurm;          // slurmctld's configured / used split, when it answered
+  bool handover_pending = false;          // a shrink slurmctld has not confirmed yet
+  int split_mismatch_rounds = 0;          // rounds in a row slurmctld's split differed
   const PlannerMetrics* planner = nullptr;
   const contract::HookTally* hooks = nullptr;  // the prolog's and epilog's runs (hook_tally_store.h)
-  const ActivitySample* activity = nullptr;  // utilisation since the previous round, where sampled
+  const ActivitySample* activity = nullptr;    // utilisation since the previous round, where sampled
 };
 
 std::string render_node_metrics(const NodeMetricsInput& in);

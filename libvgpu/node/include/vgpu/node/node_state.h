@@ -70,7 +70,8 @@ Result<void> write_advertisement(const NodeContext& ctx, std::uint64_t generatio
 Result<std::map<std::string, int>> read_advertised_counts(const NodeContext& ctx);
 // The job record of `instances` as the job is told about them: each one's GPU model, the hardware
 // profile (a class's, where the job asked by need), memory and compute share.
-Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job, const std::vector<LedgerInstance>& instances);
+Result<contract::JobRecord> job_record_of(const Ledger& ledger, JobId job,
+                                          const std::vector<LedgerInstance>& instances);
 Result<void> write_job_record(const NodeContext& ctx, const contract::JobRecord& record);
 
 }  // namespace vgpu

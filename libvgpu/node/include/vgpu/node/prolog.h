@@ -35,7 +35,7 @@ struct PrologResult {
   bool rejected = false;                  // the job was cancelled with a reason
   bool requeued = false;                  // no room here after all: the job went back to the queue
   std::string reason;
-  std::string cancel_class;               // when rejected: one of contract::kCancelClasses
+  std::string cancel_class;  // when rejected: one of contract::kCancelClasses
 };
 // Never an exception; an error means the node could not act at all (the caller logs it and still
 // exits 0: a failing Prolog would drain the node).

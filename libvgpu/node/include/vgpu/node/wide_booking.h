@@ -52,9 +52,9 @@ inline constexpr std::string_view kSqueueRunningFormat = "%i|%N|%e|%t";
 // time limit ends and its state.
 struct RunningJobEnd {
   std::string job;
-  std::string nodes;                 // a Slurm hostlist
-  std::optional<std::int64_t> end;   // nullopt: no limit (Unknown/NONE)
-  std::string state = "R";           // squeue's compact state: R, CG or S
+  std::string nodes;                // a Slurm hostlist
+  std::optional<std::int64_t> end;  // nullopt: no limit (Unknown/NONE)
+  std::string state = "R";          // squeue's compact state: R, CG or S
 };
 Result<std::vector<RunningJobEnd>> parse_running_job_ends(std::string_view output);
 
@@ -77,9 +77,9 @@ struct WideBooking {
 
 struct WideBookingPlan {
   std::vector<WideBooking> create;
-  std::vector<std::string> remove;  // reservation names whose job neither waits nor runs
+  std::vector<std::string> remove;         // reservation names whose job neither waits nor runs
   std::vector<BookedReservation> release;  // ours whose job runs: unbind the job, then delete
-  std::vector<std::string> notes;   // why a starving wide job got no reservation
+  std::vector<std::string> notes;          // why a starving wide job got no reservation
 };
 
 // GPUs a job needs on each node: its vgpu requests' compute slices over one GPU's, on the model

@@ -90,8 +90,8 @@ struct VizPool {
   std::string name;
   std::string partition;  // the partition whose viz_pools list holds it
   VizAttach attach = VizAttach::none;
-  std::string gpu_type;   // mdev type id, vGPU type name or MIG profile; empty for attach none
-  std::string image;      // key of PolicyFile::images
+  std::string gpu_type;  // mdev type id, vGPU type name or MIG profile; empty for attach none
+  std::string image;     // key of PolicyFile::images
   int memory_mib = 0;
   int vcpus = 0;
   int max_sessions = 0;
@@ -105,14 +105,14 @@ std::string_view to_string(ScrubMode mode);
 struct PartitionPolicy {
   // How the file stated the allowed profiles.
   enum class ProfileRule {
-    every_profile,          // "profiles" absent: every profile of every model
-    same_for_every_model,   // a list: those names, on every model that has them
-    per_model,              // an object keyed by model: only the models named, each its own list
+    every_profile,         // "profiles" absent: every profile of every model
+    same_for_every_model,  // a list: those names, on every model that has them
+    per_model,             // an object keyed by model: only the models named, each its own list
   };
 
   std::string name;
   ProfileRule profile_rule = ProfileRule::every_profile;
-  std::vector<std::string> profiles;                            // same_for_every_model
+  std::vector<std::string> profiles;                                  // same_for_every_model
   std::map<std::string, std::vector<std::string>> profiles_by_model;  // per_model
   std::optional<int> max_instances_per_job;
   std::optional<int> max_instances_per_user;
@@ -129,9 +129,7 @@ struct PartitionPolicy {
   // GPUs of this model at all. Share types only where "profiles" names them: a partition without
   // the field gives whole instances.
   [[nodiscard]] std::vector<std::string> allowed_profiles_for(const GpuModel& model) const;
-  [[nodiscard]] bool uses_model(const GpuModel& model) const {
-    return !allowed_profiles_for(model).empty();
-  }
+  [[nodiscard]] bool uses_model(const GpuModel& model) const { return !allowed_profiles_for(model).empty(); }
   [[nodiscard]] bool allows_node(std::string_view node_name) const;
   [[nodiscard]] bool allows_gpu(int index) const;
   [[nodiscard]] const VizPool* find_viz_pool(std::string_view pool_name) const;
@@ -177,7 +175,7 @@ struct PolicyCheck {
   // The first kMaxPolicyDiagnostics errors found, in file order.
   std::vector<PolicyDiagnostic> diagnostics;
   std::size_t unlisted = 0;  // errors found past those, counted only
-  bool io_error = false;  // the file could not be read at all
+  bool io_error = false;     // the file could not be read at all
   [[nodiscard]] bool ok() const { return diagnostics.empty(); }
   [[nodiscard]] std::size_t error_count() const { return diagnostics.size() + unlisted; }
   // "... and 999980 more errors"; empty when every error is listed.
@@ -199,8 +197,8 @@ Result<PolicyFile> load_policy_file(const std::string& path);
 // Whether a job may ask `partition` for `count` instances of `profile` on a `model` GPU. The
 // error explains every violation (and lists what is allowed); the submit filter and the prolog
 // call this.
-Result<void> validate_request(const PartitionPolicy& partition, const GpuModel& model,
-                              std::string_view profile, int count);
+Result<void> validate_request(const PartitionPolicy& partition, const GpuModel& model, std::string_view profile,
+                              int count);
 
 // The idle layout as the planner would place it on an empty GPU of `model`; an error names the
 // entry that does not fit.

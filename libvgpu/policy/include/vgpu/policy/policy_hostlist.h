@@ -37,8 +37,7 @@ class Hostlist {
   using Pattern = std::vector<Part>;
 
   static Result<Pattern> parse_pattern(std::string_view item);
-  static bool match_from(const Pattern& pattern, std::size_t part, std::string_view name,
-                         std::size_t pos);
+  static bool match_from(const Pattern& pattern, std::size_t part, std::string_view name, std::size_t pos);
 
   std::string text_;
   std::vector<Pattern> patterns_;
@@ -49,9 +48,7 @@ class Hostlist {
 class NodeList {
  public:
   explicit NodeList(std::string text);
-  [[nodiscard]] bool contains(std::string_view node) const {
-    return list_ ? list_->matches(node) : text_ == node;
-  }
+  [[nodiscard]] bool contains(std::string_view node) const { return list_ ? list_->matches(node) : text_ == node; }
 
  private:
   std::string text_;
