@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <fstream>
 #include <vector>
@@ -169,170 +170,223 @@ void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::
   last_error = error;
 }
 
+struct Options {
+  bool once = false;
+  bool verify = false;
+  std::string publish;
+  int period = 0;
+  int reserve_wide_after = 600;
+};
+
+// The command line into `opt`; an exit status when the program must end here (--help, a bad option).
+std::optional<int> parse_options(int argc, char** argv, Options& opt) {
+  CLI::App app{"vgpu-planner - re-plans this node's GPU partitions toward pending Slurm demand"};
+  app.add_flag("--once", opt.once, "Run one planning round and exit");
+  app.add_option("--publish-demand", opt.publish,
+                 "Controller mode: write pending demand to FILE every period for VGPU_DEMAND_FILE readers");
+  app.add_option("--reserve-wide-after", opt.reserve_wide_after,
+                 "Controller mode: book a Slurm reservation for a job needing several nodes or whole GPUs "
+                 "once it has waited this many seconds (0: never; default 600)")
+      ->check(CLI::Range(0, 7 * 86400));
+  app.add_flag("--verify", opt.verify, "Check ledger, hardware, advertisement and job records agree; exit 1 if not");
+  app.add_option("--period", opt.period, "Seconds between rounds (default: the policy's planner.period_s)")
+      ->check(CLI::Range(1, 3600));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return std::nullopt;
+}
+
+// --verify: 0 consistent, 1 problems (printed), 2 the check itself failed.
+int verify(vgpu::NodeContext& ctx) {
+  auto problems = vgpu::verify_node(ctx);
+  if (!problems) {
+    std::fprintf(stderr, "vgpu-planner: verify: node %s: %s\n", ctx.node.c_str(), problems.error().message.c_str());
+    return 2;
+  }
+  for (const auto& p : *problems) std::printf("node %s: %s\n", ctx.node.c_str(), p.c_str());
+  if (problems->empty()) std::printf("node %s: consistent\n", ctx.node.c_str());
+  return problems->empty() ? 0 : 1;
+}
+
+// The node's hooks this planner serves, between rounds and at a round's lock-free waits: every
+// hook whose request is complete, never waiting for one that is not (HookListener::serve_ready).
+// The hooks' socket opens before the pid file: a hook that sees the planner may hand it work at once.
+class HookServing {
+ public:
+  HookServing(vgpu::agent::NodeRuntime& rt, bool once)
+      : rt_(rt),
+        ctx_(rt.context()),
+        policy_(vgpu::agent::PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")))) {
+    if (once) return;
+    auto listener = vgpu::agent::HookListener::open(vgpu::contract::hook_socket_path(ctx_.state_dir, ctx_.node));
+    if (listener) hooks_.emplace(std::move(*listener));
+    else
+      rt_.log(fmt::format("vgpu: planner: node {}: hooks do their own work: {}", ctx_.node, listener.error().message));
+  }
+  vgpu::agent::HookListener* listener() { return hooks_ ? &*hooks_ : nullptr; }
+
+  void serve_ready() {
+    if (serving_ || !hooks_) return;  // a served hook's work never serves another inside it
+    serving_ = true;
+    auto notes =
+        hooks_->serve_ready([this](const auto& r) { return decline(r); }, [this](const auto& r) { serve_timed(r); });
+    serving_ = false;
+    for (const auto& note : notes) rt_.log(note);
+  }
+
+ private:
+  std::optional<std::string> decline(const vgpu::contract::HookRequest& r) const {
+    if (auto why = vgpu::agent::why_not_serve(r, policy_); !why.empty()) return why;
+    if (r.kind == vgpu::contract::HookKind::epilog && !epilogs_.serving(std::chrono::steady_clock::now()))
+      return std::string();  // routine: the epilog scrubs on its own, beside the others
+    return std::nullopt;
+  }
+  void serve_timed(const vgpu::contract::HookRequest& r) {
+    const auto started = std::chrono::steady_clock::now();
+    serve_hook(rt_, r);
+    const auto ended = std::chrono::steady_clock::now();
+    if (r.kind == vgpu::contract::HookKind::epilog && epilogs_.served(ended - started, ended))
+      rt_.log(
+          fmt::format("vgpu: planner: node {}: a served epilog took {} ms (its scrub): epilogs run on "
+                      "their own for {} minutes, so the scrubs of different jobs overlap",
+                      ctx_.node, std::chrono::duration_cast<std::chrono::milliseconds>(ended - started).count(),
+                      std::chrono::duration_cast<std::chrono::minutes>(vgpu::agent::EpilogServing::kPause).count()));
+  }
+
+  vgpu::agent::NodeRuntime& rt_;
+  vgpu::NodeContext& ctx_;
+  const vgpu::agent::PolicyIdentity policy_;
+  std::optional<vgpu::agent::HookListener> hooks_;
+  bool serving_ = false;
+  vgpu::agent::EpilogServing epilogs_;
+};
+
+// What follows each round: the served hooks' runs into the tally (once per round rather than once
+// per hook), the metrics file (VGPU_METRICS_FILE), and the round's notes in the log.
+class RoundReport {
+ public:
+  RoundReport(vgpu::agent::NodeRuntime& rt, const char* metrics_path)
+      : rt_(rt), ctx_(rt.context()), metrics_path_(metrics_path ? metrics_path : "") {
+    // Utilisation is sampled only for the metrics file: GPM reports between two samples, so each
+    // round's values cover the time since the round before.
+    if (!metrics_path_.empty() && ctx_.backend) sampler_ = ctx_.backend->activity_sampler();
+    ctx_.pending_tally = &served_runs_;
+  }
+  void flush_served_runs() {
+    if (auto ok = vgpu::flush_hook_tally(ctx_, served_runs_); !ok)
+      rt_.log(fmt::format("vgpu: planner: node {}: metrics tally: {}", ctx_.node, ok.error().message));
+  }
+  void after(const vgpu::Result<vgpu::PlannerRoundResult>& round, const vgpu::PlannerState& state,
+             std::chrono::steady_clock::time_point started) {
+    flush_served_runs();
+    if (!metrics_path_.empty()) write_round_metrics(round, state, started);
+    if (!round) return rt_.log(round.error().message);
+    for (const auto& n : notes_.to_log(round->notes, std::time(nullptr)))
+      rt_.log(fmt::format("vgpu: planner: node {}: {}", ctx_.node, n));
+    if (round->prepared > 0)
+      rt_.log(fmt::format("vgpu: planner: node {}: prepared {} slot(s) ahead of demand", ctx_.node, round->prepared));
+    if (round->advertisement_changed) {
+      std::string split;
+      for (const auto& [p, n] : round->advertised) split += fmt::format(" {}:{}", p, n);
+      rt_.log(fmt::format("vgpu: planner: node {}: advertised{}", ctx_.node, split.empty() ? " nothing" : split));
+    }
+  }
+
+ private:
+  void write_round_metrics(const vgpu::Result<vgpu::PlannerRoundResult>& round, const vgpu::PlannerState& state,
+                           std::chrono::steady_clock::time_point started) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    auto after = ctx_.ledger->load();
+    metrics_.record_round(round.has_value(), took.count(), std::time(nullptr), after ? &*after : nullptr);
+    if (round && round->slurm_view) slurm_view_ = round->slurm_view;
+    std::optional<vgpu::ActivitySample> activity;
+    if (sampler_) {
+      activity = sampler_->sample();
+      metrics_.record_activity_errors(*activity);
+    }
+    write_metrics(metrics_path_, ctx_, state, metrics_, slurm_view_, rt_, activity ? &*activity : nullptr,
+                  metrics_error_);
+  }
+
+  vgpu::agent::NodeRuntime& rt_;
+  vgpu::NodeContext& ctx_;
+  const std::string metrics_path_;
+  vgpu::PlannerMetrics metrics_;
+  std::optional<vgpu::NodeGres> slurm_view_;
+  std::string metrics_error_;
+  vgpu::NoteLog notes_{600};  // a standing note is logged once, then every ten minutes
+  std::unique_ptr<vgpu::ActivitySampler> sampler_;
+  vgpu::PendingTally served_runs_;
+};
+
+// The daemon: rounds every period or after a poke, hooks served in between, until SIGTERM.
+int run_planner(vgpu::agent::NodeRuntime& rt, const Options& opt, const sigset_t& signals) {
+  auto& ctx = rt.context();
+  const int period = opt.period > 0 ? opt.period : ctx.policy->planner.period_s;
+  // The control signals stay blocked (the waiter reads them): a round sees a stop as pending.
+  ctx.stopping = [] {
+    sigset_t pending;
+    return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+  };
+  vgpu::PlannerState planner;
+  HookServing hooks(rt, opt.once);
+  const int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
+  if (signal_fd < 0) {
+    std::fprintf(stderr, "vgpu-planner: signalfd: %s\n", std::strerror(errno));
+    return 1;
+  }
+  const Waiter waiter(signal_fd, hooks.listener(), [&hooks] { hooks.serve_ready(); });
+  if (hooks.listener()) ctx.serve_waiting_hooks = [&hooks] { hooks.serve_ready(); };
+  if (!opt.once) std::ofstream(rt.planner_pidfile()) << ::getpid() << "\n";
+  rt.log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
+  // A planner killed between writing the advertisement and handing it to slurmctld left a file
+  // Slurm never took; handing it over once at start makes Slurm's split and the file agree again.
+  if (!opt.once)
+    if (auto current = vgpu::read_advertised_counts(ctx); current)
+      if (auto ok = ctx.publisher->publish(*current); !ok) rt.log(ok.error().message);
+  RoundReport report(rt, std::getenv("VGPU_METRICS_FILE"));
+  while (true) {
+    const auto started = std::chrono::steady_clock::now();
+    auto round = vgpu::run_planner_round(ctx, planner);
+    report.after(round, planner, started);
+    if (opt.once) return round ? 0 : 1;
+    int sig = waiter.wait(std::chrono::seconds(period));
+    if (sig == SIGUSR1) sig = settle_pokes(waiter);
+    if (sig == SIGTERM || sig == SIGINT) break;
+  }
+  report.flush_served_runs();
+  std::remove(rt.planner_pidfile().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // The cleanup process an epilog this planner served handed its instances to
   // (VGPU_SCRUB_AFTER_EPILOG): /proc/self/exe is the planner then.
   if (auto rc = vgpu::agent::finish_released_if_asked(argc, argv)) return *rc;
-  CLI::App app{"vgpu-planner - re-plans this node's GPU partitions toward pending Slurm demand"};
-  bool once = false;
-  bool verify = false;
-  std::string publish;
-  int period = 0;
-  app.add_flag("--once", once, "Run one planning round and exit");
-  app.add_option("--publish-demand", publish,
-                 "Controller mode: write pending demand to FILE every period for VGPU_DEMAND_FILE readers");
-  int reserve_wide_after = 600;
-  app.add_option("--reserve-wide-after", reserve_wide_after,
-                 "Controller mode: book a Slurm reservation for a job needing several nodes or whole GPUs "
-                 "once it has waited this many seconds (0: never; default 600)")
-      ->check(CLI::Range(0, 7 * 86400));
-  app.add_flag("--verify", verify, "Check ledger, hardware, advertisement and job records agree; exit 1 if not");
-  app.add_option("--period", period, "Seconds between rounds (default: the policy's planner.period_s)")
-      ->check(CLI::Range(1, 3600));
-  CLI11_PARSE(app, argc, argv);
-
+  Options opt;
+  if (auto rc = parse_options(argc, argv, opt)) return *rc;
   // Block the control signals before anything else so none is lost between rounds.
   sigset_t signals;
   sigemptyset(&signals);
   for (int s : {SIGUSR1, SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
   sigprocmask(SIG_BLOCK, &signals, nullptr);
-
   try {
-    if (!publish.empty()) return publish_demand(publish, period > 0 ? period : 5, reserve_wide_after, signals);
+    if (!opt.publish.empty())
+      return publish_demand(opt.publish, opt.period > 0 ? opt.period : 5, opt.reserve_wide_after, signals);
     // --verify only looks: it must not set aside a ledger it cannot read (that starts a rebuild).
     using Use = vgpu::agent::NodeRuntime::Use;
-    auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-planner", verify ? Use::checking : Use::acting);
+    auto rt = vgpu::agent::NodeRuntime::from_environment("vgpu-planner", opt.verify ? Use::checking : Use::acting);
     if (!rt) {
       std::fprintf(stderr, "vgpu-planner: %s\n", rt.error().message.c_str());
       return 1;
     }
-    auto& ctx = (*rt)->context();
-    if (verify) {
-      auto problems = vgpu::verify_node(ctx);
-      if (!problems) {
-        std::fprintf(stderr, "vgpu-planner: verify: node %s: %s\n", ctx.node.c_str(), problems.error().message.c_str());
-        return 2;
-      }
-      for (const auto& p : *problems) std::printf("node %s: %s\n", ctx.node.c_str(), p.c_str());
-      if (problems->empty()) std::printf("node %s: consistent\n", ctx.node.c_str());
-      return problems->empty() ? 0 : 1;
-    }
-    if (period == 0) period = ctx.policy->planner.period_s;
-    // The control signals stay blocked (the waiter reads them): a round sees a stop as pending.
-    ctx.stopping = [] {
-      sigset_t pending;
-      return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
-    };
-    vgpu::PlannerState planner;
-    // The hooks' socket before the pid file: a hook that sees the planner may hand it work at once.
-    const auto policy =
-        vgpu::agent::PolicyIdentity::of(vgpu::contract::resolve_policy_path(std::getenv("VGPU_POLICY")));
-    std::optional<vgpu::agent::HookListener> hooks;
-    if (!once) {
-      auto listener = vgpu::agent::HookListener::open(vgpu::contract::hook_socket_path(ctx.state_dir, ctx.node));
-      if (listener) hooks.emplace(std::move(*listener));
-      else
-        (*rt)->log(
-            fmt::format("vgpu: planner: node {}: hooks do their own work: {}", ctx.node, listener.error().message));
-    }
-    const int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
-    if (signal_fd < 0) {
-      std::fprintf(stderr, "vgpu-planner: signalfd: %s\n", std::strerror(errno));
-      return 1;
-    }
-    bool serving = false;  // a served hook's work never serves another inside it
-    vgpu::agent::EpilogServing epilogs;
-    auto decline = [&](const vgpu::contract::HookRequest& r) -> std::optional<std::string> {
-      if (auto why = vgpu::agent::why_not_serve(r, policy); !why.empty()) return why;
-      if (r.kind == vgpu::contract::HookKind::epilog && !epilogs.serving(std::chrono::steady_clock::now()))
-        return std::string();  // routine: the epilog scrubs on its own, beside the others
-      return std::nullopt;
-    };
-    // Serves every hook whose request is complete, never waiting for one that is not (serve_ready).
-    auto serve_ready_hooks = [&] {
-      if (serving) return;
-      serving = true;
-      auto notes = hooks->serve_ready(decline, [&](const auto& r) {
-        const auto started = std::chrono::steady_clock::now();
-        serve_hook(**rt, r);
-        const auto ended = std::chrono::steady_clock::now();
-        if (r.kind == vgpu::contract::HookKind::epilog && epilogs.served(ended - started, ended))
-          (*rt)->log(fmt::format(
-              "vgpu: planner: node {}: a served epilog took {} ms (its scrub): epilogs run on "
-              "their own for {} minutes, so the scrubs of different jobs overlap",
-              ctx.node, std::chrono::duration_cast<std::chrono::milliseconds>(ended - started).count(),
-              std::chrono::duration_cast<std::chrono::minutes>(vgpu::agent::EpilogServing::kPause).count()));
-      });
-      serving = false;
-      for (const auto& note : notes) (*rt)->log(note);
-    };
-    const Waiter waiter(signal_fd, hooks ? &*hooks : nullptr, serve_ready_hooks);
-    if (hooks) ctx.serve_waiting_hooks = serve_ready_hooks;
-    if (!once) std::ofstream((*rt)->planner_pidfile()) << ::getpid() << "\n";
-    (*rt)->log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
-    // A planner killed between writing the advertisement and handing it to slurmctld left a file
-    // Slurm never took; handing it over once at start makes Slurm's split and the file agree again.
-    if (!once)
-      if (auto current = vgpu::read_advertised_counts(ctx); current)
-        if (auto ok = ctx.publisher->publish(*current); !ok) (*rt)->log(ok.error().message);
-    const char* metrics_env = std::getenv("VGPU_METRICS_FILE");
-    const std::string metrics_path = metrics_env ? metrics_env : "";
-    vgpu::PlannerMetrics metrics;
-    std::optional<vgpu::NodeGres> slurm_view;
-    std::string metrics_error;
-    vgpu::NoteLog notes(600);  // a standing note is logged once, then every ten minutes
-    // Utilisation is sampled only for the metrics file: GPM reports between two samples, so each
-    // round's values cover the time since the round before.
-    std::unique_ptr<vgpu::ActivitySampler> sampler;
-    if (!metrics_path.empty() && ctx.backend) sampler = ctx.backend->activity_sampler();
-    // The served hooks' runs, written to the tally once per round rather than once per hook.
-    vgpu::PendingTally served_runs;
-    ctx.pending_tally = &served_runs;
-    auto flush_served_runs = [&] {
-      if (auto ok = vgpu::flush_hook_tally(ctx, served_runs); !ok)
-        (*rt)->log(fmt::format("vgpu: planner: node {}: metrics tally: {}", ctx.node, ok.error().message));
-    };
-    while (true) {
-      const auto started = std::chrono::steady_clock::now();
-      auto round = vgpu::run_planner_round(ctx, planner);
-      flush_served_runs();
-      if (!metrics_path.empty()) {
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-        auto after = ctx.ledger->load();
-        metrics.record_round(round.has_value(), took.count(), std::time(nullptr), after ? &*after : nullptr);
-        if (round && round->slurm_view) slurm_view = round->slurm_view;
-        std::optional<vgpu::ActivitySample> activity;
-        if (sampler) {
-          activity = sampler->sample();
-          metrics.record_activity_errors(*activity);
-        }
-        write_metrics(metrics_path, ctx, planner, metrics, slurm_view, **rt, activity ? &*activity : nullptr,
-                      metrics_error);
-      }
-      if (!round) {
-        (*rt)->log(round.error().message);
-      } else {
-        for (const auto& n : notes.to_log(round->notes, std::time(nullptr)))
-          (*rt)->log(fmt::format("vgpu: planner: node {}: {}", ctx.node, n));
-        if (round->prepared > 0)
-          (*rt)->log(
-              fmt::format("vgpu: planner: node {}: prepared {} slot(s) ahead of demand", ctx.node, round->prepared));
-        if (round->advertisement_changed) {
-          std::string split;
-          for (const auto& [p, n] : round->advertised) split += fmt::format(" {}:{}", p, n);
-          (*rt)->log(fmt::format("vgpu: planner: node {}: advertised{}", ctx.node, split.empty() ? " nothing" : split));
-        }
-      }
-      if (once) return round ? 0 : 1;
-      int sig = waiter.wait(std::chrono::seconds(period));
-      if (sig == SIGUSR1) sig = settle_pokes(waiter);
-      if (sig == SIGTERM || sig == SIGINT) break;
-    }
-    flush_served_runs();
-    std::remove((*rt)->planner_pidfile().c_str());
-    return 0;
+    if (opt.verify) return verify((*rt)->context());
+    return run_planner(**rt, opt, signals);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vgpu-planner: unexpected: %s\n", e.what());
     return 1;

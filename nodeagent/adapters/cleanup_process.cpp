@@ -47,6 +47,30 @@ Result<OwnedFd> copy_above(int fd, int lowest, std::string_view what) {
   return OwnedFd(copy);
 }
 
+// Reaps the middle process, then reads the start report: end of file when the worker exec'd (the
+// pipe is close-on-exec), an errno when it could not.
+Result<void> wait_for_start(pid_t middle, int report_fd, const std::string& where) {
+  int status = 0;
+  while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+  }
+  int child_errno = 0;
+  ssize_t n;
+  do n = ::read(report_fd, &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  if (n == sizeof child_errno) {
+    // Until the failed child is gone, with its copies of the locks: the caller cleans up next.
+    char rest;
+    ssize_t r;
+    do r = ::read(report_fd, &rest, 1);
+    while (r > 0 || (r < 0 && errno == EINTR));
+    return fail(ErrorCode::unavailable, fmt::format("{}: cannot start it: {}", where, std::strerror(child_errno)));
+  }
+  if (n != 0)
+    return fail(ErrorCode::io,
+                fmt::format("{}: its start report: {}", where, n < 0 ? std::strerror(errno) : "short read"));
+  return {};
+}
+
 class CleanupProcessHandoff final : public CleanupHandoff {
  public:
   explicit CleanupProcessHandoff(std::string program) : program_(std::move(program)) {}
@@ -113,26 +137,7 @@ class CleanupProcessHandoff final : public CleanupHandoff {
       ::_exit(127);
     }
     report->reset();
-    int status = 0;
-    while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
-    }
-    // End of file: the worker exec'd (the pipe is close-on-exec) and the middle process is gone.
-    int child_errno = 0;
-    ssize_t n;
-    do n = ::read(report_read.get(), &child_errno, sizeof child_errno);
-    while (n < 0 && errno == EINTR);
-    if (n == sizeof child_errno) {
-      // Until the failed child is gone, with its copies of the locks: the caller cleans up next.
-      char rest;
-      ssize_t r;
-      do r = ::read(report_read.get(), &rest, 1);
-      while (r > 0 || (r < 0 && errno == EINTR));
-      return fail(ErrorCode::unavailable, fmt::format("{}: cannot start it: {}", where, std::strerror(child_errno)));
-    }
-    if (n != 0)
-      return fail(ErrorCode::io,
-                  fmt::format("{}: its start report: {}", where, n < 0 ? std::strerror(errno) : "short read"));
-    return {};
+    return wait_for_start(middle, report_read.get(), where);
   }
 
  private:
