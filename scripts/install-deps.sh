@@ -12,6 +12,7 @@ packages=(
   libfuse3-dev fuse3
   clang libclang-rt-14-dev
   clang-19 libclang-rt-19-dev  # libFuzzer with std::expected (scripts/fuzz.sh)
+  clang-format clang-tidy-19   # the layout and the node side's static checks (scripts/check-style.sh)
   # Slurm 22.05 (daemons, clients, and the tools that fetch its matching source)
   slurm-wlm slurmctld slurmd slurm-client munge dpkg-dev
   # the submit filter's grammar test runs job_submit.lua outside slurmctld (jobsubmit/test), in

@@ -58,6 +58,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DVGPU_SLURM_RELEASES=$(IFS=';'; echo "${releases[*]}")" ${VGPU_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
 step "built ($(ccache --print-stats 2>/dev/null | awk -F'\t' '$1=="direct_cache_hit"||$1=="preprocessed_cache_hit"{h+=$2} $1=="cache_miss"{m=$2} END{printf "ccache: %d hits, %d misses", h, m}'))"
+bash scripts/check-style.sh "$build"  # .clang-format over the tree, .clang-tidy over the node side
+step "style checked"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 if ! bash vizfrontend/guest/desktop/build-desktop-image.sh --status >/dev/null; then
