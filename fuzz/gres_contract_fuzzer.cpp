@@ -1,4 +1,4 @@
-// The gres/vgpu plugin's node file contract (gres_plugin/contract): advertisement.json and
+// The gres/vgpu plugin's node file contract (contract/): advertisement.json and
 // jobs/<id>.json as slurmd reads them, the strict JSON reader under both, the reported-count
 // arithmetic and job environment built from them, and the node-name / job-id strings the plugin
 // takes from its surroundings. This code runs inside slurmd: nothing may crash or throw.

@@ -1,6 +1,6 @@
 // GRES request strings as users, Slurm and the plugin write them: libvgpu's --gres and
 // VGPU_ALLOC parsers (vgpu/gres_request.h), and the plugin contract's name checks and VGPU_ALLOC
-// codec (gres_plugin/contract: names.h, alloc_codec.h). The whole input is one string.
+// codec (contract/: names.h, alloc_codec.h). The whole input is one string.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -59,8 +59,8 @@ TEST_F(DemandFile, AFileOthersCanWriteIsRefused) {
   EXPECT_NE(r.error().message.find("mode 0664 (want root or uid"), std::string::npos) << r.error().message;
 }
 
-// A FIFO at the path (chmod 644, so it passes the mode check) used to hang the planner in open(2)
-// for good; it is refused at once now, as is a device or a directory.
+// A FIFO at the path (chmod 644, so it passes the mode check) would hang the planner in open(2)
+// for good; it is refused at once, as is a device or a directory.
 TEST_F(DemandFile, AFifoAtThePathIsRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
   auto r = read_demand_file(posix_file_system(), path, ::geteuid(), now());
@@ -72,7 +72,7 @@ TEST_F(DemandFile, AFifoAtThePathIsRefusedWithoutBlocking) {
   EXPECT_NE(device.error().message.find("not a regular file"), std::string::npos) << device.error().message;
 }
 
-// A symlink to any fresh root-owned file used to be read as demand.
+// A symlink to any fresh root-owned file must not be read as demand.
 TEST_F(DemandFile, ASymlinkAtThePathIsNeverFollowed) {
   const std::string target = dir + "/target.txt";
   ASSERT_TRUE(write_demand_file(posix_file_system(), target, "42|train|1|2026-11-22T20:50:01|Resources|N/A\n"));

@@ -1,4 +1,4 @@
-// The node's contract files with the gres plugin (formats in gres_plugin/contract and
+// The node's contract files with the gres plugin (formats in contract/ and
 // docs/slurm.md): advertisement.json and jobs/<id>.json, always replaced atomically.
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -8,7 +8,7 @@
 // It hands over only what the hook itself would hand over unasked; everything else (arguments,
 // a prolog without VGPU_ALLOC, an epilog of a job without a job record here, VGPU_HOOK_SERVICE=off,
 // a node name or job id the work program must report) goes to the work program unchanged, which
-// decides as it always did. A planner that declines, or does not listen, is not asked twice: the
+// decides as it does without a planner. A planner that declines, or does not listen, is not asked twice: the
 // work program runs with VGPU_HOOK_SERVICE=off.
 #pragma once
 

@@ -2,7 +2,7 @@
 // its node's planner listening hands it the job and waits, so the work runs in a process that
 // already holds NVML, the policy and the adapters, with no fork of its own. When no planner
 // listens, it declines, or it ends before answering (killed mid-work), the hook does the work
-// itself as before: serving is an optimisation, never a dependency (docs/design.md).
+// itself, as without a planner: serving is an optimisation, never a dependency (docs/design.md).
 #pragma once
 
 #include <chrono>

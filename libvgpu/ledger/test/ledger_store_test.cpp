@@ -282,7 +282,7 @@ TEST(LedgerStore, SymlinkedLedgerIsNotFollowed) {
   EXPECT_NE(r.error().message.find("open " + store.ledger_path()), std::string::npos) << r.error().message;
 }
 
-// A FIFO at the ledger's path used to block the reader in open(2): refused at once now.
+// A FIFO at the ledger's path would block the reader in open(2): refused at once.
 TEST(LedgerStore, AFifoAtTheLedgersPathIsRefusedWithoutBlocking) {
   ScratchDir scratch;
   LedgerStore store(scratch.ledger_dir());

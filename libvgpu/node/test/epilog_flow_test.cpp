@@ -108,7 +108,7 @@ TEST_F(NodeFlows, NextJobOfTheProfileTakesTheScrubbedInstanceWithoutCreatingOne)
 }
 
 // Only a scrub that ran earns a second tenant: with the scrub unavailable (policy "optional") the
-// instance is destroyed as before.
+// instance is destroyed, not kept.
 TEST_F(NodeFlows, InstanceWhoseScrubWasUnavailableIsDestroyedNotKept) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   ASSERT_TRUE(run_prolog(ctx, {42, "alice", "gpu", "1g.10gb:2", std::nullopt}));

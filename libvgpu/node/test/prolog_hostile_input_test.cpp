@@ -109,7 +109,7 @@ TEST_F(PrologHostileInput, ASecondPrologForTheJobChangesNothingItHolds) {
   EXPECT_EQ(instances_of_job(*after, 307).size(), 2u);
   EXPECT_EQ(store->load()->plan.slots, before->plan.slots);
 
-  // The same request again is a re-run: served as before, nothing made twice.
+  // The same request again is a re-run: served again, nothing made twice.
   auto rerun = run_prolog(ctx, {307, "alice", "gpu", "1g.10gb:2", std::nullopt});
   ASSERT_TRUE(rerun);
   EXPECT_FALSE(rerun->rejected);

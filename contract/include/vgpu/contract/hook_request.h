@@ -6,7 +6,7 @@
 //
 //   vgpu-hook/1 prolog job=42 user=alice uid=1000 partition=infer alloc=1g.10gb:2 policy=/etc/... since=123
 //   vgpu-hook/1 serving
-//   vgpu-hook/1 done 57          (then 57 bytes: the work's stderr, for slurmd's log as before)
+//   vgpu-hook/1 done 57          (then 57 bytes: the work's stderr, for slurmd's log)
 //   vgpu-hook/1 declined <why>
 //
 // Values are single tokens (no blank or control character); a value the encoder cannot carry

@@ -117,7 +117,7 @@ class BookingRetries {
   void keep_only(const PendingJobs& pending);
 
   // A running job's reservation Slurm would not let go (the unbind was refused) is not asked for
-  // again while it stays booked: it then goes as before, after its job.
+  // again while it stays booked: it goes after its job, as any booked reservation does.
   [[nodiscard]] bool may_release(const std::string& reservation) const { return !unreleasable_.contains(reservation); }
   void release_refused(const std::string& reservation) { unreleasable_.insert(reservation); }
   // Forgets every reservation not in `booked`.
