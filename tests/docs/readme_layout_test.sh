@@ -4,7 +4,7 @@
 #   readme_layout_test.sh <source dir>
 set -u
 cd "${1:?usage: readme_layout_test.sh <source dir>}" || exit 2
-# The folders git tracks files in (build trees, caches and ../shared are not the tree).
+# The folders git tracks files in (build trees and caches are not the tree).
 folders=$(git ls-files | awk -F/ 'NF > 1 && $1 !~ /^\./ {print $1}' | sort -u)
 # Every `name/` in the first column of the rows under "## Layout".
 rows=$(awk '/^## Layout/{on=1; next} /^## /{on=0} on && /^\| `/' README.md |
