@@ -1,10 +1,11 @@
 // Built-in partition tables. NVIDIA MIG Sources: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles"
 // (fractions of memory/SMs, instance counts, placement diagrams) and its `nvidia-smi mig -lgip` /
 // `-lgipp` listings (profile IDs, SM counts, memory in GiB with two decimals, placements).
-// memory_mib is the listed GiB x 1024. For models whose listing the guide does not print
-// (H100-94GB, H200-141GB) memory is the profile's memory fraction of the usable framebuffer,
-// rounded down to 256 MiB like the published values; the backend's compare_models() against NVML
-// is the arbiter on real hardware.
+// memory_mib is the listed GiB x 1024. H200-141GB is what a real H200's NVML answered
+// (docs/hardware/h200, driver 580.159.04): the guide prints no listing for it, and the fraction
+// rule below was off by up to 3 GiB. For H100-94GB, still without a capture, memory is the
+// profile's memory fraction of the usable framebuffer, rounded down to 256 MiB like the published
+// values; the backend's compare_models() against NVML is the arbiter on real hardware.
 #include "catalog_tables.h"
 
 #include <fmt/format.h>
@@ -103,7 +104,7 @@ std::vector<GpuModel> builtin_models() {
                         {"12", "24", "24", "47", "47", "94", 11264, 22784, 46848, 93696, 16, 26, 32, 60, 64, 132}));
   models.push_back(
       seven_slice_model("H200-141GB", {"NVIDIA H200", "NVIDIA H200 NVL"}, 132, 143771,
-                        {"18", "35", "35", "71", "71", "141", 16640, 33792, 69632, 140288, 16, 26, 32, 60, 64, 132}));
+                        {"18", "35", "35", "71", "71", "141", 16384, 33280, 71424, 143360, 16, 26, 32, 60, 64, 132}));
 
   // A30: four compute and four memory slices; media extensions on 1g and 2g.
   models.push_back(GpuModel{"A30-24GB",

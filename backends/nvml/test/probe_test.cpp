@@ -169,6 +169,25 @@ TEST_F(ProbeTest, RealH100RecordingReplaysAndMatchesTheHandWrittenFixture) {
   }
 }
 
+// The recording the probe made on the lent H200 (MIG disabled, docs/hardware/h200) is the H200's
+// fixture: the built-in H200-141GB table must answer exactly what that device answered.
+TEST_F(ProbeTest, RealH200RecordingMatchesTheBuiltInTable) {
+  std::string recording = std::string(VGPU_SOURCE_DIR) + "/docs/hardware/h200/h200-141gb-probe.json";
+  ASSERT_TRUE(std::filesystem::exists(recording)) << recording;
+  ::setenv("VGPU_FAKE_NVML_FIXTURE", recording.c_str(), 1);
+  auto real = nvml::Reader::open();
+  ASSERT_EQ(real->unavailable_reason(), "");
+  auto gpus = real->discover();
+  ASSERT_TRUE(gpus && gpus->size() == 1u);
+  EXPECT_EQ(gpus->front().product_name, "NVIDIA H200");
+  EXPECT_EQ(gpus->front().mig_current, MigMode::disabled);
+  auto real_model = real->read_catalog(0);
+  ASSERT_TRUE(real_model) << real_model.error().message;
+  EXPECT_EQ(real_model->name, "H200-141GB");
+  auto diffs = compare_models(*Catalog::builtin().find_model("H200-141GB"), *real_model);
+  EXPECT_TRUE(diffs.empty()) << diffs.front();
+}
+
 TEST_F(ProbeTest, WithoutALibraryReportsWhyAndNoGpus) {
   auto j = run_probe("--library /nonexistent/libnvidia-ml.so.1");
   EXPECT_EQ(j["gpus"], json::array());
