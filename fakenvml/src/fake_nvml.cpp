@@ -15,10 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "fake_control.h"
 #include "fixture.h"
 #include "latency.h"
 #include "caps.h"
+#include "mig_mode.h"
 #include "mig_uuid.h"
 #include "nvml_abi.h"
 #include "state.h"
@@ -336,7 +339,7 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t*
       const GiProfile* p = gi_profile_by_id(gpu, gi->profile_id);
       total_mib = p ? p->memory_size_mib : 0;
       used_mib = gi->activity.memory_used_mib;
-    } else if (gpu.mig_current == Mig::enabled) {
+    } else if (mig_enabled_now(s, gpu)) {
       for (const auto& gi : s.gpus[gpu.uuid]) used_mib += gi.activity.memory_used_mib;
     } else if (auto it = s.whole_gpus.find(gpu.uuid); it != s.whole_gpus.end()) {
       used_mib = it->second.memory_used_mib;
@@ -362,9 +365,24 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* cu
   if (!h || !current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
   const Gpu& gpu = gpu_of(h);
   if (gpu.mig_current == Mig::unsupported) return NVML_ERROR_NOT_SUPPORTED;
-  *current = gpu.mig_current == Mig::enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
-  *pending = gpu.mig_pending == Mig::enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
-  return NVML_SUCCESS;
+  return g().store->with(false, [&](State& s) {
+    MigModeState mode = mig_mode_now(s, gpu);
+    *current = mode.current;
+    *pending = mode.pending;
+    return NVML_SUCCESS;
+  });
+}
+
+// The rules are mig_mode.h's. The euid stands for NVML's root check: the hooks and the planner run
+// as root, a job does not.
+FAKE_API nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlReturn_t* activationStatus) {
+  ENTER();
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || !activationStatus) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  return after(
+      g().store->with(true, [&](State& s) { return set_mig_mode(s, gpu, mode, ::geteuid() == 0, *activationStatus); }),
+      g().latency.gi_create_ms);
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
@@ -428,8 +446,8 @@ namespace {
 nvmlReturn_t mig_device(nvmlDevice_t device, const Handle*& h) {
   h = lookup(device, Kind::device);
   if (!h) return NVML_ERROR_INVALID_ARGUMENT;
-  if (gpu_of(h).mig_current != Mig::enabled) return NVML_ERROR_NOT_SUPPORTED;
-  return NVML_SUCCESS;
+  return g().store->with(
+      false, [&](State& s) { return mig_enabled_now(s, gpu_of(h)) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED; });
 }
 
 Handle* gi_handle(const Handle* dev, const GiState& gi) {
@@ -671,8 +689,10 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsign
   unsigned most = 0;
   for (const auto& p : gpu.gi_profiles)
     if (!p.error) most = std::max(most, p.instance_count);
-  *count = gpu.mig_current == Mig::enabled ? most : 0;
-  return NVML_SUCCESS;
+  return g().store->with(false, [&](State& s) {
+    *count = mig_enabled_now(s, gpu) ? most : 0;
+    return NVML_SUCCESS;
+  });
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
@@ -742,7 +762,7 @@ nvmlReturn_t gpm_device(nvmlDevice_t device, const Handle*& h) {
 // The whole GPU's counters: with MIG on, each instance's weighted by its share of the SMs (compute
 // slices), so an instance of 3 of 7 slices at 100 % makes the GPU 3/7 busy.
 Counters whole_gpu_counters(State& s, const Gpu& gpu, std::int64_t now) {
-  if (gpu.mig_current != Mig::enabled) return counters_at(s.whole_gpus[gpu.uuid], now);
+  if (!mig_enabled_now(s, gpu)) return counters_at(s.whole_gpus[gpu.uuid], now);
   Counters sum{now, 0, 0};
   for (const auto& gi : s.gpus[gpu.uuid]) {
     const GiProfile* p = gi_profile_by_id(gpu, gi.profile_id);
@@ -810,10 +830,10 @@ FAKE_API nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuI
   ENTER();
   const Handle* h = nullptr;
   if (auto rc = gpm_device(device, h); rc != NVML_SUCCESS) return rc;
-  if (gpu_of(h).mig_current != Mig::enabled) return NVML_ERROR_NOT_SUPPORTED;
   GpmSampleObj* obj = sample_of(sample);
   if (!obj) return NVML_ERROR_INVALID_ARGUMENT;
   return g().store->with(false, [&](State& s) {
+    if (!mig_enabled_now(s, gpu_of(h))) return NVML_ERROR_NOT_SUPPORTED;
     GiState* gi = find_gi(s, gpu_of(h), gpuInstanceId, 0);
     if (!gi) return NVML_ERROR_NOT_FOUND;
     *obj = {true, h->gpu, static_cast<int>(gi->id), gi->serial, counters_at(gi->activity, monotonic_ns())};
@@ -875,7 +895,7 @@ FAKE_API nvmlReturn_t vgpuFakeSetActivity(nvmlDevice_t device, double smPercent,
       return NVML_SUCCESS;
     }
     // With MIG on, the work runs in instances, not on the bare GPU.
-    if (gpu.mig_current == Mig::enabled || memoryUsedMiB > gpu.memory_mib) return NVML_ERROR_INVALID_ARGUMENT;
+    if (mig_enabled_now(s, gpu) || memoryUsedMiB > gpu.memory_mib) return NVML_ERROR_INVALID_ARGUMENT;
     set_activity(s.whole_gpus[gpu.uuid], smPercent, dramPercent, memoryUsedMiB, now);
     return NVML_SUCCESS;
   });

@@ -53,18 +53,22 @@ json to_json(const State& s) {
   }
   json whole = json::object();
   for (const auto& [uuid, a] : s.whole_gpus) whole[uuid] = activity_json(a);
+  json modes = json::object();
+  for (const auto& [uuid, m] : s.mig_modes) modes[uuid] = {{"current", m.current}, {"pending", m.pending}};
   return {{"format", "vgpu-fake-nvml-state"},
-          {"version", 2},
+          {"version", 3},
           {"next_serial", s.next_serial},
           {"gpus", gpus},
-          {"whole_gpus", whole}};
+          {"whole_gpus", whole},
+          {"mig_modes", modes}};
 }
 
 State from_json(const json& j) {
-  // Version 1 predates the activity records: its instances and GPUs are idle.
+  // Version 1 predates the activity records: its instances and GPUs are idle. Version 2 predates
+  // MIG-mode changes: every GPU is in its fixture's mode.
   int version = j.at("version").get<int>();
-  if (j.at("format").get<std::string>() != "vgpu-fake-nvml-state" || (version != 1 && version != 2))
-    throw std::runtime_error("not a version 1 or 2 vgpu-fake-nvml-state file");
+  if (j.at("format").get<std::string>() != "vgpu-fake-nvml-state" || version < 1 || version > 3)
+    throw std::runtime_error("not a version 1 to 3 vgpu-fake-nvml-state file");
   State s;
   s.next_serial = j.at("next_serial").get<std::uint64_t>();
   for (const auto& [uuid, arr] : j.at("gpus").items()) {
@@ -85,6 +89,9 @@ State from_json(const json& j) {
   }
   if (version >= 2)
     for (const auto& [uuid, a] : j.at("whole_gpus").items()) s.whole_gpus[uuid] = activity_from(a);
+  if (version >= 3)
+    for (const auto& [uuid, m] : j.at("mig_modes").items())
+      s.mig_modes[uuid] = {m.at("current").get<unsigned>(), m.at("pending").get<unsigned>()};
   return s;
 }
 

@@ -27,8 +27,15 @@ struct GiState {
   Activity activity;  // zero when created, gone with the instance
 };
 
+// A GPU's MIG mode once nvmlDeviceSetMigMode changed it (NVML_DEVICE_MIG_DISABLE/_ENABLE); a GPU
+// without an entry is in its fixture's mode.
+struct MigModeState {
+  unsigned current = 0, pending = 0;
+};
+
 struct State {
   std::uint64_t next_serial = 1;
+  std::map<std::string, MigModeState> mig_modes;     // GPU uuid -> mode set through the fake
   std::map<std::string, std::vector<GiState>> gpus;  // GPU uuid -> its GPU instances
   std::map<std::string, Activity> whole_gpus;        // GPU uuid -> activity while MIG is off
 };
