@@ -7,6 +7,7 @@
 #include <limits>
 #include <chrono>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "node_lock.h"
@@ -149,7 +150,8 @@ struct Desired {
 // `fixed` unclaimed slots that must stay (already advertised).
 Result<Desired> desired_slots(const Ledger& l, const std::vector<const PartitionPolicy*>& parts,
                               std::vector<Demand> demand, const std::vector<PlanSlot>& fixed,
-                              std::optional<int> node_total, std::vector<std::string>* notes = nullptr) {
+                              std::optional<int> node_total, const std::set<int>& without_mig,
+                              std::vector<std::string>* notes = nullptr) {
   Desired none;
   if (l.gpus.empty() || parts.empty()) return none;
   demand = demand_in_instances(l, demand, node_total, notes);
@@ -184,7 +186,7 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
   if (config.allowed_profiles.empty()) return none;  // no partition here uses this model
   std::vector<PlannerGpu> gpus;
   for (std::size_t g = 0; g < l.gpus.size(); ++g) {
-    bool eligible = std::ranges::any_of(parts, [&](const PartitionPolicy* p) {
+    bool eligible = !without_mig.contains(l.gpus[g].index) && std::ranges::any_of(parts, [&](const PartitionPolicy* p) {
       return p->allows_gpu(l.gpus[g].index) && p->uses_model((*layouts)[g].model());
     });
     gpus.push_back({(*layouts)[g], eligible});
@@ -429,10 +431,26 @@ void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& n
   if (auto ok = ctx.publisher->publish(*published); !ok) result.notes.push_back(ok.error().message);
 }
 
+// NVIDIA GPUs of a MIG model whose MIG mode is not on now (off, or only pending): no instance can
+// be created there (nvmlDeviceCreateGpuInstance* answer NOT_SUPPORTED), so nothing is planned on
+// them. A pending enable counts as off: on A100/A30 it takes effect only at the next GPU reset.
+std::set<int> gpus_without_mig(const NodeSnapshot& snap, const Catalog& catalog, std::vector<std::string>& notes) {
+  std::set<int> out;
+  for (const auto& g : snap.gpus) {
+    const GpuModel* m = catalog.find_model_for_product(g.product_name);
+    if (!m || m->partitioning != Partitioning::mig || g.mig_current == MigMode::enabled) continue;
+    out.insert(g.index);
+    notes.push_back(fmt::format("GPU {} ({}): MIG mode {} (pending {}): no MIG instance is planned on it", g.index,
+                                m->name, to_string(g.mig_current), to_string(g.mig_pending)));
+  }
+  return out;
+}
+
 // Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
 // releases out between the snapshot, the ledger read and the repair: otherwise an instance a
 // prolog has created but not yet recorded looks leaked and is destroyed under its job.
-Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where, PlannerRoundResult& result) {
+Result<void> reconcile_with_hardware(NodeContext& ctx, PlannerState& state, const std::string& where,
+                                     PlannerRoundResult& result) {
   NodeLock hardware(hardware_lock_path(ctx));
   if (!hardware.held()) return fail(ErrorCode::io, fmt::format("{}: cannot take {}", where, hardware_lock_path(ctx)));
   auto snap = take_snapshot(*ctx.backend);
@@ -440,6 +458,7 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, const std::string& where,
     result.notes.push_back("reconcile skipped: " + snap.error().message);
     return {};
   }
+  state.gpus_without_mig = gpus_without_mig(*snap, Catalog::builtin(), result.notes);
   auto ledger = ctx.ledger->load();
   if (!ledger) return std::unexpected(ledger.error().within(where));
   auto view = hardware_view_from_snapshot(*snap, Catalog::builtin());
@@ -571,7 +590,7 @@ void secure_unheld_devices(NodeContext& ctx, PlannerRoundResult& result) {
 // Reconciled with the hardware first (the plan must be made against what really exists), released
 // and ended jobs' instances cleaned up, stray daemons and device files put right.
 Result<void> settle_node(Round& r) {
-  if (auto ok = reconcile_with_hardware(r.ctx, r.where, r.result); !ok) return std::unexpected(ok.error());
+  if (auto ok = reconcile_with_hardware(r.ctx, r.state, r.where, r.result); !ok) return std::unexpected(ok.error());
   queue_unowned_for_cleanup(r.ctx);
   if (auto cleaned = finish_released_instances(r.ctx); !cleaned)
     r.result.notes.push_back("cleanup: " + cleaned.error().message);
@@ -609,11 +628,13 @@ struct PlanChoice {
 // hold their space against the plan (planning_view). With nothing pending, the idle layout (what
 // the plan from scratch gives) is where the node goes back to; shrink-confirm-grow makes that move
 // safe.
-Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, const std::vector<PlanSlot>& current) {
+Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, std::vector<PlanSlot> current) {
+  const auto& without_mig = r.state.gpus_without_mig;
+  std::erase_if(current, [&](const PlanSlot& s) { return without_mig.contains(s.gpu); });
   const auto backed = backed_unheld(view);
-  auto scratch = desired_slots(view, r.parts, r.demand, backed, r.state.slurm_total, &r.result.notes);
+  auto scratch = desired_slots(view, r.parts, r.demand, backed, r.state.slurm_total, without_mig, &r.result.notes);
   if (!scratch) return std::unexpected(scratch.error());
-  auto sticky = desired_slots(view, r.parts, r.demand, current, r.state.slurm_total);
+  auto sticky = desired_slots(view, r.parts, r.demand, current, r.state.slurm_total, without_mig);
   if (!sticky) return std::unexpected(sticky.error());
   std::vector<PlanSlot> desired;
   if (!scratch->reserves && sticky->served >= scratch->served && sticky->served_starving >= scratch->served_starving &&
@@ -719,7 +740,7 @@ Result<Ledger> grow(Round& r, const PlanChoice& choice) {
     if (still_fits(l, wanted)) {
       for (auto& w : wanted) l.plan.slots.push_back(w);
     } else {
-      auto extra = desired_slots(l, r.parts, r.demand, kept, r.state.slurm_total);
+      auto extra = desired_slots(l, r.parts, r.demand, kept, r.state.slurm_total, r.state.gpus_without_mig);
       if (!extra) return std::unexpected(extra.error());
       for (auto& x : extra->slots) l.plan.slots.push_back(x);
     }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "vgpu/contract/node_features.h"
@@ -29,8 +30,7 @@ class MemoryBackend final : public GpuBackend {
     std::vector<GpuInfo> out;
     for (int i = 0; i < static_cast<int>(layouts_.size()); ++i)
       out.push_back({i, model_->nvml_names.front(), fmt::format("GPU-{:08d}", i),
-                     fmt::format("00000000:{:02x}:00.0", i), model_->memory_mib, MigMode::enabled, MigMode::enabled,
-                     i});
+                     fmt::format("00000000:{:02x}:00.0", i), model_->memory_mib, mig_mode_of(i), mig_mode_of(i), i});
     return out;
   }
   Result<GpuModel> read_catalog(int) override { return *model_; }
@@ -77,12 +77,14 @@ class MemoryBackend final : public GpuBackend {
   const std::vector<InstanceInfo>& instances() const { return instances_; }
   int creates = 0, destroys = 0;
   bool fail_next_create = false;
+  std::set<int> mig_off;  // GPUs discover() reports with MIG mode disabled
   ErrorCode fail_create_with = ErrorCode::no_capacity;
   // Runs after a GPU's instances were listed, before the list is returned: what happens here is
   // what another process did just after the caller looked.
   std::function<void(int gpu)> after_list;
 
  private:
+  MigMode mig_mode_of(int gpu) const { return mig_off.contains(gpu) ? MigMode::disabled : MigMode::enabled; }
   const GpuModel* model_;
   std::vector<GpuLayout> layouts_;
   std::vector<InstanceInfo> instances_;

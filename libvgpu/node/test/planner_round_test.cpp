@@ -580,6 +580,41 @@ TEST_F(NodeFlows, PreparedInstancesMakeWayWhenThePlanMoves) {
   EXPECT_TRUE(problems->empty()) << problems->front();
 }
 
+// A GPU found with MIG mode off takes no MIG plan: Slurm is never offered instances its prologs
+// cannot create (before, the planner advertised them and preparing one failed with NOT_SUPPORTED).
+// Once MIG is on, the GPU is planned; once it is off again, its unclaimed slots are handed back.
+TEST_F(NodeFlows, AGpuWithMigModeOffIsNeverPlannedAsMig) {
+  policy.planner.prepare_slots = true;
+  backend.mig_off = {1};
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}}));
+  EXPECT_NE(std::ranges::find(r->notes,
+                              "GPU 1 (H100-80GB): MIG mode disabled (pending disabled): no MIG instance is "
+                              "planned on it"),
+            r->notes.end());
+  EXPECT_TRUE(std::ranges::all_of(backend.instances(), [](const InstanceInfo& i) { return i.gpu == 0; }));
+  auto l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(std::ranges::none_of(l->plan.slots, [](const PlanSlot& s) { return s.gpu == 1; }));
+
+  backend.mig_off.clear();
+  for (int round = 0; round < 3 && advertised()["3g.40gb"] < 2; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+
+  backend.mig_off = {0};
+  for (auto& i : std::vector<InstanceInfo>(backend.instances())) {
+    if (i.gpu == 0) {
+      ASSERT_TRUE(backend.destroy_instance(0, i.gi_id));  // an admin turned MIG off
+    }
+  }
+  for (int round = 0; round < 4 && advertised()["3g.40gb"] > 1; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}}));
+  l = store->load();
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(std::ranges::none_of(l->plan.slots, [](const PlanSlot& s) { return s.gpu == 0; }));
+}
+
 // `vgpuctl check` run while a handover waits for slurmctld sees an advertisement below the
 // ledger; it still reports it (a handover that never ends is a problem) but says it may be one.
 TEST_F(NodeFlows, CheckSaysAnAdvertisementBelowTheLedgerMayBeAnOpenHandover) {

@@ -48,6 +48,9 @@ struct PlannerState {
   // Whether this node is in each reservation the demand publisher booked for a pending wide job
   // (vgpu/node/wide_booking.h), asked once per reservation: they never move.
   std::map<std::string, bool> in_wide_reservation;
+  // NVIDIA GPUs the last hardware snapshot found outside MIG mode: nothing is planned on them.
+  // A round whose snapshot failed keeps what the one before saw.
+  std::set<int> gpus_without_mig;
 };
 
 struct PlannerRoundResult {
