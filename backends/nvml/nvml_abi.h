@@ -102,6 +102,40 @@ typedef struct nvmlPciInfo_st {
   char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* "00000000:00:06.0" */
 } nvmlPciInfo_t;
 
+/* How two GPUs are connected through PCIe ("Topology Queries"): the closest common ancestor. */
+typedef enum nvmlGpuLevel_enum {
+  NVML_TOPOLOGY_INTERNAL = 0,    /* the same board */
+  NVML_TOPOLOGY_SINGLE = 10,     /* one PCIe switch between them */
+  NVML_TOPOLOGY_MULTIPLE = 20,   /* several PCIe switches, no host bridge */
+  NVML_TOPOLOGY_HOSTBRIDGE = 30, /* one host bridge */
+  NVML_TOPOLOGY_NODE = 40,       /* host bridges of one NUMA node */
+  NVML_TOPOLOGY_SYSTEM = 50      /* across NUMA nodes */
+} nvmlGpuTopologyLevel_t;
+
+typedef enum nvmlGpuP2PStatus_enum {
+  NVML_P2P_STATUS_OK = 0,
+  NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED = 1, /* sic, as nvml.h spells it */
+  NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2,
+  NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+  NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4,
+  NVML_P2P_STATUS_NOT_SUPPORTED = 5,
+  NVML_P2P_STATUS_UNKNOWN = 6
+} nvmlGpuP2PStatus_t;
+
+typedef enum nvmlGpuP2PCapsIndex_enum {
+  NVML_P2P_CAPS_INDEX_READ = 0,
+  NVML_P2P_CAPS_INDEX_WRITE = 1,
+  NVML_P2P_CAPS_INDEX_NVLINK = 2,
+  NVML_P2P_CAPS_INDEX_ATOMICS = 3,
+  NVML_P2P_CAPS_INDEX_PROP = 4,
+  NVML_P2P_CAPS_INDEX_UNKNOWN = 5
+} nvmlGpuP2PCapsIndex_t;
+
+typedef enum nvmlEnableState_enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 } nvmlEnableState_t;
+
+/* Links per GPU that nvmlDeviceGetNvLink* accept (18 on Hopper). */
+#define NVML_NVLINK_MAX_LINKS 18
+
 typedef struct nvmlMemory_st {
   unsigned long long total; /* bytes */
   unsigned long long free;
@@ -218,6 +252,12 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int len
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber);
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                 nvmlGpuTopologyLevel_t* pathInfo);
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuP2PCapsIndex_t p2pIndex,
+                                    nvmlGpuP2PStatus_t* p2pStatus);
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive);
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode);
 nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlReturn_t* activationStatus);
 nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,

@@ -58,6 +58,10 @@ std::unique_ptr<Reader> Reader::open(std::string library_path) {
   VGPU_RESOLVE(device_get_mig_device_handle_by_index, nvmlDeviceGetMigDeviceHandleByIndex);
   VGPU_RESOLVE(device_get_gpu_instance_id, nvmlDeviceGetGpuInstanceId);
   VGPU_RESOLVE(device_get_compute_instance_id, nvmlDeviceGetComputeInstanceId);
+  VGPU_RESOLVE(device_get_topology_common_ancestor, nvmlDeviceGetTopologyCommonAncestor);
+  VGPU_RESOLVE(device_get_p2p_status, nvmlDeviceGetP2PStatus);
+  VGPU_RESOLVE(device_get_nvlink_state, nvmlDeviceGetNvLinkState);
+  VGPU_RESOLVE(device_get_nvlink_remote_pci_info, nvmlDeviceGetNvLinkRemotePciInfo_v2);
 #undef VGPU_RESOLVE
   if (!ok) {
     r->unavailable_ = ok.error().message;

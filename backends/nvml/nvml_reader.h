@@ -39,6 +39,10 @@ struct QueryApi {
   decltype(&nvmlDeviceGetMigDeviceHandleByIndex) device_get_mig_device_handle_by_index = nullptr;
   decltype(&nvmlDeviceGetGpuInstanceId) device_get_gpu_instance_id = nullptr;
   decltype(&nvmlDeviceGetComputeInstanceId) device_get_compute_instance_id = nullptr;
+  decltype(&nvmlDeviceGetTopologyCommonAncestor) device_get_topology_common_ancestor = nullptr;
+  decltype(&nvmlDeviceGetP2PStatus) device_get_p2p_status = nullptr;
+  decltype(&nvmlDeviceGetNvLinkState) device_get_nvlink_state = nullptr;
+  decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2) device_get_nvlink_remote_pci_info = nullptr;
 };
 
 // One GPU-instance profile index as the device answered it, kept raw for the probe's recording.

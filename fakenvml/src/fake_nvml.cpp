@@ -359,6 +359,87 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int
   return NVML_SUCCESS;
 }
 
+// Topology as the fixture recorded it: a pair or link not recorded answers NOT_SUPPORTED, as a
+// GPU without NVLink does. NVML documents no answer for a device paired with itself; the fake
+// refuses it as an invalid argument.
+namespace {
+nvmlReturn_t recorded_pair(nvmlDevice_t device1, nvmlDevice_t device2, const GpuPairTopology*& pair) {
+  const Handle* a = lookup(device1, Kind::device);
+  const Handle* b = lookup(device2, Kind::device);
+  if (!a || !b || a->gpu == b->gpu) return NVML_ERROR_INVALID_ARGUMENT;
+  for (const auto& p : g().fixture->pairs)
+    if ((p.a == a->gpu && p.b == b->gpu) || (p.a == b->gpu && p.b == a->gpu)) {
+      pair = &p;
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+
+nvmlReturn_t recorded_link(nvmlDevice_t device, unsigned link, const NvLink*& out) {
+  const Handle* h = lookup(device, Kind::device);
+  if (!h || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto& links = gpu_of(h).nvlinks;
+  if (!links) return NVML_ERROR_NOT_SUPPORTED;
+  for (const auto& l : *links)
+    if (l.link == link) {
+      out = &l;
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                          nvmlGpuTopologyLevel_t* pathInfo) {
+  ENTER();
+  const GpuPairTopology* pair = nullptr;
+  if (!pathInfo) return NVML_ERROR_INVALID_ARGUMENT;
+  if (auto rc = recorded_pair(device1, device2, pair); rc != NVML_SUCCESS) return rc;
+  if (!pair->common_ancestor) return NVML_ERROR_NOT_SUPPORTED;
+  *pathInfo = *pair->common_ancestor;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuP2PCapsIndex_t p2pIndex,
+                                             nvmlGpuP2PStatus_t* p2pStatus) {
+  ENTER();
+  const GpuPairTopology* pair = nullptr;
+  if (!p2pStatus) return NVML_ERROR_INVALID_ARGUMENT;
+  if (auto rc = recorded_pair(device1, device2, pair); rc != NVML_SUCCESS) return rc;
+  const auto& status = p2pIndex == NVML_P2P_CAPS_INDEX_NVLINK ? pair->p2p_nvlink
+                       : p2pIndex == NVML_P2P_CAPS_INDEX_READ ? pair->p2p_read
+                                                              : std::optional<nvmlGpuP2PStatus_t>{};
+  if (!status) return NVML_ERROR_NOT_SUPPORTED;
+  *p2pStatus = *status;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive) {
+  ENTER();
+  const NvLink* l = nullptr;
+  if (!isActive) return NVML_ERROR_INVALID_ARGUMENT;
+  if (auto rc = recorded_link(device, link, l); rc != NVML_SUCCESS) return rc;
+  *isActive = l->active ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci) {
+  ENTER();
+  const NvLink* l = nullptr;
+  if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
+  if (auto rc = recorded_link(device, link, l); rc != NVML_SUCCESS) return rc;
+  if (l->remote_pci_bus_id.empty()) return NVML_ERROR_NOT_SUPPORTED;
+  std::memset(pci, 0, sizeof *pci);
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(l->remote_pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4)
+    return NVML_ERROR_UNKNOWN;
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = dev;
+  std::snprintf(pci->busId, sizeof pci->busId, "%s", l->remote_pci_bus_id.c_str());
+  return NVML_SUCCESS;
+}
+
 FAKE_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
   ENTER();
   const Handle* h = lookup(device, Kind::device);

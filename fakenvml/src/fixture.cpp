@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nvml_topology_names.h"
 #include "vgpu/contract/strict_json.h"
 
 namespace fakenvml {
@@ -136,10 +137,62 @@ bool gpm_supported_by_name(const std::string& product_name) {
 
 namespace {
 
+std::vector<NvLink> nvlinks_at(const json& links, const std::string& where) {
+  if (!links.is_array()) bad(where, "expected an array");
+  std::vector<NvLink> out;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    auto w = where + "[" + std::to_string(i) + "]";
+    only_keys(links[i], w, {"link", "active", "remote_pci_bus_id"});
+    NvLink l;
+    l.link = u32_at(links[i], w, "link");
+    if (l.link >= NVML_NVLINK_MAX_LINKS) bad(w + ".link", "beyond NVML_NVLINK_MAX_LINKS");
+    const json& active = need(links[i], w, "active");
+    if (!active.is_boolean()) bad(w + ".active", "expected true or false");
+    l.active = active.get<bool>();
+    if (links[i].contains("remote_pci_bus_id") && !links[i].at("remote_pci_bus_id").is_null())
+      l.remote_pci_bus_id = str_at(links[i], w, "remote_pci_bus_id");
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+template <class Table>
+std::optional<decltype(Table{}[0].first)> named_at(const json& j, const std::string& where, const char* key,
+                                                   const Table& table) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  auto name = str_at(j, where, key);
+  auto value = vgpu::nvml::value_in(table, name);
+  if (!value) bad(where + "." + key, "unknown value '" + name + "'");
+  return value;
+}
+
+std::vector<GpuPairTopology> pairs_at(const json& topology, const std::string& where, std::size_t gpu_count) {
+  only_keys(topology, where, {"pairs"});
+  const json& pairs = need(topology, where, "pairs");
+  if (!pairs.is_array()) bad(where + ".pairs", "expected an array");
+  std::vector<GpuPairTopology> out;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    auto w = where + ".pairs[" + std::to_string(i) + "]";
+    only_keys(pairs[i], w, {"gpus", "common_ancestor", "p2p_nvlink", "p2p_read"});
+    const json& gpus = need(pairs[i], w, "gpus");
+    if (!gpus.is_array() || gpus.size() != 2 || !gpus[0].is_number_unsigned() || !gpus[1].is_number_unsigned())
+      bad(w + ".gpus", "expected two GPU indexes");
+    GpuPairTopology p;
+    p.a = gpus[0].get<unsigned>();
+    p.b = gpus[1].get<unsigned>();
+    if (p.a == p.b || p.a >= gpu_count || p.b >= gpu_count) bad(w + ".gpus", "expected two different GPUs of the node");
+    p.common_ancestor = named_at(pairs[i], w, "common_ancestor", vgpu::nvml::kTopologyLevelNames);
+    p.p2p_nvlink = named_at(pairs[i], w, "p2p_nvlink", vgpu::nvml::kP2pStatusNames);
+    p.p2p_read = named_at(pairs[i], w, "p2p_read", vgpu::nvml::kP2pStatusNames);
+    out.push_back(p);
+  }
+  return out;
+}
+
 Gpu gpu_at(const json& j, const std::string& where) {
   only_keys(j, where,
             {"index", "name", "uuid", "pci_bus_id", "pci_device_id", "memory_mib", "minor_number", "mig_mode",
-             "gpu_instance_profiles", "compute_instance_profiles",
+             "gpu_instance_profiles", "compute_instance_profiles", "nvlinks",
              /* probe report keys, not replayed */ "catalog_check", "instances", "notes", "gpm"});
   Gpu g;
   g.name = str_at(j, where, "name");
@@ -149,6 +202,7 @@ Gpu gpu_at(const json& j, const std::string& where) {
   g.memory_mib = uint_at(j, where, "memory_mib");
   g.minor = u32_at(j, where, "minor_number");
   g.gpm_supported = gpm_supported_by_name(g.name);
+  if (j.contains("nvlinks")) g.nvlinks = nvlinks_at(j.at("nvlinks"), where + ".nvlinks");
   const json& mig = need(j, where, "mig_mode");
   only_keys(mig, where + ".mig_mode", {"current", "pending"});
   g.mig_current = mig_at(mig, where + ".mig_mode", "current");
@@ -212,7 +266,7 @@ std::optional<Fixture> load_fixture(const std::string& path, std::string& error)
     } catch (const json::parse_error& e) {
       bad(path, e.what());
     }
-    only_keys(j, path, {"format", "version", "source", "driver_version", "gpus", "probe"});
+    only_keys(j, path, {"format", "version", "source", "driver_version", "gpus", "topology", "probe"});
     auto format = str_at(j, path, "format");
     if (format != "vgpu-nvml-fixture" && format != "vgpu-nvml-probe")
       bad(path + ".format", "expected vgpu-nvml-fixture or vgpu-nvml-probe, got '" + format + "'");
@@ -229,6 +283,7 @@ std::optional<Fixture> load_fixture(const std::string& path, std::string& error)
       if (!uuids.insert(g.uuid).second) bad(w + ".uuid", "duplicate uuid");
       f.gpus.push_back(std::move(g));
     }
+    if (j.contains("topology")) f.pairs = pairs_at(j.at("topology"), path + ".topology", f.gpus.size());
     return f;
   } catch (const BadFixture& e) {
     error = e.what();

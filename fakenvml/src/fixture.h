@@ -39,6 +39,21 @@ struct CiProfile {
 
 enum class Mig { disabled, enabled, unsupported };
 
+// One NVLink of a GPU as nvmlDeviceGetNvLinkState / _RemotePciInfo_v2 answered it.
+struct NvLink {
+  unsigned link = 0;
+  bool active = false;
+  std::string remote_pci_bus_id;  // empty: the query failed on the recorded device
+};
+
+// How two GPUs reach each other: nvmlDeviceGetTopologyCommonAncestor and nvmlDeviceGetP2PStatus
+// for the NVLink and PCIe-read capabilities. Empty: the query failed on the recorded device.
+struct GpuPairTopology {
+  unsigned a = 0, b = 0;
+  std::optional<nvmlGpuTopologyLevel_t> common_ancestor;
+  std::optional<nvmlGpuP2PStatus_t> p2p_nvlink, p2p_read;
+};
+
 struct Gpu {
   std::string name, uuid, pci_bus_id;
   unsigned pci_device_id = 0;  // (device << 16) | vendor
@@ -50,6 +65,8 @@ struct Gpu {
   unsigned compute_slices = 0;         // largest GI profile's slice count
   unsigned memory_slices = 0;          // widest placement end
   bool gpm_supported = false;          // GPM counters: Hopper and newer (gpm_supported_by_name)
+  // Absent from the fixture: the GPU answers the NVLink queries NOT_SUPPORTED, as a PCIe card does.
+  std::optional<std::vector<NvLink>> nvlinks;
 };
 
 // NVML's GPM exists on Hopper and newer only (nvmlGpmQueryDeviceSupport); fixtures carry the
@@ -59,6 +76,7 @@ bool gpm_supported_by_name(const std::string& product_name);
 struct Fixture {
   std::string driver_version;
   std::vector<Gpu> gpus;
+  std::vector<GpuPairTopology> pairs;  // a pair not listed answers NOT_SUPPORTED
 };
 
 // Strict: unknown keys and wrong types are errors naming the JSON path. Accepts format

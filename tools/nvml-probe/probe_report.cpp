@@ -1,5 +1,7 @@
 #include "probe_report.h"
 
+#include "probe_topology.h"
+
 #include <chrono>
 #include <map>
 #include <thread>
@@ -139,6 +141,11 @@ json report(nvml::Reader& reader, const std::string& source, double gpm_seconds)
     g["catalog_check"] = catalog_check(reader, info);
     gpus.push_back(std::move(g));
   }
+  auto topology = nvml::read_topology(reader, static_cast<int>(gpus.size()));
+  for (const auto& f : topology.errors) probe["errors"].push_back(f.message());
+  for (const auto& links : topology.gpus)
+    if (auto j = nvlinks_json(links); !j.is_null()) gpus[static_cast<std::size_t>(links.gpu)]["nvlinks"] = j;
+  out["topology"] = pairs_json(topology);
   if (gpm_seconds > 0) {
     auto activity = activity_by_gpu(reader, gpm_seconds, probe["errors"]);
     for (auto& g : gpus)

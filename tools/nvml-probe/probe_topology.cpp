@@ -1,0 +1,37 @@
+#include "probe_topology.h"
+
+#include "nvml_topology_names.h"
+
+namespace vgpu::probe {
+namespace {
+
+using nlohmann::json;
+
+template <class Table, class T>
+json named(const Table& table, const std::optional<T>& value) {
+  return value ? json(std::string(nvml::name_in(table, *value))) : json(nullptr);
+}
+
+}  // namespace
+
+json pairs_json(const nvml::TopologyRead& read) {
+  json pairs = json::array();
+  for (const auto& p : read.pairs)
+    pairs.push_back({{"gpus", {p.a, p.b}},
+                     {"common_ancestor", named(nvml::kTopologyLevelNames, p.common_ancestor)},
+                     {"p2p_nvlink", named(nvml::kP2pStatusNames, p.p2p_nvlink)},
+                     {"p2p_read", named(nvml::kP2pStatusNames, p.p2p_read)}});
+  return {{"pairs", pairs}};
+}
+
+json nvlinks_json(const nvml::GpuLinksRead& links) {
+  if (!links.supported) return nullptr;
+  json out = json::array();
+  for (const auto& l : links.links)
+    out.push_back({{"link", l.link},
+                   {"active", l.active},
+                   {"remote_pci_bus_id", l.remote_pci_bus_id ? json(*l.remote_pci_bus_id) : json(nullptr)}});
+  return out;
+}
+
+}  // namespace vgpu::probe
