@@ -266,7 +266,9 @@ std::optional<Fixture> load_fixture(const std::string& path, std::string& error)
     } catch (const json::parse_error& e) {
       bad(path, e.what());
     }
-    only_keys(j, path, {"format", "version", "source", "driver_version", "gpus", "topology", "probe"});
+    only_keys(j, path,
+              {"format", "version", "source", "driver_version", "gpus", "topology", "probe",
+               /* a probe report key, not replayed */ "whole_gpu_choices"});
     auto format = str_at(j, path, "format");
     if (format != "vgpu-nvml-fixture" && format != "vgpu-nvml-probe")
       bad(path + ".format", "expected vgpu-nvml-fixture or vgpu-nvml-probe, got '" + format + "'");

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include <unistd.h>
 
 #include "probe_report.h"
+#include "probe_topology.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vgpu-nvml-probe: read-only NVML/MIG report, loadable as a fake-NVML fixture"};
@@ -20,6 +22,10 @@ int main(int argc, char** argv) {
   app.add_option("--gpm-seconds", gpm_seconds,
                  "GPM utilisation and memory per instance (or GPU) over this many seconds; 0: skip")
       ->check(CLI::Range(0.0, 60.0));
+  std::vector<int> choose_whole;
+  app.add_option("--choose-whole", choose_whole,
+                 "also report which N whole GPUs (all free) the planner's placement gives a request for N")
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
   char host[256] = {};
@@ -30,6 +36,7 @@ int main(int argc, char** argv) {
 
   auto reader = vgpu::nvml::Reader::open(library);
   auto json = vgpu::probe::report(*reader, std::string("vgpu-nvml-probe on ") + host + " at " + when, gpm_seconds);
+  if (!choose_whole.empty()) json["whole_gpu_choices"] = vgpu::probe::whole_gpu_choices(*reader, choose_whole);
   std::string text = json.dump(1) + "\n";
   if (output.empty()) {
     std::cout << text;

@@ -24,6 +24,22 @@ json pairs_json(const nvml::TopologyRead& read) {
   return {{"pairs", pairs}};
 }
 
+json whole_gpu_choices(nvml::Reader& reader, const std::vector<int>& counts) {
+  auto gpus = reader.discover();
+  const int n = gpus ? static_cast<int>(gpus->size()) : 0;
+  const auto links = nvml::links_of(nvml::read_topology(reader, n), n);
+  std::vector<int> all;
+  for (int g = 0; g < n; ++g) all.push_back(g);
+  json out = json::array();
+  for (int count : counts) {
+    auto choice = choose_whole_gpus(links, all, count);
+    out.push_back({{"count", count},
+                   {"gpus", choice ? json(choice->gpus) : json(nullptr)},
+                   {"one_nvlink_domain", choice ? json(choice->one_nvlink_domain) : json(nullptr)}});
+  }
+  return out;
+}
+
 json nvlinks_json(const nvml::GpuLinksRead& links) {
   if (!links.supported) return nullptr;
   json out = json::array();

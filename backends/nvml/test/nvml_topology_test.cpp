@@ -89,6 +89,18 @@ TEST_F(NvmlTopology, TheProbesTopologySectionReplaysAsRecorded) {
   EXPECT_EQ(replayed.pcie_level, original.pcie_level);
 }
 
+// The multi-GPU run on real hardware reads the planner's choice from the probe (--choose-whole).
+TEST_F(NvmlTopology, TheProbeReportsWhatThePlacementGivesEachRequest) {
+  use_fixture("h200-nvl-4gpu-bridged.json");
+  auto r = run_command(std::string(VGPU_NVML_PROBE) + " --gpm-seconds 0 --choose-whole 2 5");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json choices = json::parse(r.out)["whole_gpu_choices"];
+  ASSERT_EQ(choices.size(), 2u);
+  EXPECT_EQ(choices[0]["gpus"], json({0, 1}));
+  EXPECT_EQ(choices[0]["one_nvlink_domain"], true);
+  EXPECT_TRUE(choices[1]["gpus"].is_null()) << "five GPUs on a node of four";
+}
+
 TEST_F(NvmlTopology, ASingleGpuOrAGpuWithoutMigHasNoPairs) {
   auto links = links_from("l40s-48gb-1gpu.json", 1);
   EXPECT_TRUE(links.nvlink.empty() && links.pcie_level.empty());
