@@ -1,8 +1,9 @@
 // The fake libnvidia-ml.so.1's fixture loader (fakenvml/src/fixture.h): hand-written fixtures,
 // generated ones, and vgpu-nvml-probe captures from real hardware. load_fixture() takes a path,
 // so each input is put in a memfd and read back through /proc/self/fd (no disk writes).
-// Properties: an accepted fixture has GPUs with unique uuids and placements inside the GPU's
-// 32 memory slices, and loading is deterministic.
+// Properties: an accepted fixture has GPUs with unique uuids, placements inside the GPU's 32
+// memory slices, NVLinks NVML can name and topology pairs of two different GPUs of the node, and
+// loading is deterministic.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -50,7 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     }
     FUZZ_CHECK(gpu.memory_slices <= 32);
+    if (gpu.nvlinks)
+      for (const auto& l : *gpu.nvlinks) FUZZ_CHECK(l.link < NVML_NVLINK_MAX_LINKS);
   }
+  // A recorded pair joins two different GPUs of the node.
+  for (const auto& p : fixture->pairs)
+    FUZZ_CHECK(p.a != p.b && p.a < fixture->gpus.size() && p.b < fixture->gpus.size());
   std::string error2;
   auto again = fakenvml::load_fixture(path, error2);
   FUZZ_CHECK(again.has_value() && again->gpus.size() == fixture->gpus.size());
