@@ -1,6 +1,7 @@
 // A Packer decorator for tests: forwards every call and, after each one, rebuilds the cluster from
 // the allocations it saw on fresh GpuLayouts. Any overlap, illegal placement, node-spanning task,
-// undersized instance or miscounted capacity fails the test at the step that caused it.
+// undersized instance, miscounted capacity, MIG mode switched on a GPU that held work, or work in
+// a GPU's other mode (an instance on a whole GPU) fails the test at the step that caused it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,17 +20,26 @@ namespace vgpu::bench {
 class CheckingPacker final : public Packer {
  public:
   explicit CheckingPacker(std::unique_ptr<Packer> inner)
-      : Packer(inner->model(), inner->shape()), inner_(std::move(inner)) {}
+      : Packer(inner->model(), inner->shape()),
+        inner_(std::move(inner)),
+        modes_(static_cast<std::size_t>(shape_.gpus()), GpuMode::partitioned) {}
 
   [[nodiscard]] std::string_view name() const override { return inner_->name(); }
 
   std::optional<Allocation> allocate(const MappedTask& task) override {
+    const std::vector<char> busy = busy_gpus();
     auto a = inner_->allocate(task);
+    check_switches(busy);
     if (a) {
       EXPECT_EQ(std::ssize(a->parts), task.gpus);
       for (const auto& part : a->parts) {
         EXPECT_EQ(shape_.node_of(part.gpu), a->node) << "a task spans nodes";
         EXPECT_FALSE(held(part.gpu)) << "new work on GPU " << part.gpu << ", held for a reservation";
+        const GpuMode needed = part.mig_off ? GpuMode::whole : GpuMode::partitioned;
+        EXPECT_EQ(inner_->gpu_mode(part.gpu), needed) << "GPU " << part.gpu << ": work in the other MIG mode";
+        if (part.mig_off) {
+          EXPECT_EQ(part.profile->compute_slices, model_->compute_slices) << "a whole GPU is all of it";
+        }
         if (part.share_milli > 0) {
           EXPECT_EQ(part.share_milli, task.requested_milli) << "a share is what the task asked";
         } else {
@@ -58,13 +68,17 @@ class CheckingPacker final : public Packer {
     };
     auto it = std::ranges::find_if(live_, [&](const Allocation& l) { return same(l, allocation); });
     ASSERT_NE(it, live_.end()) << "release of an allocation that is not live";
+    const std::vector<char> busy = busy_gpus();
     live_.erase(it);
     inner_->release(allocation);
+    check_switches(busy);
     check();
   }
 
   [[nodiscard]] std::vector<GpuLayout> running_layouts() const override { return inner_->running_layouts(); }
   [[nodiscard]] int gpu_used_slices(int gpu) const override { return inner_->gpu_used_slices(gpu); }
+  [[nodiscard]] GpuMode gpu_mode(int gpu) const override { return inner_->gpu_mode(gpu); }
+  [[nodiscard]] long long mode_switches() const override { return inner_->mode_switches(); }
   void hold(const std::vector<int>& gpus) override {
     Packer::hold(gpus);
     inner_->hold(gpus);
@@ -72,6 +86,24 @@ class CheckingPacker final : public Packer {
   [[nodiscard]] int allocations() const { return allocations_; }
 
  private:
+  [[nodiscard]] std::vector<char> busy_gpus() const {
+    std::vector<char> busy(static_cast<std::size_t>(shape_.gpus()), 0);
+    for (const auto& l : live_)
+      for (const auto& part : l.parts) busy[static_cast<std::size_t>(part.gpu)] = 1;
+    return busy;
+  }
+  // A GPU changed mode only if it held nothing before the call, and every switch was counted.
+  void check_switches(const std::vector<char>& busy_before) {
+    for (int g = 0; g < shape_.gpus(); ++g) {
+      auto i = static_cast<std::size_t>(g);
+      if (inner_->gpu_mode(g) == modes_[i]) continue;
+      EXPECT_FALSE(busy_before[i]) << "GPU " << g << " switched MIG mode while it held work";
+      modes_[i] = inner_->gpu_mode(g);
+      ++switches_;
+    }
+    EXPECT_EQ(switches_, inner_->mode_switches());
+  }
+
   void check() {
     std::vector<GpuLayout> rebuilt(static_cast<std::size_t>(shape_.gpus()), GpuLayout(*model_));
     long long slices = 0;
@@ -112,6 +144,8 @@ class CheckingPacker final : public Packer {
   std::unique_ptr<Packer> inner_;
   std::vector<Allocation> live_;
   int allocations_ = 0;
+  std::vector<GpuMode> modes_;  // as last seen
+  long long switches_ = 0;
 };
 
 }  // namespace vgpu::bench

@@ -41,7 +41,9 @@ SimOptions sample_options() {
                 PolicyKind::shared_preferring_filling,
                 PolicyKind::fgd_twin,
                 PolicyKind::bestfit_twin,
-                PolicyKind::fgd_mig};
+                PolicyKind::fgd_mig,
+                PolicyKind::planner_on_demand,
+                PolicyKind::shared_on_demand};
   o.seeds = 2;
   o.gpus = 64;
   return o;
@@ -148,6 +150,23 @@ TEST(Simulation, WholeGpuRoundingEqualsUnrequestedShareOfPlacedTasks) {
   }
   ArrivalOutcome o = result_of(PolicyKind::whole).per_seed[1];
   EXPECT_EQ(o.allocated_slices * 1000 / 7 - o.served_milli, rounding);
+}
+
+// Arrivals never leave, so no GPU empties and no tie between GPUs of either mode arises: whole GPUs
+// cost what 7g instances did (all 7 compute slices each) and serve the same work, seed by seed.
+TEST(Simulation, WholeGpusForMultiGpuTasksChangeNothingOnFgdsMetricInArrivals) {
+  for (auto [today, on_demand] : {std::pair{PolicyKind::planner, PolicyKind::planner_on_demand},
+                                  std::pair{PolicyKind::shared, PolicyKind::shared_on_demand}}) {
+    SCOPED_TRACE(std::string(policy_name(on_demand)));
+    const auto& before = result_of(today);
+    const auto& after = result_of(on_demand);
+    for (std::size_t i = 0; i < before.per_seed.size(); ++i) {
+      EXPECT_EQ(after.per_seed[i].served_milli, before.per_seed[i].served_milli);
+      EXPECT_EQ(after.per_seed[i].allocated_slices, before.per_seed[i].allocated_slices);
+      EXPECT_EQ(before.per_seed[i].mode_switches, 0);
+      EXPECT_GT(after.per_seed[i].mode_switches, 0) << "the sample's multi-GPU tasks took whole GPUs";
+    }
+  }
 }
 
 TEST(Simulation, ReportCarriesTheRequiredFields) {

@@ -9,7 +9,7 @@ import tempfile
 
 tool, traces = sys.argv[1], sys.argv[2]
 POLICIES = ["whole", "static", "firstfit", "planner", "shared", "planner+weights", "shared+weights",
-            "planner+prefer", "shared+prefer", "fgd-twin", "bestfit-twin"]
+            "planner+prefer", "shared+prefer", "fgd-twin", "bestfit-twin", "planner+ondemand", "shared+ondemand"]
 
 
 def run(*args):

@@ -63,6 +63,7 @@ ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks
     o.peak_allocated_slices = std::max(o.peak_allocated_slices, packer.allocated_slices());
   }
   o.allocated_slices = packer.allocated_slices();
+  o.mode_switches = packer.mode_switches();
   return o;
 }
 

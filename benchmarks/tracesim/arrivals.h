@@ -33,6 +33,7 @@ struct ArrivalOutcome {
   int failed_cpu_only = 0;              // CPU-only tasks no node had host room for
   // Refused GPU work by class of task (sub-GPU, single GPU, multi-GPU), thousandths of a GPU.
   std::array<long long, 3> failed_milli_by_class{};
+  long long mode_switches = 0;  // GPUs' MIG mode switches (MIG on demand; gpu_modes.h)
 };
 
 ArrivalOutcome run_arrivals(Packer& packer, const std::vector<MappedTask>& tasks, const std::vector<int>& sequence);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
                  "comma-separated: whole,static,firstfit,planner,shared,planner+weights,"
                  "shared+weights,planner+prefer,shared+prefer,planner+fill,shared+fill,planner+prefer+fill,"
                  "shared+prefer+fill, "
+                 "with MIG mode on demand (multi-GPU tasks on whole GPUs): planner+ondemand,shared+ondemand, "
                  "and FGD's published schedulers "
                  "run in this twin: fgd-twin,bestfit-twin");
   app.add_option("--nodes", opt.nodes_path,

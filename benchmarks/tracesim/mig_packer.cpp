@@ -10,7 +10,7 @@
 namespace vgpu::bench {
 
 MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice, int share_min_slices,
-                     NodeWeighting node_weights, bool node_preferences)
+                     NodeWeighting node_weights, bool node_preferences, bool mig_on_demand)
     : Packer(model, std::move(shape)),
       mode_(mode),
       node_choice_(node_choice),
@@ -24,7 +24,13 @@ MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeC
       node_empty_gpus_(static_cast<std::size_t>(shape_.nodes())),
       state_population_(1, shape_.gpus()),
       shared_(static_cast<std::size_t>(shape_.gpus())),
-      node_share_room_(static_cast<std::size_t>(shape_.nodes()), 0) {
+      node_share_room_(static_cast<std::size_t>(shape_.nodes()), 0),
+      mig_on_demand_(mig_on_demand),
+      modes_(shape_.gpus()) {
+  // Its names cover the two variants measured; other combinations would report under a wrong one.
+  if (mig_on_demand &&
+      (node_weights != NodeWeighting::none || node_preferences || (mode != Mode::planner && mode != Mode::shared)))
+    throw std::invalid_argument("MIG on demand is modelled for the plain planner and shared modes only");
   for (int n = 0; n < shape_.nodes(); ++n) {
     int gpus = shape_.end_gpu(n) - shape_.first_gpu(n);
     node_free_slices_[static_cast<std::size_t>(n)] = gpus * model.compute_slices;
@@ -47,6 +53,7 @@ MigPacker::MigPacker(const GpuModel& model, ClusterShape shape, PublishedSchedul
 std::string_view MigPacker::name() const {
   if (published_ == PublishedScheduler::fgd) return mode_ == Mode::planner ? "fgd-mig" : "fgd-twin";
   if (published_ == PublishedScheduler::bestfit) return "bestfit-twin";
+  if (mig_on_demand_) return mode_ == Mode::planner ? "planner+ondemand" : "shared+ondemand";
   switch (mode_) {
     case Mode::planner:
       if (node_preferences_)
@@ -93,14 +100,18 @@ void MigPacker::set_state(int gpu, StateId next) {
 int MigPacker::gpu_in_node(int node, int profile_index) {
   int chosen = -1;
   long best_loss = 0;
+  bool best_switches = false;
   for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node); ++g) {
     if (held(g)) continue;
     const PlacementChoice& c = choice(gpu_state_[static_cast<std::size_t>(g)], profile_index);
     if (!c.ok) continue;
     if (mode_ == Mode::firstfit) return g;
-    if (chosen < 0 || c.loss < best_loss) {  // plan_node: least loss, then the lowest GPU
+    // plan_node: least loss, then (MIG on demand) no mode switch, then the lowest GPU.
+    const bool switches = modes_.mode(g) != GpuMode::partitioned;
+    if (chosen < 0 || c.loss < best_loss || (c.loss == best_loss && best_switches && !switches)) {
       chosen = g;
       best_loss = c.loss;
+      best_switches = switches;
     }
   }
   return chosen;
@@ -198,11 +209,12 @@ std::optional<Allocation> MigPacker::allocate_one(const MappedTask& task, int pr
   }
   if (chosen < 0) return std::nullopt;
   PlacementChoice c = choice(gpu_state_[static_cast<std::size_t>(chosen)], profile_index);
+  const bool switched = enter_mode(chosen, GpuMode::partitioned);
   set_state(chosen, c.next);
   const Profile* p = &model_->profiles[static_cast<std::size_t>(profile_index)];
   Allocation a;
   take_host(shape_.node_of(chosen), task, a);
-  a.parts.push_back(AllocationPart{chosen, p, c.where, 0});
+  a.parts.push_back(AllocationPart{chosen, p, c.where, 0, false, switched});
   return a;
 }
 
@@ -219,19 +231,6 @@ std::optional<Allocation> MigPacker::allocate_node(const MappedTask& task) {
   }
   if (node < 0) return std::nullopt;
   return take_empty_gpus(node, task);
-}
-
-Allocation MigPacker::take_empty_gpus(int node, const MappedTask& task) {
-  Allocation a;
-  take_host(node, task, a);
-  const Profile* full = &model_->profiles[static_cast<std::size_t>(full_index_)];
-  for (int g = shape_.first_gpu(node); g < shape_.end_gpu(node) && std::ssize(a.parts) < task.gpus; ++g) {
-    if (held(g) || gpu_state_[static_cast<std::size_t>(g)] != LayoutStates::empty()) continue;
-    PlacementChoice c = choice(LayoutStates::empty(), full_index_);
-    set_state(g, c.next);
-    a.parts.push_back({g, full, c.where, 0});
-  }
-  return a;
 }
 
 std::pair<int, int> MigPacker::shared_slot_in_node(int node, int milli) {
@@ -324,6 +323,7 @@ Allocation MigPacker::share_on(int gpu, const MappedTask& task, int milli) {
   } else {
     const Profile* p = profile_for_shared_instance(*model_, milli, share_min_slices_);
     PlacementChoice c = choice(gpu_state_[static_cast<std::size_t>(gpu)], states_.profile_index(*p));
+    enter_mode(gpu, GpuMode::partitioned);
     set_state(gpu, c.next);
     list.push_back({c.where, {p, milli}});
     a.parts.push_back({gpu, p, c.where, milli});
@@ -366,6 +366,7 @@ std::optional<Allocation> MigPacker::allocate_published_instance(const MappedTas
   }
   if (best_gpu < 0) return std::nullopt;
   const PlacementChoice c = choice(gpu_state_[static_cast<std::size_t>(best_gpu)], pi);
+  enter_mode(best_gpu, GpuMode::partitioned);
   set_state(best_gpu, c.next);
   Allocation a;
   take_host(shape_.node_of(best_gpu), task, a);

@@ -22,6 +22,10 @@
 // jobs the nodes with no idle GPU.
 // Slurm tries a job with its preferred features first and without them when that fails
 // (job_scheduler.c queues both), so a preference never keeps a job from starting.
+// With `mig_on_demand` (planner and shared modes only) a multi-GPU task takes whole GPUs with MIG
+// off (gpu_modes.h) instead of a 7g.80gb instance on each; a single-GPU full task keeps its 7g (it
+// has no peer to reach, and its GPU stays ready for instances). A GPU switches mode only while
+// empty; among the GPUs the rule above ranks alike, one already in the needed mode is taken first.
 // With a PublishedScheduler the shared mode's node and GPU are chosen by FGD's or BestFit's score
 // over the whole cluster instead (published_scores.h): their schedulers, run in this twin. In the
 // planner mode the same score chooses where a dedicated instance goes (fgd-mig): among every GPU
@@ -51,7 +55,8 @@ class MigPacker final : public Packer {
   // `share_min_slices`: the smallest shared instance the shared mode opens (default: whole GPUs,
   // measured best; docs/benchmarks.md).
   MigPacker(const GpuModel& model, ClusterShape shape, Mode mode, NodeChoice node_choice = NodeChoice::slurm,
-            int share_min_slices = 7, NodeWeighting node_weights = NodeWeighting::none, bool node_preferences = false);
+            int share_min_slices = 7, NodeWeighting node_weights = NodeWeighting::none, bool node_preferences = false,
+            bool mig_on_demand = false);
   // FGD's or BestFit's choice in the shared mode with whole-GPU shared instances, which is their
   // resource model (fractional GPUs without isolation), or in the planner mode with dedicated
   // instances; `typical`: FGD's target workload.
@@ -63,6 +68,8 @@ class MigPacker final : public Packer {
   void release(const Allocation& allocation) override;
   [[nodiscard]] std::vector<GpuLayout> running_layouts() const override;
   [[nodiscard]] int gpu_used_slices(int gpu) const override;
+  [[nodiscard]] GpuMode gpu_mode(int gpu) const override { return modes_.mode(gpu); }
+  [[nodiscard]] long long mode_switches() const override { return modes_.switches(); }
   [[nodiscard]] std::size_t distinct_layouts() const { return states_.size(); }
 
  private:
@@ -87,9 +94,11 @@ class MigPacker final : public Packer {
   double published_score(double frag_before, NodeFree after, const MappedTask& task);
   // Opens a shared instance for a first share of `milli` on `gpu`, or joins its tightest one.
   Allocation share_on(int gpu, const MappedTask& task, int milli);
-  // The task's whole GPUs: the lowest empty unheld GPUs of `node` (the caller checked there are
-  // enough).
+  // The task's whole GPUs: the lowest empty unheld GPUs of `node`, with MIG on demand those already
+  // whole first (the caller checked there are enough).
   Allocation take_empty_gpus(int node, const MappedTask& task);
+  // Puts `gpu` in `mode` before work is placed on it; true when that took a switch.
+  bool enter_mode(int gpu, GpuMode mode);
   // Free thousandths of `gpu` as a fractional-GPU scheduler sees it (0 while held).
   [[nodiscard]] int free_milli(int gpu) const;
   [[nodiscard]] NodeFree node_free(int node) const;
@@ -115,6 +124,8 @@ class MigPacker final : public Packer {
   std::vector<int> state_population_;            // GPUs currently in each layout
   std::vector<std::vector<OpenShared>> shared_;  // per GPU: its open shared instances
   std::vector<int> node_share_room_;             // per node: most room (milli) of any open shared instance
+  bool mig_on_demand_;
+  GpuModes modes_;
 };
 
 }  // namespace vgpu::bench

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu_modes.h"
 #include "task_mapping.h"
 #include "vgpu/core/gpu_layout.h"
 
@@ -50,6 +51,10 @@ struct AllocationPart {
   const Profile* profile = nullptr;  // may be larger than the task's profile (static upsizing)
   Placement where;
   int share_milli = 0;  // > 0: a share of the shared (MPS) instance at `where`, not the instance
+  // The physical GPU with MIG off (GpuMode::whole), no instance. `profile` and `where` are then the
+  // full-GPU profile's: a whole GPU is counted as every compute slice of its GPU, as a 7g is.
+  bool mig_off = false;
+  bool switched_mode = false;  // its GPU changed MIG mode for it (legal only while it was empty)
 };
 
 struct Allocation {
@@ -78,6 +83,10 @@ class Packer {
   [[nodiscard]] virtual std::vector<GpuLayout> running_layouts() const = 0;
   // Compute slices held on one GPU now (instances, shared or not).
   [[nodiscard]] virtual int gpu_used_slices(int gpu) const = 0;
+  // MIG mode on demand (gpu_modes.h): a GPU's mode now and the switches made so far. Policies
+  // without it keep every GPU partitioned.
+  [[nodiscard]] virtual GpuMode gpu_mode(int /*gpu*/) const { return GpuMode::partitioned; }
+  [[nodiscard]] virtual long long mode_switches() const { return 0; }
 
   // A reservation for a starving wide task (the replay's; vgpu/core/wide_reservation.h): held GPUs
   // take no new work, as a node's planner advertises nothing new on GPUs it holds back. Replaces
@@ -127,6 +136,8 @@ enum class NodeChoice { slurm, best };
 // fgd_twin / bestfit_twin: the published schedulers FGD's paper compares, run in this twin on
 // their own resource model (fractional GPUs, no isolation): the check of the twin against their
 // published numbers, not policies of ours.
+// planner_on_demand / shared_on_demand: the same with MIG mode on demand (gpu_modes.h): multi-GPU
+// tasks take whole GPUs with MIG off instead of a 7g.80gb instance on each GPU.
 // fgd_mig: FGD's choice per job (its score over every node) with dedicated MIG instances, its
 // typical shapes rounded to their profiles: what a fragmentation-aware choice in slurmctld would
 // be worth for dedicated instances. No Slurm lever makes it; a reference, not a policy.
@@ -146,7 +157,9 @@ enum class PolicyKind {
   shared_preferring_filling,
   fgd_twin,
   bestfit_twin,
-  fgd_mig
+  fgd_mig,
+  planner_on_demand,
+  shared_on_demand
 };
 
 std::string_view policy_name(PolicyKind kind);

@@ -22,6 +22,8 @@ std::string_view policy_name(PolicyKind kind) {
     case PolicyKind::fgd_twin: return "fgd-twin";
     case PolicyKind::bestfit_twin: return "bestfit-twin";
     case PolicyKind::fgd_mig: return "fgd-mig";
+    case PolicyKind::planner_on_demand: return "planner+ondemand";
+    case PolicyKind::shared_on_demand: return "shared+ondemand";
   }
   return "?";
 }
@@ -34,7 +36,7 @@ bool reshapes_nodes(PolicyKind kind) {
 bool grants_shares(PolicyKind kind) {
   return kind == PolicyKind::shared || kind == PolicyKind::shared_weighted || kind == PolicyKind::shared_preferring ||
          kind == PolicyKind::shared_filling || kind == PolicyKind::shared_preferring_filling ||
-         kind == PolicyKind::fgd_twin || kind == PolicyKind::bestfit_twin;
+         kind == PolicyKind::fgd_twin || kind == PolicyKind::bestfit_twin || kind == PolicyKind::shared_on_demand;
 }
 
 Result<PolicyKind> parse_policy(std::string_view name) {
@@ -43,13 +45,13 @@ Result<PolicyKind> parse_policy(std::string_view name) {
         PolicyKind::planner_weighted, PolicyKind::shared_weighted, PolicyKind::planner_preferring,
         PolicyKind::shared_preferring, PolicyKind::planner_filling, PolicyKind::shared_filling,
         PolicyKind::planner_preferring_filling, PolicyKind::shared_preferring_filling, PolicyKind::fgd_twin,
-        PolicyKind::bestfit_twin, PolicyKind::fgd_mig})
+        PolicyKind::bestfit_twin, PolicyKind::fgd_mig, PolicyKind::planner_on_demand, PolicyKind::shared_on_demand})
     if (policy_name(k) == name) return k;
   return fail(ErrorCode::invalid_argument,
               fmt::format("policy '{}': unknown (whole, static, firstfit, planner, shared, "
                           "planner+weights, shared+weights, planner+prefer, shared+prefer, planner+fill, shared+fill, "
                           "planner+prefer+fill, "
-                          "shared+prefer+fill, fgd-twin, bestfit-twin, fgd-mig)",
+                          "shared+prefer+fill, fgd-twin, bestfit-twin, fgd-mig, planner+ondemand, shared+ondemand)",
                           name));
 }
 

@@ -1,5 +1,6 @@
 #include "replay.h"
 
+#include "replay_empty_waits.h"
 #include "replay_reservations.h"
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <queue>
 #include <random>
 #include <tuple>
-#include <set>
 #include <utility>
 
 namespace vgpu::bench {
@@ -50,6 +50,53 @@ ClassWaits class_waits(std::vector<double> waits, int never_started) {
   c.p95_s = quantile(waits, 0.95);
   c.max_s = waits.back();
   return c;
+}
+
+// Mean, p95, max and the CDF of every start's wait.
+void summarize_waits(std::vector<double> sorted, ReplayOutcome& o) {
+  std::ranges::sort(sorted);
+  double sum = 0;
+  for (double w : sorted) sum += w;
+  if (!sorted.empty()) {
+    o.mean_wait_s = sum / static_cast<double>(sorted.size());
+    o.p95_wait_s = quantile(sorted, 0.95);
+    o.max_wait_s = sorted.back();
+    for (int i = 0; i <= 100; ++i) o.wait_quantiles_s.push_back(quantile(sorted, i / 100.0));
+  }
+}
+
+// Span, throughput and time-weighted utilisation, overall and per bucket of the span, from the
+// (time, allocated slices from then on) steps.
+void summarize_utilisation(const std::vector<std::pair<long long, long long>>& steps, long long first,
+                           long long last_finish, int util_buckets, ReplayOutcome& o) {
+  double span = static_cast<double>(last_finish - first);
+  o.span_h = span / 3600.0;
+  if (span > 0) o.completed_per_hour = o.started / o.span_h;
+  auto buckets = static_cast<std::size_t>(std::max(1, util_buckets));
+  std::vector<double> area(buckets, 0.0);
+  double total_area = 0, cap = static_cast<double>(o.capacity_slices);
+  double width = span > 0 ? span / static_cast<double>(buckets) : 1;
+  for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
+    double a = static_cast<double>(steps[i].first - first);
+    double b = static_cast<double>(steps[i + 1].first - first);
+    double level = static_cast<double>(steps[i].second);
+    total_area += level * (b - a);
+    if (b <= a) continue;
+    // Overlap of [a, b) with each bucket it touches; indices, not float stepping, so rounding at a
+    // bucket edge can never stall the walk. The last bucket also takes anything past the span.
+    std::size_t ka = std::min(buckets - 1, static_cast<std::size_t>(a / width));
+    std::size_t kb = std::min(buckets - 1, static_cast<std::size_t>(b / width));
+    for (std::size_t k = ka; k <= kb; ++k) {
+      double lo = std::max(a, static_cast<double>(k) * width);
+      double hi = k == buckets - 1 ? b : std::min(b, static_cast<double>(k + 1) * width);
+      if (hi > lo) area[k] += level * (hi - lo);
+    }
+  }
+  if (span > 0) o.mean_slice_util = total_area / (span * cap);
+  for (std::size_t k = 0; k < buckets && span > 0; ++k) {
+    o.util_time_h.push_back((static_cast<double>(k) + 0.5) * width / 3600.0);
+    o.util.push_back(area[k] / (width * cap));
+  }
 }
 
 // The places a node's sticky plan still offers after their instances' tasks ended
@@ -152,10 +199,14 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   std::vector<double> waits;
   std::array<std::vector<double>, kTaskClasses> class_waits_s;
   StickySlots sticky;
+  EmptyGpuWaits empty_gpus(packer.shape().gpus());
+  std::vector<char> waited_for_empty(jobs.size(), 0);
+  auto task_of = [&](std::size_t j) -> const MappedTask& { return tasks[static_cast<std::size_t>(jobs[j].task)]; };
   // Placed at `now`: it runs from now + its start latency, holding its instances from now.
   auto started_at = [&](std::size_t j, long long now, TaskClass c) {
+    empty_gpus.started(*held[j], task_of(j));
     const bool warm = only_new_slots && sticky.take(*held[j], [&](const AllocationPart& p) {
-      return p.profile->compute_slices == packer.model().compute_slices &&
+      return p.profile->compute_slices == packer.model().compute_slices && !p.switched_mode &&
              packer.gpu_used_slices(p.gpu) == p.profile->compute_slices;
     });
     const long long latency = warm ? 0 : start_latency_s;
@@ -177,6 +228,7 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
       std::size_t j = running.top().job;
       running.pop();
       reservations.ended(*held[j], running_finish[j]);
+      empty_gpus.ended(*held[j], task_of(j));
       if (only_new_slots) sticky.released(*held[j]);
       packer.release(*held[j]);
       held[j].reset();
@@ -207,7 +259,8 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
 
     // One pass in arrival order. A shape that failed cannot fit later in the same pass (space
     // only shrinks), so it is skipped: this keeps long queues cheap. A share's shape is its size.
-    std::set<std::tuple<const Profile*, int, long long, std::vector<char>>> failed;
+    // Each failed shape keeps whether it waits for GPUs to empty, which the same shape shares.
+    std::map<std::tuple<const Profile*, int, long long, std::vector<char>>, bool> failed;
     std::vector<std::size_t> still;
     for (std::size_t j : waiting) {
       const MappedTask& t = tasks[static_cast<std::size_t>(jobs[j].task)];
@@ -217,7 +270,8 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
       }
       auto shape =
           std::make_tuple(t.profile, t.gpus, t.requested_milli, reservations.hold_for(packer, now + jobs[j].duration));
-      if (failed.contains(shape)) {
+      if (auto it = failed.find(shape); it != failed.end()) {
+        waited_for_empty[j] |= static_cast<char>(it->second);
         still.push_back(j);
         continue;
       }
@@ -225,7 +279,9 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
         held[j] = std::move(*a);
         started_at(j, now, task_class(t));
       } else {
-        failed.insert(shape);
+        const bool for_empty = empty_gpus.waits_for_empty_gpus(packer, t);
+        failed.emplace(shape, for_empty);
+        waited_for_empty[j] |= static_cast<char>(for_empty);
         still.push_back(j);
       }
     }
@@ -240,48 +296,10 @@ ReplayOutcome run_replay(Packer& packer, const Trace& trace, const std::vector<M
   for (std::size_t j : waiting)
     ++stuck[static_cast<std::size_t>(task_class(tasks[static_cast<std::size_t>(jobs[j].task)]))];
   for (std::size_t c = 0; c < kTaskClasses; ++c) o.by_class[c] = class_waits(std::move(class_waits_s[c]), stuck[c]);
-
-  std::vector<double> sorted = waits;
-  std::ranges::sort(sorted);
-  double sum = 0;
-  for (double w : sorted) sum += w;
-  if (!sorted.empty()) {
-    o.mean_wait_s = sum / static_cast<double>(sorted.size());
-    o.p95_wait_s = quantile(sorted, 0.95);
-    o.max_wait_s = sorted.back();
-    for (int i = 0; i <= 100; ++i) o.wait_quantiles_s.push_back(quantile(sorted, i / 100.0));
-  }
-
-  double span = static_cast<double>(last_finish - first);
-  o.span_h = span / 3600.0;
-  if (span > 0) o.completed_per_hour = o.started / o.span_h;
-
-  // Time-weighted utilisation, overall and per bucket of the span.
-  auto buckets = static_cast<std::size_t>(std::max(1, util_buckets));
-  std::vector<double> area(buckets, 0.0);
-  double total_area = 0, cap = static_cast<double>(o.capacity_slices);
-  double width = span > 0 ? span / static_cast<double>(buckets) : 1;
-  for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
-    double a = static_cast<double>(steps[i].first - first);
-    double b = static_cast<double>(steps[i + 1].first - first);
-    double level = static_cast<double>(steps[i].second);
-    total_area += level * (b - a);
-    if (b <= a) continue;
-    // Overlap of [a, b) with each bucket it touches; indices, not float stepping, so rounding at a
-    // bucket edge can never stall the walk. The last bucket also takes anything past the span.
-    std::size_t ka = std::min(buckets - 1, static_cast<std::size_t>(a / width));
-    std::size_t kb = std::min(buckets - 1, static_cast<std::size_t>(b / width));
-    for (std::size_t k = ka; k <= kb; ++k) {
-      double lo = std::max(a, static_cast<double>(k) * width);
-      double hi = k == buckets - 1 ? b : std::min(b, static_cast<double>(k + 1) * width);
-      if (hi > lo) area[k] += level * (hi - lo);
-    }
-  }
-  if (span > 0) o.mean_slice_util = total_area / (span * cap);
-  for (std::size_t k = 0; k < buckets && span > 0; ++k) {
-    o.util_time_h.push_back((static_cast<double>(k) + 0.5) * width / 3600.0);
-    o.util.push_back(area[k] / (width * cap));
-  }
+  o.mode_switches = packer.mode_switches();
+  o.waited_for_empty_gpu = static_cast<int>(std::ranges::count(waited_for_empty, 1));
+  summarize_waits(waits, o);
+  summarize_utilisation(steps, first, last_finish, util_buckets, o);
   return o;
 }
 

@@ -44,8 +44,10 @@ struct ReplayOutcome {
   std::vector<double> util;              // slice utilisation per bucket (0..1)
   std::vector<double> wait_quantiles_s;  // wait at quantile i/100, i = 0..100 (empty if none)
   std::array<ClassWaits, kTaskClasses> by_class;
-  long long longest_run_s = 0;  // the longest task duration replayed
-  int reservations = 0;         // wide tasks that got a reservation (0 without reserve_after_s)
+  long long longest_run_s = 0;   // the longest task duration replayed
+  int reservations = 0;          // wide tasks that got a reservation (0 without reserve_after_s)
+  long long mode_switches = 0;   // GPUs' MIG mode switches (MIG on demand; gpu_modes.h)
+  int waited_for_empty_gpu = 0;  // tasks refused at least once for want of empty GPUs (replay_empty_waits.h)
 };
 
 struct ReplayOptions {
@@ -67,8 +69,9 @@ struct ReplayOptions {
   // serve from a slot its sticky plan still offers: a released instance's place stays offered
   // until a later placement on its GPU overlaps it, and a start whose every instance finds such a
   // slot of its profile (on its GPU, else anywhere: Slurm would have sent it there) takes it and
-  // pays nothing, as does a whole-GPU instance on an empty GPU (an idle layout of one). Other
-  // idle layouts and prepared slots are not modelled, so this still charges more than production.
+  // pays nothing, as does a whole-GPU instance on an empty GPU (an idle layout of one) unless the
+  // GPU had to change MIG mode for it. Other idle layouts and prepared slots are not modelled, so
+  // this still charges more than production.
   bool latency_only_for_new_slots = false;
 };
 

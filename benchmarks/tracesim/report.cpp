@@ -75,6 +75,7 @@ ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& p) {
   a.failed_tasks = count([](const ArrivalOutcome& s) { return s.arrived_tasks - s.placed_tasks; });
   a.failed_cpu_only = count([](const ArrivalOutcome& s) { return s.failed_cpu_only; });
   a.arrived_tasks = count([](const ArrivalOutcome& s) { return s.arrived_tasks; });
+  a.mode_switches = count([](const ArrivalOutcome& s) { return s.mode_switches; });
   return a;
 }
 
@@ -143,6 +144,7 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
     e["failed_tasks"] = a.failed_tasks;
     e["failed_cpu_only"] = a.failed_cpu_only;
     e["arrived_tasks"] = a.arrived_tasks;
+    e["mig_mode_switches"] = a.mode_switches;
     e["arrival_ms_per_seed"] = p.arrival_seconds_per_seed * 1000;
     json seeds = json::array();
     for (std::size_t i = 0; i < p.per_seed.size(); ++i) {
@@ -156,6 +158,7 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
                        {"allocated_slices", s.allocated_slices},
                        {"peak_allocated_slices", s.peak_allocated_slices},
                        {"capacity_slices", s.capacity_slices},
+                       {"mig_mode_switches", s.mode_switches},
                        {"ceiling_online_milli", sim.ceiling_milli_per_seed[i]},
                        {"bound_offline_milli", sim.bound_milli_per_seed[i]}});
     }
@@ -183,6 +186,8 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
                      {"longest_run_s", r.longest_run_s},
                      {"by_class", class_json(r)},
                      {"reservations", r.reservations},
+                     {"mig_mode_switches", r.mode_switches},
+                     {"waited_for_empty_gpu", r.waited_for_empty_gpu},
                      {"replay_ms", p.replay_seconds * 1000}};
       json jittered = json::array();
       for (const auto& j : p.jittered)
@@ -190,6 +195,8 @@ nlohmann::ordered_json to_json(const SimResult& sim) {
                             {"max_wait_s", j.max_wait_s},
                             {"never_started", j.never_started},
                             {"reservations", j.reservations},
+                            {"mig_mode_switches", j.mode_switches},
+                            {"waited_for_empty_gpu", j.waited_for_empty_gpu},
                             {"by_class", class_json(j)}});
       e["jittered_replays"] = jittered;
     } else {
@@ -230,13 +237,13 @@ std::string to_table(const SimResult& sim) {
 
   if (!sim.has_times) return out + "\nreplay: the trace has no times, skipped\n";
   out += "\nReplay with departures (creation/deletion times):\n";
-  out += fmt::format("{:<9} {:>12} {:>12} {:>12} {:>10} {:>11} {:>8}\n", "policy", "mean wait s", "p95 wait s",
-                     "max wait s", "jobs/h", "mean util", "stuck");
+  out += fmt::format("{:<9} {:>12} {:>12} {:>12} {:>10} {:>11} {:>8} {:>9} {:>13}\n", "policy", "mean wait s",
+                     "p95 wait s", "max wait s", "jobs/h", "mean util", "stuck", "switches", "waited empty");
   for (const auto& p : sim.results) {
     const ReplayOutcome& r = *p.replay;
-    out += fmt::format("{:<9} {:>12.1f} {:>12.1f} {:>12.1f} {:>10.2f} {:>10.1f}% {:>8}\n", policy_name(p.policy),
-                       r.mean_wait_s, r.p95_wait_s, r.max_wait_s, r.completed_per_hour, 100 * r.mean_slice_util,
-                       r.never_started);
+    out += fmt::format("{:<9} {:>12.1f} {:>12.1f} {:>12.1f} {:>10.2f} {:>10.1f}% {:>8} {:>9} {:>13}\n",
+                       policy_name(p.policy), r.mean_wait_s, r.p95_wait_s, r.max_wait_s, r.completed_per_hour,
+                       100 * r.mean_slice_util, r.never_started, r.mode_switches, r.waited_for_empty_gpu);
   }
   for (const auto& p : sim.results)
     if (!p.static_plan_replay.empty()) out += fmt::format("static layout (replay): {}\n", p.static_plan_replay);

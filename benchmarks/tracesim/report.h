@@ -21,6 +21,7 @@ struct ArrivalSummary {
   double failed_work_pct = 0;                        // arrived GPU work that was refused
   std::array<double, 3> failed_work_pct_by_class{};  // sub-GPU, single GPU, multi-GPU
   double failed_tasks = 0, failed_cpu_only = 0, arrived_tasks = 0;
+  double mode_switches = 0;  // GPUs' MIG mode switches (MIG on demand)
 };
 ArrivalSummary summarize_arrivals(const SimResult& sim, const PolicyResult& policy);
 

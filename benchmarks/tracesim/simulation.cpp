@@ -52,6 +52,12 @@ std::unique_ptr<Packer> make_packer(PolicyKind kind, const GpuModel& model, Clus
     case PolicyKind::fgd_mig:
       return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::fgd, typical,
                                          MigPacker::Mode::planner);
+    case PolicyKind::planner_on_demand:
+      return std::make_unique<MigPacker>(model, std::move(shape), MigPacker::Mode::planner, node_choice,
+                                         share_min_slices, NodeWeighting::none, false, true);
+    case PolicyKind::shared_on_demand:
+      return std::make_unique<MigPacker>(model, std::move(shape), MigPacker::Mode::shared, node_choice,
+                                         share_min_slices, NodeWeighting::none, false, true);
     case PolicyKind::bestfit_twin:
       return std::make_unique<MigPacker>(model, std::move(shape), PublishedScheduler::bestfit,
                                          std::vector<TaskShape>{});
