@@ -305,21 +305,29 @@ FAKE_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigne
   return rc != NVML_SUCCESS ? rc : copy_string(text, uuid, length);
 }
 
+namespace {
+// The address fields of an nvmlPciInfo_t from a bus id "0000DDDD:BB:DD.F", as NVML fills them.
+nvmlReturn_t fill_pci_address(const std::string& bus_id, nvmlPciInfo_t* pci) {
+  std::memset(pci, 0, sizeof *pci);
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) return NVML_ERROR_UNKNOWN;
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = dev;
+  std::snprintf(pci->busId, sizeof pci->busId, "%s", bus_id.c_str());
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu,
+                dev & 0xffu, fn & 0xfu);
+  return NVML_SUCCESS;
+}
+}  // namespace
+
 FAKE_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
   ENTER();
   const Handle* h = lookup(device, Kind::device);
   if (!h || !pci) return NVML_ERROR_INVALID_ARGUMENT;
   const Gpu& gpu = gpu_of(h);
-  std::memset(pci, 0, sizeof *pci);
-  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  if (std::sscanf(gpu.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) return NVML_ERROR_UNKNOWN;
-  pci->domain = domain;
-  pci->bus = bus;
-  pci->device = dev;
+  if (auto rc = fill_pci_address(gpu.pci_bus_id, pci); rc != NVML_SUCCESS) return rc;
   pci->pciDeviceId = gpu.pci_device_id;
-  std::snprintf(pci->busId, sizeof pci->busId, "%s", gpu.pci_bus_id.c_str());
-  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu,
-                dev & 0xffu, fn & 0xfu);
   return NVML_SUCCESS;
 }
 
@@ -429,15 +437,7 @@ FAKE_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, u
   if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
   if (auto rc = recorded_link(device, link, l); rc != NVML_SUCCESS) return rc;
   if (l->remote_pci_bus_id.empty()) return NVML_ERROR_NOT_SUPPORTED;
-  std::memset(pci, 0, sizeof *pci);
-  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  if (std::sscanf(l->remote_pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4)
-    return NVML_ERROR_UNKNOWN;
-  pci->domain = domain;
-  pci->bus = bus;
-  pci->device = dev;
-  std::snprintf(pci->busId, sizeof pci->busId, "%s", l->remote_pci_bus_id.c_str());
-  return NVML_SUCCESS;
+  return fill_pci_address(l->remote_pci_bus_id, pci);
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
@@ -461,9 +461,8 @@ FAKE_API nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mod
   const Handle* h = lookup(device, Kind::device);
   if (!h || !activationStatus) return NVML_ERROR_INVALID_ARGUMENT;
   const Gpu& gpu = gpu_of(h);
-  return after(
-      g().store->with(true, [&](State& s) { return set_mig_mode(s, gpu, mode, ::geteuid() == 0, *activationStatus); }),
-      g().latency.gi_create_ms);
+  return g().store->with(true,
+                         [&](State& s) { return set_mig_mode(s, gpu, mode, ::geteuid() == 0, *activationStatus); });
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,

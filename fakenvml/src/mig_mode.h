@@ -20,8 +20,9 @@ bool switch_needs_reset(const Gpu& gpu);
 // - A GPU without MIG support: NOT_SUPPORTED; a mode other than DISABLE/ENABLE: INVALID_ARGUMENT.
 // - The requested mode becomes the pending mode. It activates at once only when nothing holds the
 //   GPU: no GPU instance (to disable) and no process using memory on the whole GPU (to enable;
-//   the fake's stand-in for a process is a workload set through vgpuFakeNvmlSetActivity). nvml.h:
-//   activation "would return NVML_ERROR_IN_USE" if the device "isn't idle"; the mode stays pending.
+//   the fake's stand-in for a process is a workload set through vgpuFakeSetActivity, as
+//   fake-nvml-load does). nvml.h: activation "would return NVML_ERROR_IN_USE" if the device
+//   "isn't idle"; the mode stays pending.
 // - On a part whose switch needs a reset the mode stays pending with RESET_REQUIRED (nvml.h, for
 //   platforms where the reset is not exposed; the fake never resets a GPU, so a switch on A100 or
 //   A30 never activates here, as on a node that forbids resets).

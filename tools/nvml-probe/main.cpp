@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "probe_report.h"
-#include "probe_topology.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vgpu-nvml-probe: read-only NVML/MIG report, loadable as a fake-NVML fixture"};
@@ -35,8 +34,8 @@ int main(int argc, char** argv) {
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
 
   auto reader = vgpu::nvml::Reader::open(library);
-  auto json = vgpu::probe::report(*reader, std::string("vgpu-nvml-probe on ") + host + " at " + when, gpm_seconds);
-  if (!choose_whole.empty()) json["whole_gpu_choices"] = vgpu::probe::whole_gpu_choices(*reader, choose_whole);
+  auto json = vgpu::probe::report(*reader, std::string("vgpu-nvml-probe on ") + host + " at " + when, gpm_seconds,
+                                  choose_whole);
   std::string text = json.dump(1) + "\n";
   if (output.empty()) {
     std::cout << text;

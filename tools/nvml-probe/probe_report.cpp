@@ -94,7 +94,7 @@ std::map<int, json> activity_by_gpu(nvml::Reader& reader, double seconds, json& 
 
 }  // namespace
 
-json report(nvml::Reader& reader, const std::string& source, double gpm_seconds) {
+json report(nvml::Reader& reader, const std::string& source, double gpm_seconds, const std::vector<int>& choose_whole) {
   json out = {{"format", "vgpu-nvml-probe"}, {"version", 1}, {"source", source}};
   json probe = {{"errors", json::array()}};
   json gpus = json::array();
@@ -146,6 +146,8 @@ json report(nvml::Reader& reader, const std::string& source, double gpm_seconds)
   for (const auto& links : topology.gpus)
     if (auto j = nvlinks_json(links); !j.is_null()) gpus[static_cast<std::size_t>(links.gpu)]["nvlinks"] = j;
   out["topology"] = pairs_json(topology);
+  if (!choose_whole.empty())
+    out["whole_gpu_choices"] = whole_gpu_choices(topology, static_cast<int>(gpus.size()), choose_whole);
   if (gpm_seconds > 0) {
     auto activity = activity_by_gpu(reader, gpm_seconds, probe["errors"]);
     for (auto& g : gpus)

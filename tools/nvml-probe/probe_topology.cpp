@@ -24,12 +24,10 @@ json pairs_json(const nvml::TopologyRead& read) {
   return {{"pairs", pairs}};
 }
 
-json whole_gpu_choices(nvml::Reader& reader, const std::vector<int>& counts) {
-  auto gpus = reader.discover();
-  const int n = gpus ? static_cast<int>(gpus->size()) : 0;
-  const auto links = nvml::links_of(nvml::read_topology(reader, n), n);
+json whole_gpu_choices(const nvml::TopologyRead& read, int gpu_count, const std::vector<int>& counts) {
+  const auto links = nvml::links_of(read, gpu_count);
   std::vector<int> all;
-  for (int g = 0; g < n; ++g) all.push_back(g);
+  for (int g = 0; g < gpu_count; ++g) all.push_back(g);
   json out = json::array();
   for (int count : counts) {
     auto choice = choose_whole_gpus(links, all, count);

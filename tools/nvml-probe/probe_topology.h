@@ -15,8 +15,8 @@ nlohmann::json pairs_json(const nvml::TopologyRead& read);
 // Null for a GPU that answered the NVLink queries NOT_SUPPORTED.
 nlohmann::json nvlinks_json(const nvml::GpuLinksRead& links);
 
-// What choose_whole_gpus gives a request for each count with every GPU free, read from NVML:
+// What choose_whole_gpus gives a request for each count with all `gpu_count` GPUs free:
 //   [{"count": 2, "gpus": [0, 1], "one_nvlink_domain": true}, {"count": 4, "gpus": null}]
-nlohmann::json whole_gpu_choices(nvml::Reader& reader, const std::vector<int>& counts);
+nlohmann::json whole_gpu_choices(const nvml::TopologyRead& read, int gpu_count, const std::vector<int>& counts);
 
 }  // namespace vgpu::probe

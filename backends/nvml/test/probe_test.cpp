@@ -22,6 +22,15 @@ json run_probe(const std::string& extra = "--gpm-seconds 0.05") {
   return json::parse(r.out);
 }
 
+// A reader over the fake replaying a probe recording kept in docs/hardware/<path>; with the file
+// missing the fake refuses to initialise, which the caller's unavailable_reason() check reports.
+std::unique_ptr<nvml::Reader> replay_recording(const std::string& path) {
+  std::string recording = std::string(VGPU_SOURCE_DIR) + "/docs/hardware/" + path;
+  EXPECT_TRUE(std::filesystem::exists(recording)) << recording;
+  ::setenv("VGPU_FAKE_NVML_FIXTURE", recording.c_str(), 1);
+  return nvml::Reader::open();
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
@@ -129,10 +138,7 @@ TEST_F(ProbeTest, OutputReplaysAsAFixture) {
 // The recording the probe made on a real H100 (MIG disabled) replays through the fake, and the
 // hand-typed H100 fixture answers every profile query exactly as that device did.
 TEST_F(ProbeTest, RealH100RecordingReplaysAndMatchesTheHandWrittenFixture) {
-  std::string recording = std::string(VGPU_SOURCE_DIR) + "/docs/hardware/h100/h100-80gb-hbm3-probe.json";
-  ASSERT_TRUE(std::filesystem::exists(recording)) << recording;
-  ::setenv("VGPU_FAKE_NVML_FIXTURE", recording.c_str(), 1);
-  auto real = nvml::Reader::open();
+  auto real = replay_recording("h100/h100-80gb-hbm3-probe.json");
   ASSERT_EQ(real->unavailable_reason(), "");
   auto real_reads = real->read_profiles(0);
   auto real_model = real->read_catalog(0);
@@ -172,10 +178,7 @@ TEST_F(ProbeTest, RealH100RecordingReplaysAndMatchesTheHandWrittenFixture) {
 // The recording the probe made on the lent H200 (MIG disabled, docs/hardware/h200) is the H200's
 // fixture: the built-in H200-141GB table must answer exactly what that device answered.
 TEST_F(ProbeTest, RealH200RecordingMatchesTheBuiltInTable) {
-  std::string recording = std::string(VGPU_SOURCE_DIR) + "/docs/hardware/h200/h200-141gb-probe.json";
-  ASSERT_TRUE(std::filesystem::exists(recording)) << recording;
-  ::setenv("VGPU_FAKE_NVML_FIXTURE", recording.c_str(), 1);
-  auto real = nvml::Reader::open();
+  auto real = replay_recording("h200/h200-141gb-probe.json");
   ASSERT_EQ(real->unavailable_reason(), "");
   auto gpus = real->discover();
   ASSERT_TRUE(gpus && gpus->size() == 1u);
