@@ -21,6 +21,11 @@ const Profile* GpuModel::find_profile_by_nvml_id(int nvml_profile_id) const {
   return it == profiles.end() ? nullptr : &*it;
 }
 
+const Profile* GpuModel::whole_gpu_profile() const {
+  auto it = std::ranges::find(profiles, true, &Profile::whole_gpu);
+  return it == profiles.end() ? nullptr : &*it;
+}
+
 std::string GpuModel::profile_names() const {
   std::vector<std::string_view> names;
   for (const auto& p : profiles) names.push_back(p.name);
@@ -77,7 +82,8 @@ const Profile* hardware_profile_for(const GpuModel& model, const GpuClass& gpu_c
   }
   const Profile* best = nullptr;
   for (const auto& p : model.profiles) {
-    if (!p.realizes.empty() || p.name.find('+') != std::string::npos) continue;
+    // A class is a size of MIG instance: the whole GPU (MIG off) is asked for by its own name.
+    if (!p.realizes.empty() || p.whole_gpu || p.name.find('+') != std::string::npos) continue;
     const double share = static_cast<double>(p.compute_slices) / model.compute_slices;
     if (named_memory_gb(p.name) < gpu_class.min_memory_gb || share + 1e-9 < gpu_class.min_compute_fraction) continue;
     if (!best || std::pair(p.compute_slices, p.memory_mib) < std::pair(best->compute_slices, best->memory_mib))
@@ -132,6 +138,7 @@ std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel
   field(expected.name, "memory_slices", expected.memory_slices, actual.memory_slices);
   for (const auto& e : expected.profiles) {
     if (!e.realizes.empty()) continue;  // a class: not the device's to report
+    if (e.whole_gpu) continue;          // NVML lists MIG profiles only
     const Profile* a = actual.find_profile(e.name);
     if (!a) {
       diffs.push_back(fmt::format("{}: missing on the device", e.name));
@@ -163,8 +170,8 @@ std::string_view to_string(Partitioning p) { return p == Partitioning::uniform ?
 Result<std::string> parse_profile_name(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return fail(ErrorCode::invalid_argument,
-                fmt::format("profile '{}': {} (expected <N>g.<M>gb or <mode>.<M>gb, e.g. 3g.40gb, "
-                            "1g.10gb+me or cpx.24gb)",
+                fmt::format("profile '{}': {} (expected <N>g.<M>gb, <mode>.<M>gb or whole.<M>gb, e.g. "
+                            "3g.40gb, 1g.10gb+me, cpx.24gb or whole.80gb)",
                             text, why));
   };
   if (text.empty()) return bad("empty");
@@ -175,8 +182,8 @@ Result<std::string> parse_profile_name(std::string_view text) {
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
     return i - start;
   };
-  // An AMD compute-partition mode and the memory each partition has: "cpx.24gb".
-  for (std::string_view mode : {"spx.", "dpx.", "tpx.", "qpx.", "cpx."}) {
+  // An AMD compute-partition mode and the memory each partition has ("cpx.24gb"), or a whole GPU.
+  for (std::string_view mode : {"spx.", "dpx.", "tpx.", "qpx.", "cpx.", "whole."}) {
     if (!text.starts_with(mode)) continue;
     i = mode.size();
     std::size_t m = digits();

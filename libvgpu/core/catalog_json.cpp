@@ -12,15 +12,17 @@ namespace vgpu {
 nlohmann::json to_json(const Profile& p) {
   nlohmann::json placements = nlohmann::json::array();
   for (const auto& pl : p.placements) placements.push_back({{"start", pl.start}, {"size", pl.size}});
-  return {{"name", p.name},
-          {"nvml_profile_id", p.nvml_profile_id},
-          {"nvml_profile_index", p.nvml_profile_index},
-          {"compute_slices", p.compute_slices},
-          {"memory_slices", p.memory_slices},
-          {"sm_count", p.sm_count},
-          {"memory_mib", p.memory_mib},
-          {"max_instances", p.max_instances},
-          {"placements", placements}};
+  nlohmann::json out = {{"name", p.name},
+                        {"nvml_profile_id", p.nvml_profile_id},
+                        {"nvml_profile_index", p.nvml_profile_index},
+                        {"compute_slices", p.compute_slices},
+                        {"memory_slices", p.memory_slices},
+                        {"sm_count", p.sm_count},
+                        {"memory_mib", p.memory_mib},
+                        {"max_instances", p.max_instances},
+                        {"placements", placements}};
+  if (p.whole_gpu) out["whole_gpu"] = true;
+  return out;
 }
 
 nlohmann::json to_json(const GpuModel& m) {
@@ -118,6 +120,16 @@ Result<Profile> profile_from_json(const nlohmann::json& j, const std::string& pa
     if (auto u = pr.no_unknown(); !u) return std::unexpected(u.error());
     p.placements.push_back(pl);
   }
+  if (j.contains("whole_gpu")) {
+    const nlohmann::json* whole = nullptr;
+    VGPU_TRY_ASSIGN(whole, r.field("whole_gpu"));
+    if (!whole->is_boolean()) return fail(ErrorCode::corrupt, path + ".whole_gpu: must be true or false");
+    p.whole_gpu = whole->get<bool>();
+  }
+  if (p.whole_gpu != p.name.starts_with("whole."))
+    return fail(ErrorCode::corrupt, fmt::format("{}.whole_gpu: a profile is the whole GPU exactly when its name is "
+                                                "whole.<M>gb ('{}')",
+                                                path, p.name));
   if (auto u = r.no_unknown(); !u) return std::unexpected(u.error());
   return p;
 }

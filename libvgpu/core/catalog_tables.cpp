@@ -48,11 +48,30 @@ std::vector<Profile> seven_slice_profiles(const SevenSliceSizes& s) {
   };
 }
 
+// The whole GPU with MIG off, as one more profile of the model's geometry: it spans every slice, so
+// the layout rules keep it apart from any MIG instance. Its memory is the framebuffer NVML reports
+// with MIG off (nvmlDeviceGetMemoryInfo's total), the model's memory_mib.
+GpuModel with_whole_gpu(GpuModel model, std::string_view memory_gb) {
+  Profile whole{fmt::format("whole.{}gb", memory_gb),
+                kWholeGpuProfileId,
+                kWholeGpuProfileId,
+                model.compute_slices,
+                model.memory_slices,
+                model.sm_count,
+                model.memory_mib,
+                1,
+                {{0, model.memory_slices}},
+                ""};
+  whole.whole_gpu = true;
+  model.profiles.push_back(std::move(whole));
+  return model;
+}
+
 GpuModel seven_slice_model(std::string short_name, std::vector<std::string> nvml_names, int sm, int memory_mib,
                            const SevenSliceSizes& sizes) {
-  return GpuModel{
-      std::move(short_name), std::move(nvml_names), 7, 8, sm, memory_mib, seven_slice_profiles(sizes), "nvidia",
-      Partitioning::mig};
+  return with_whole_gpu(GpuModel{std::move(short_name), std::move(nvml_names), 7, 8, sm, memory_mib,
+                                 seven_slice_profiles(sizes), "nvidia", Partitioning::mig},
+                        sizes.g7);
 }
 
 // AMD Instinct MI300X/MI325X: 8 XCDs of 38 CUs (sm_count holds CUs), one compute-partition mode
@@ -107,21 +126,22 @@ std::vector<GpuModel> builtin_models() {
                         {"18", "35", "35", "71", "71", "141", 16384, 33280, 71424, 143360, 16, 26, 32, 60, 64, 132}));
 
   // A30: four compute and four memory slices; media extensions on 1g and 2g.
-  models.push_back(GpuModel{"A30-24GB",
-                            {"NVIDIA A30"},
-                            4,
-                            4,
-                            56,
-                            24576,
-                            {
-                                {"1g.6gb", 14, kSlice1, 1, 1, 14, 5952, 4, every(4, 1, 1), ""},
-                                {"1g.6gb+me", 21, kSlice1Rev1, 1, 1, 14, 5952, 1, every(4, 1, 1), ""},
-                                {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2), ""},
-                                {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2), ""},
-                                {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4), ""},
-                            },
-                            "nvidia",
-                            Partitioning::mig});
+  models.push_back(with_whole_gpu(GpuModel{"A30-24GB",
+                                           {"NVIDIA A30"},
+                                           4,
+                                           4,
+                                           56,
+                                           24576,
+                                           {
+                                               {"1g.6gb", 14, kSlice1, 1, 1, 14, 5952, 4, every(4, 1, 1), ""},
+                                               {"1g.6gb+me", 21, kSlice1Rev1, 1, 1, 14, 5952, 1, every(4, 1, 1), ""},
+                                               {"2g.12gb", 5, kSlice2, 2, 2, 28, 12032, 2, every(2, 2, 2), ""},
+                                               {"2g.12gb+me", 6, kSlice2Rev1, 2, 2, 28, 12032, 1, every(2, 2, 2), ""},
+                                               {"4g.24gb", 0, kSlice4, 4, 4, 56, 24192, 1, every(1, 4, 4), ""},
+                                           },
+                                           "nvidia",
+                                           Partitioning::mig},
+                                  "24"));
 
   models.push_back(instinct_model("MI300X-192GB", {"AMD Instinct MI300X", "AMD Instinct MI300X OAM"}, 192));
   models.push_back(instinct_model("MI325X-256GB", {"AMD Instinct MI325X", "AMD Instinct MI325X OAM"}, 256));

@@ -6,6 +6,8 @@
 
 namespace vgpu {
 
+std::string_view to_string(GpuMode mode) { return mode == GpuMode::whole ? "whole" : "partitioned"; }
+
 int GpuLayout::count_of(const Profile& profile) const {
   return static_cast<int>(std::ranges::count(instances_, &profile, &PlacedInstance::profile));
 }
@@ -16,6 +18,12 @@ std::optional<std::string> GpuLayout::why_not(const Profile& profile, Placement 
   if (std::ranges::find(profile.placements, placement) == profile.placements.end())
     return fmt::format("{{{},{}}} is not a legal placement of {} on {}", placement.start, placement.size, profile.name,
                        model_->name);
+  // The driver creates MIG instances only with MIG mode on (nvmlDeviceCreateGpuInstance* answer
+  // NOT_SUPPORTED otherwise), and a GPU with MIG on is no longer one CUDA device.
+  if (profile.whole_gpu && mode_ != GpuMode::whole)
+    return fmt::format("{} is the whole GPU: needs MIG mode off, and this {} has it on", profile.name, model_->name);
+  if (!profile.whole_gpu && mode_ == GpuMode::whole)
+    return fmt::format("{} needs MIG mode on, and this {} has it off", profile.name, model_->name);
   if (used_mask_ & placement.mask())
     return fmt::format("memory slices {}-{} overlap an existing instance", placement.start, placement.end() - 1);
   if (used_compute_ + profile.compute_slices > model_->compute_slices)

@@ -152,7 +152,11 @@ Plan plan_node(std::span<const PlannerGpu> gpus, const PlannerConfig& config, st
     w.plan.notes.push_back(fmt::format("{} more demand(s): {} planned", noted - kNotedDemands, unnoted_placed));
   for (std::size_t g = 0; g < w.layouts.size(); ++g) {
     if (!w.eligible[g] || !w.reserved_for[g].empty()) continue;
-    for (const auto& name : config.idle_layout) {
+    std::vector<std::string_view> idle(config.idle_layout.begin(), config.idle_layout.end());
+    // A GPU with MIG off can be only itself: that is its idle layout, whatever the partition's says.
+    if (const Profile* whole = w.layouts[g].model().whole_gpu_profile(); whole && w.layouts[g].mode() == GpuMode::whole)
+      idle.assign(1, whole->name);
+    for (const auto name : idle) {
       if (!allowed(config, name)) continue;
       const Profile* profile = w.layouts[g].model().find_profile(name);
       if (!profile) continue;

@@ -26,7 +26,9 @@ TEST(Catalog, H100ProfilesMatchThePublishedListing) {
                            {"2g.20gb", 14, 2, 2, 32, 3, {0, 2, 4}},
                            {"3g.40gb", 9, 3, 4, 60, 2, {0, 4}},
                            {"4g.40gb", 5, 4, 4, 64, 1, {0}},
-                           {"7g.80gb", 0, 7, 8, 132, 1, {0}}};
+                           {"7g.80gb", 0, 7, 8, 132, 1, {0}},
+                           // Not NVML's: the GPU itself with MIG off.
+                           {"whole.80gb", kWholeGpuProfileId, 7, 8, 132, 1, {0}}};
   ASSERT_EQ(m.profiles.size(), rows.size());
   for (const auto& r : rows) {
     const Profile* p = m.find_profile(r.name);
@@ -155,7 +157,7 @@ TEST(Catalog, UnknownProfileErrorListsValidProfiles) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,
             "profile 9g.99gb: unknown profile on H100-80GB (valid: 1g.10gb, 1g.10gb+me, 1g.20gb, "
-            "2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)");
+            "2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb, whole.80gb)");
 }
 
 TEST(Catalog, UnknownModelErrorListsKnownModels) {
@@ -192,7 +194,8 @@ TEST(Catalog, CompareModelsReportsEachDifferingField) {
   GpuModel device = *Catalog::builtin().find_model("H100-80GB");
   device.profiles[4].memory_mib = 40192;
   device.profiles[2].placements.pop_back();
-  device.profiles.pop_back();
+  device.profiles.erase(device.profiles.begin() + 6);  // 7g.80gb
+  device.profiles.pop_back();                          // whole.80gb, which NVML never lists: no difference
   auto diffs = compare_models(*Catalog::builtin().find_model("H100-80GB"), device);
   ASSERT_EQ(diffs.size(), 3u);
   EXPECT_EQ(diffs[0], "1g.20gb: placements {0,2}{2,2}{4,2}{6,2} != {0,2}{2,2}{4,2}");
@@ -201,9 +204,39 @@ TEST(Catalog, CompareModelsReportsEachDifferingField) {
 }
 
 TEST(ProfileName, AcceptsRealSpellings) {
-  for (const char* ok :
-       {"1g.10gb", "1g.10gb+me", "7g.141gb", "1g.6gb", "4g.24gb", "1g.24gb+gfx", "cpx.24gb", "spx.192gb", "qpx.64gb"})
+  for (const char* ok : {"1g.10gb", "1g.10gb+me", "7g.141gb", "1g.6gb", "4g.24gb", "1g.24gb+gfx", "cpx.24gb",
+                         "spx.192gb", "qpx.64gb", "whole.80gb", "whole.141gb"})
     EXPECT_TRUE(parse_profile_name(ok)) << ok;
+}
+
+TEST(Catalog, EveryNvidiaMigModelHasItsWholeGpuAndAmdModelsDoNot) {
+  for (const auto& m : Catalog::builtin().models()) {
+    const Profile* whole = m.whole_gpu_profile();
+    if (m.vendor == "amd") {
+      EXPECT_EQ(whole, nullptr) << m.name << ": SPX is already the whole GPU";
+      continue;
+    }
+    ASSERT_NE(whole, nullptr) << m.name;
+    EXPECT_EQ(whole->memory_mib, m.memory_mib) << m.name;
+    EXPECT_EQ(whole->sm_count, m.sm_count) << m.name;
+    EXPECT_EQ(whole->placements, (std::vector<Placement>{{0, m.memory_slices}})) << m.name;
+    EXPECT_TRUE(whole->name.starts_with("whole.")) << whole->name;
+  }
+  EXPECT_EQ(Catalog::builtin().find_model("H200-141GB")->whole_gpu_profile()->name, "whole.141gb");
+}
+
+TEST(Catalog, JsonWholeGpuFlagMustAgreeWithTheName) {
+  auto j = to_json(*Catalog::builtin().find_model("H100-80GB"));
+  ASSERT_EQ(j["profiles"][7]["name"], "whole.80gb");
+  ASSERT_TRUE(model_from_json(j, "m"));
+  j["profiles"][7].erase("whole_gpu");
+  auto r = model_from_json(j, "m");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "m.profiles[7].whole_gpu: a profile is the whole GPU exactly when its name is whole.<M>gb ('whole.80gb')");
+  j = to_json(*Catalog::builtin().find_model("H100-80GB"));
+  j["profiles"][0]["whole_gpu"] = true;
+  EXPECT_FALSE(model_from_json(j, "m"));
 }
 
 TEST(ProfileName, RejectsMalformedWithReason) {

@@ -21,8 +21,10 @@ Key key_of(const GpuLayout& l) {
   return k;
 }
 
-// Independent statement of the hardware rules over an array of memory slices.
-bool oracle_can_place(const GpuModel& m, const Key& layout, const Profile& p, Placement at) {
+// Independent statement of the hardware rules over an array of memory slices. MIG mode: the whole
+// GPU exists only with MIG off, a MIG instance only with MIG on (nvmlDeviceCreateGpuInstance*).
+bool oracle_can_place(const GpuModel& m, GpuMode mode, const Key& layout, const Profile& p, Placement at) {
+  if (p.whole_gpu != (mode == GpuMode::whole)) return false;
   if (std::ranges::find(p.placements, at) == p.placements.end()) return false;
   std::array<bool, 8> used{};
   int compute = 0, same = 0;
@@ -39,10 +41,10 @@ bool oracle_can_place(const GpuModel& m, const Key& layout, const Profile& p, Pl
   return compute + p.compute_slices <= m.compute_slices && same < p.max_instances;
 }
 
-std::set<Key> enumerate(const GpuModel& m) {
+std::set<Key> enumerate(const GpuModel& m, GpuMode mode = GpuMode::partitioned) {
   std::set<Key> seen;
-  std::vector<GpuLayout> stack{GpuLayout(m)};
-  seen.insert({});
+  std::vector<GpuLayout> stack{GpuLayout(m, mode)};
+  seen.insert(Key{});  // the empty GPU; insert({}) would be the empty initializer list
   while (!stack.empty()) {
     GpuLayout cur = stack.back();
     stack.pop_back();
@@ -50,7 +52,7 @@ std::set<Key> enumerate(const GpuModel& m) {
       for (const auto& pl : p.placements) {
         Key before = key_of(cur);
         bool engine = cur.can_place(p, pl);
-        EXPECT_EQ(engine, oracle_can_place(m, before, p, pl))
+        EXPECT_EQ(engine, oracle_can_place(m, mode, before, p, pl))
             << m.name << " " << cur.describe() << " + " << p.name << "@" << pl.start;
         if (!engine) continue;
         GpuLayout next = cur;
@@ -104,6 +106,15 @@ TEST_P(EveryLayout, MatchesOracleAndRoundTrips) {
   }
   EXPECT_GT(full, 0u);
   std::printf("%s: %zu legal layouts, %zu of them full\n", m.name.c_str(), layouts.size(), full);
+}
+
+// With MIG off a GPU holds nothing or itself: no MIG instance beside or instead of it.
+TEST_P(EveryLayout, WithMigOffHoldsOnlyTheWholeGpu) {
+  const GpuModel& m = *Catalog::builtin().find_model(GetParam());
+  const Profile* whole = m.whole_gpu_profile();
+  ASSERT_NE(whole, nullptr) << m.name;
+  const std::set<Key> nothing_or_itself{Key{}, Key{{whole->name, 0}}};
+  EXPECT_EQ(enumerate(m, GpuMode::whole), nothing_or_itself);
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, EveryLayout,

@@ -66,6 +66,35 @@ TEST(Planner, PacksSmallInstancesOntoPartlyUsedGpus) {
   for (const auto& s : plan.slots) EXPECT_EQ(s.gpu, 1) << "GPU 0 should stay whole for a 7g";
 }
 
+TEST(Planner, AGpuWithMigOffServesOnlyItselfWholeAndIdlesAsItself) {
+  auto gpus = empty_node(3);
+  gpus[0].occupied.set_mode(GpuMode::whole);
+  gpus[2].occupied.set_mode(GpuMode::whole);
+  std::vector<Demand> demand = {{"whole.80gb", 1}, {"1g.10gb", 2}, {"7g.80gb", 2}};
+  PlannerConfig config;
+  config.idle_layout = {"1g.10gb"};
+  Plan plan = plan_node(gpus, config, demand);
+  ASSERT_TRUE(verify_jointly_placeable(gpus, plan));
+  std::map<int, std::vector<std::string>> by_gpu;
+  for (const auto& s : plan.slots) by_gpu[s.gpu].push_back(s.profile->name + " " + s.reason);
+  EXPECT_EQ(by_gpu[0], (std::vector<std::string>{"whole.80gb demand #1"}));
+  EXPECT_EQ(by_gpu[1], (std::vector<std::string>{"1g.10gb demand #2", "1g.10gb demand #2", "1g.10gb idle layout"}));
+  // No 7g.80gb anywhere: GPU 1 holds the small ones, and neither MIG-off GPU can hold one. GPU 2's
+  // idle layout is the whole GPU, not the partition's 1g.10gb.
+  EXPECT_EQ(by_gpu[2], (std::vector<std::string>{"whole.80gb idle layout"}));
+  EXPECT_EQ(plan.counts().count("7g.80gb"), 0u);
+}
+
+TEST(Planner, TheWholeGpuIsNeverPlannedWhileMigIsOn) {
+  auto gpus = empty_node(1);
+  std::vector<Demand> demand = {{"whole.80gb", 1}};
+  PlannerConfig config;
+  config.idle_layout = {"whole.80gb"};
+  Plan plan = plan_node(gpus, config, demand);
+  EXPECT_TRUE(plan.slots.empty());
+  EXPECT_EQ(plan.notes.front(), "demand #1 whole.80gb x1: 0 planned");
+}
+
 TEST(Planner, DisallowedProfilesAreIgnoredWithANote) {
   auto gpus = empty_node(1);
   PlannerConfig cfg{{"1g.10gb"}, {}};

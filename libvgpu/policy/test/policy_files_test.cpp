@@ -71,7 +71,7 @@ TEST(PolicyBadFiles, ProfileNotOnTheNamedModelListsValidNames) {
   EXPECT_EQ(errors[0],
             "bad/profiles-per-model.json:5:45: partitions.infer.profiles.H100-80GB[1]: profile "
             "1g.5gb does not exist on H100-80GB (valid: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, "
-            "3g.40gb, 4g.40gb, 7g.80gb)");
+            "3g.40gb, 4g.40gb, 7g.80gb, whole.80gb)");
   EXPECT_EQ(errors[1],
             "bad/profiles-per-model.json:5:56: partitions.infer.profiles.B200: unknown GPU model "
             "(known: A100-40GB, A100-80GB, H100-80GB, H100-94GB, H200-141GB, A30-24GB, MI300X-192GB, "

@@ -28,10 +28,14 @@ struct Placement {
   auto operator<=>(const Placement&) const = default;
 };
 
+// No NVML GPU-instance profile has this id (theirs are below 64): the whole GPU's.
+inline constexpr int kWholeGpuProfileId = 1000;
+
 struct Profile {
   std::string name;  // "3g.40gb", "1g.10gb+me"; "cpx.24gb" for an AMD partition mode
   // The backend's id of the profile: nvmlGpuInstanceProfileInfo_t.id, as `nvidia-smi mig -lgip`
-  // shows it; on AMD the compute-partition mode (AmdPartitionMode).
+  // shows it; on AMD the compute-partition mode (AmdPartitionMode); kWholeGpuProfileId for the
+  // whole GPU, which NVML has no profile for.
   int nvml_profile_id = 0;
   int nvml_profile_index = 0;  // NVML_GPU_INSTANCE_PROFILE_* passed to nvmlDeviceGetGpuInstanceProfileInfo
   int compute_slices = 0;
@@ -46,6 +50,9 @@ struct Profile {
   // For a share type realized on a model: how many jobs share one instance of `realizes` through
   // CUDA MPS (docs/shared-instances.md). 0 for a profile or class a job holds whole.
   int shares = 0;
+  // The whole GPU with MIG off ("whole.80gb"): every slice, full NVLink and P2P, nothing to create.
+  // It exists exactly while the GPU's MIG mode is off (GpuMode), and a MIG profile exactly while on.
+  bool whole_gpu = false;
   bool operator==(const Profile&) const = default;
 
   [[nodiscard]] const std::string& hardware_name() const { return realizes.empty() ? name : realizes; }
@@ -95,6 +102,9 @@ struct GpuModel {
 
   [[nodiscard]] const Profile* find_profile(std::string_view profile_name) const;
   [[nodiscard]] const Profile* find_profile_by_nvml_id(int nvml_profile_id) const;
+  // The profile of the whole GPU with MIG off, or nullptr on a model without one (AMD: its SPX mode
+  // is already the whole GPU).
+  [[nodiscard]] const Profile* whole_gpu_profile() const;
   // Profile names joined with ", " for error messages that list what is valid.
   [[nodiscard]] std::string profile_names() const;
 };
@@ -133,9 +143,10 @@ const Profile* realize(const GpuModel& model, const GpuClass& gpu_class);
 // NVML). Empty means identical. Each entry names the profile and field: "3g.40gb: memory_mib 40448 != 40192".
 std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel& actual);
 
-// A profile name is <compute>g.<memory>gb with an optional "+me"/"+gfx" suffix (NVIDIA MIG), or
-// <mode>.<memory>gb with mode spx, dpx, tpx, qpx or cpx (AMD compute partitions). This validates the
-// spelling only (not whether a model has it) and is the one parser for user-supplied profile text.
+// A profile name is <compute>g.<memory>gb with an optional "+me"/"+gfx" suffix (NVIDIA MIG),
+// <mode>.<memory>gb with mode spx, dpx, tpx, qpx or cpx (AMD compute partitions), or
+// whole.<memory>gb (a whole NVIDIA GPU with MIG off). This validates the spelling only (not whether
+// a model has it) and is the one parser for user-supplied profile text.
 Result<std::string> parse_profile_name(std::string_view text);
 
 }  // namespace vgpu

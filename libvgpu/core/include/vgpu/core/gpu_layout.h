@@ -1,12 +1,14 @@
 // Occupancy of one partitionable GPU and the rules for what may be placed on it: memory-slice ranges
 // may not overlap, compute slices may not exceed the model's total, each profile has an instance
-// cap, and on a uniform model (AMD compute partitions) every instance has the same profile.
+// cap, on a uniform model (AMD compute partitions) every instance has the same profile, and the
+// GPU's MIG mode decides between MIG profiles (on) and the whole GPU (off).
 // Pure value type: the planner copies layouts freely to try alternatives.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vgpu/core/catalog.h"
@@ -19,11 +21,18 @@ struct PlacedInstance {
   bool operator==(const PlacedInstance& o) const { return profile == o.profile && placement == o.placement; }
 };
 
+// What a GPU of a MIG model serves now: MIG instances (MIG mode on) or itself, whole (MIG off).
+enum class GpuMode { partitioned, whole };
+std::string_view to_string(GpuMode mode);
+
 class GpuLayout {
  public:
-  explicit GpuLayout(const GpuModel& model) : model_(&model) {}
+  explicit GpuLayout(const GpuModel& model, GpuMode mode = GpuMode::partitioned) : model_(&model), mode_(mode) {}
 
   [[nodiscard]] const GpuModel& model() const { return *model_; }
+  [[nodiscard]] GpuMode mode() const { return mode_; }
+  // The mode the hardware reports. Instances already placed stay: the caller reconciles them.
+  void set_mode(GpuMode mode) { mode_ = mode; }
   [[nodiscard]] const std::vector<PlacedInstance>& instances() const { return instances_; }
   [[nodiscard]] std::uint32_t used_memory_mask() const { return used_mask_; }
   [[nodiscard]] int used_compute_slices() const { return used_compute_; }
@@ -62,6 +71,7 @@ class GpuLayout {
 
  private:
   const GpuModel* model_;
+  GpuMode mode_;
   std::vector<PlacedInstance> instances_;
   std::uint32_t used_mask_ = 0;
   int used_compute_ = 0;

@@ -127,7 +127,8 @@ struct PartitionPolicy {
 
   // Allowed profile names on `model`, in the catalog's order. Empty: the partition does not use
   // GPUs of this model at all. Share types only where "profiles" names them: a partition without
-  // the field gives whole instances.
+  // the field gives whole instances. The whole GPU with MIG off (whole.<M>gb) is a profile like the
+  // others: offered where "profiles" is absent or names it.
   [[nodiscard]] std::vector<std::string> allowed_profiles_for(const GpuModel& model) const;
   [[nodiscard]] bool uses_model(const GpuModel& model) const { return !allowed_profiles_for(model).empty(); }
   [[nodiscard]] bool allows_node(std::string_view node_name) const;
