@@ -29,13 +29,15 @@ std::unique_ptr<Backend> Backend::open(std::string library_path) {
   auto create_ci = lib->symbol<decltype(nvmlGpuInstanceCreateComputeInstance)>("nvmlGpuInstanceCreateComputeInstance");
   auto destroy_ci = lib->symbol<decltype(nvmlComputeInstanceDestroy)>("nvmlComputeInstanceDestroy");
   auto destroy_gi = lib->symbol<decltype(nvmlGpuInstanceDestroy)>("nvmlGpuInstanceDestroy");
+  auto set_mig_mode = lib->symbol<decltype(nvmlDeviceSetMigMode)>("nvmlDeviceSetMigMode");
   for (const Error* e : {create_gi ? nullptr : &create_gi.error(), create_ci ? nullptr : &create_ci.error(),
-                         destroy_ci ? nullptr : &destroy_ci.error(), destroy_gi ? nullptr : &destroy_gi.error()})
+                         destroy_ci ? nullptr : &destroy_ci.error(), destroy_gi ? nullptr : &destroy_gi.error(),
+                         set_mig_mode ? nullptr : &set_mig_mode.error()})
     if (e) {
       b->unavailable_ = e->message;
       return b;
     }
-  b->api_ = {*create_gi, *create_ci, *destroy_ci, *destroy_gi};
+  b->api_ = {*create_gi, *create_ci, *destroy_ci, *destroy_gi, *set_mig_mode};
   b->usable_ = true;
   return b;
 }
@@ -135,6 +137,27 @@ Result<void> Backend::destroy_instance(int gpu, int gi_id) {
   if (auto rc = api_.destroy_gi(gi); rc != NVML_SUCCESS)
     return std::unexpected(L.failure(fmt::format("nvmlGpuInstanceDestroy(gpu {}, gi {})", gpu, gi_id), rc).error());
   return {};
+}
+
+Result<MigModeSwitch> Backend::set_mig_mode(int gpu, MigMode mode) {
+  if (!usable_) return fail(ErrorCode::unavailable, unavailable_);
+  if (mode == MigMode::unsupported)
+    return fail(ErrorCode::invalid_argument, fmt::format("gpu {}: MIG mode 'unsupported' cannot be asked for", gpu));
+  Reader& R = *reader_;
+  const Library& L = *R.library();
+  auto dev = R.device(gpu);
+  if (!dev) return std::unexpected(dev.error());
+  const unsigned wanted = mode == MigMode::enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+  nvmlReturn_t activation = NVML_SUCCESS;
+  const auto call = fmt::format("nvmlDeviceSetMigMode(gpu {}, {})", gpu, to_string(mode));
+  if (auto rc = api_.set_mig_mode(*dev, wanted, &activation); rc != NVML_SUCCESS)
+    return std::unexpected(L.failure(call, rc).error());
+  switch (activation) {
+    case NVML_SUCCESS: return MigModeSwitch::activated;
+    case NVML_ERROR_IN_USE: return MigModeSwitch::pending_in_use;
+    case NVML_ERROR_RESET_REQUIRED: return MigModeSwitch::pending_reset_required;
+    default: return std::unexpected(L.failure(call + ": activation", activation).error());
+  }
 }
 
 }  // namespace vgpu::nvml

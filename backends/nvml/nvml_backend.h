@@ -1,5 +1,6 @@
 // The NVML backend with mutations: create a GPU instance at a placement plus one compute instance
-// spanning it, and destroy them again. Only slurmd-side tools (prolog, epilog) link this.
+// spanning it, destroy them again, and switch a GPU's MIG mode. Only node-side programs (prolog,
+// epilog, planner) link this.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@ struct MutateApi {
   decltype(&nvmlGpuInstanceCreateComputeInstance) create_ci = nullptr;
   decltype(&nvmlComputeInstanceDestroy) destroy_ci = nullptr;
   decltype(&nvmlGpuInstanceDestroy) destroy_gi = nullptr;
+  decltype(&nvmlDeviceSetMigMode) set_mig_mode = nullptr;
 };
 
 class Backend : public GpuBackend {
@@ -27,6 +29,7 @@ class Backend : public GpuBackend {
   std::unique_ptr<ActivitySampler> activity_sampler() override { return reader_->activity_sampler(); }
   Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) override;
   Result<void> destroy_instance(int gpu, int gi_id) override;
+  Result<MigModeSwitch> set_mig_mode(int gpu, MigMode mode) override;
 
   [[nodiscard]] Reader& reader() { return *reader_; }
 

@@ -13,6 +13,20 @@ std::string_view to_string(MigMode mode) {
   return "unsupported";
 }
 
+std::string_view to_string(MigModeSwitch outcome) {
+  switch (outcome) {
+    case MigModeSwitch::activated: return "activated";
+    case MigModeSwitch::pending_in_use: return "pending: the GPU is in use";
+    case MigModeSwitch::pending_reset_required: return "pending: needs a GPU reset";
+  }
+  return "pending";
+}
+
+Result<MigModeSwitch> GpuBackend::set_mig_mode(int gpu, MigMode mode) {
+  return fail(ErrorCode::unavailable, fmt::format("{}: gpu {}: MIG mode {}: this backend has no MIG mode",
+                                                  backend_name(), gpu, to_string(mode)));
+}
+
 Result<NodeSnapshot> take_snapshot(GpuReader& reader) {
   NodeSnapshot snap;
   snap.backend = std::string(reader.backend_name());

@@ -28,15 +28,17 @@ nlohmann::json to_json(const Profile& p) {
 nlohmann::json to_json(const GpuModel& m) {
   nlohmann::json profiles = nlohmann::json::array();
   for (const auto& p : m.profiles) profiles.push_back(to_json(p));
-  return {{"name", m.name},
-          {"nvml_names", m.nvml_names},
-          {"compute_slices", m.compute_slices},
-          {"memory_slices", m.memory_slices},
-          {"sm_count", m.sm_count},
-          {"memory_mib", m.memory_mib},
-          {"vendor", m.vendor},
-          {"partitioning", to_string(m.partitioning)},
-          {"profiles", profiles}};
+  nlohmann::json out = {{"name", m.name},
+                        {"nvml_names", m.nvml_names},
+                        {"compute_slices", m.compute_slices},
+                        {"memory_slices", m.memory_slices},
+                        {"sm_count", m.sm_count},
+                        {"memory_mib", m.memory_mib},
+                        {"vendor", m.vendor},
+                        {"partitioning", to_string(m.partitioning)},
+                        {"profiles", profiles}};
+  if (m.mig_switch_needs_reset) out["mig_switch_needs_reset"] = true;
+  return out;
 }
 
 nlohmann::json catalog_to_json(std::span<const GpuModel> models) {
@@ -163,6 +165,12 @@ Result<GpuModel> model_from_json(const nlohmann::json& j, std::string_view where
   else if (partitioning != "mig")
     return fail(ErrorCode::corrupt,
                 fmt::format("{}.partitioning: '{}': expected mig or uniform", path, contract::printable(partitioning)));
+  if (j.contains("mig_switch_needs_reset")) {
+    const nlohmann::json* reset = nullptr;
+    VGPU_TRY_ASSIGN(reset, r.field("mig_switch_needs_reset"));
+    if (!reset->is_boolean()) return fail(ErrorCode::corrupt, path + ".mig_switch_needs_reset: must be true or false");
+    m.mig_switch_needs_reset = reset->get<bool>();
+  }
   const nlohmann::json* profiles = nullptr;
   VGPU_TRY_ASSIGN(profiles, r.field("profiles"));
   if (!profiles->is_array()) return fail(ErrorCode::corrupt, path + ".profiles: must be an array");

@@ -143,6 +143,9 @@ std::vector<GpuModel> builtin_models() {
                                            Partitioning::mig},
                                   "24"));
 
+  for (auto& m : models)
+    if (m.name.starts_with("A100-") || m.name.starts_with("A30-")) m.mig_switch_needs_reset = true;
+
   models.push_back(instinct_model("MI300X-192GB", {"AMD Instinct MI300X", "AMD Instinct MI300X OAM"}, 192));
   models.push_back(instinct_model("MI325X-256GB", {"AMD Instinct MI325X", "AMD Instinct MI325X OAM"}, 256));
   return models;

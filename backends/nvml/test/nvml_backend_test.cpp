@@ -272,6 +272,56 @@ TEST_F(NvmlBackendTest, MigDisabledGpuReportsItAndRefusesCreation) {
   EXPECT_EQ(snap->notes, std::vector<std::string>{"gpu 0: MIG mode disabled, no instances"});
 }
 
+// nvmlDeviceSetMigMode through the backend: an idle Hopper GPU switches at once and then takes
+// instances; an instance keeps a disable pending (IN_USE) until it is gone.
+TEST_F(NvmlBackendTest, AnIdleHopperGpuSwitchesMigModeAtOnceAndAnInstanceHoldsItOn) {
+  use_fixture("h100-80gb-capture.json");
+  auto b = nvml::Backend::open();
+  auto on = b->set_mig_mode(0, MigMode::enabled);
+  ASSERT_TRUE(on) << on.error().message;
+  EXPECT_EQ(*on, MigModeSwitch::activated);
+  auto gpus = b->discover();
+  ASSERT_TRUE(gpus);
+  EXPECT_EQ(gpus->front().mig_current, MigMode::enabled);
+  auto inst = b->create_instance(0, k3g40, {0, 4});
+  ASSERT_TRUE(inst) << inst.error().message;
+
+  auto off = b->set_mig_mode(0, MigMode::disabled);
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(*off, MigModeSwitch::pending_in_use);
+  gpus = b->discover();
+  ASSERT_TRUE(gpus);
+  EXPECT_EQ(gpus->front().mig_current, MigMode::enabled);
+  EXPECT_EQ(gpus->front().mig_pending, MigMode::disabled);
+
+  ASSERT_TRUE(b->destroy_instance(0, inst->gi_id));
+  off = b->set_mig_mode(0, MigMode::disabled);
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(*off, MigModeSwitch::activated);
+  gpus = b->discover();
+  ASSERT_TRUE(gpus);
+  EXPECT_EQ(gpus->front().mig_current, MigMode::disabled);
+}
+
+TEST_F(NvmlBackendTest, AnAmpereGpuMigSwitchStaysPendingUntilAReset) {
+  use_fixture("a100-40gb-1gpu.json");
+  auto b = nvml::Backend::open();
+  auto off = b->set_mig_mode(0, MigMode::disabled);
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(*off, MigModeSwitch::pending_reset_required);
+  auto gpus = b->discover();
+  ASSERT_TRUE(gpus);
+  EXPECT_EQ(gpus->front().mig_current, MigMode::enabled);
+  EXPECT_EQ(gpus->front().mig_pending, MigMode::disabled);
+}
+
+TEST_F(NvmlBackendTest, AGpuWithoutMigRefusesAMigModeWithTheCallSpelledOut) {
+  use_fixture("l40s-48gb-1gpu.json");
+  auto on = nvml::Backend::open()->set_mig_mode(0, MigMode::enabled);
+  ASSERT_FALSE(on);
+  EXPECT_EQ(on.error().message, "nvmlDeviceSetMigMode(gpu 0, enabled): Not Supported");
+}
+
 TEST_F(NvmlBackendTest, AbsentLibraryMeansNoGpusNotAnError) {
   ::setenv("VGPU_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
   auto b = nvml::Backend::open();

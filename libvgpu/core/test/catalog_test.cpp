@@ -239,6 +239,25 @@ TEST(Catalog, JsonWholeGpuFlagMustAgreeWithTheName) {
   EXPECT_FALSE(model_from_json(j, "m"));
 }
 
+// Only Ampere needs a GPU reset to take a new MIG mode (MIG user guide, "Deployment
+// Considerations"); the planner never switches those models (docs/policy.md, mig_mode).
+TEST(Catalog, OnlyAmpereModelsNeedAResetToSwitchMigModeAndTheJsonSaysSo) {
+  std::vector<std::string> needing;
+  for (const auto& m : Catalog::builtin().models())
+    if (m.mig_switch_needs_reset) needing.push_back(m.name);
+  EXPECT_EQ(needing, (std::vector<std::string>{"A100-40GB", "A100-80GB", "A30-24GB"}));
+  auto j = to_json(*Catalog::builtin().find_model("A30-24GB"));
+  EXPECT_EQ(j["mig_switch_needs_reset"], true);
+  auto back = model_from_json(j, "m");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(back->mig_switch_needs_reset);
+  EXPECT_FALSE(to_json(*Catalog::builtin().find_model("H200-141GB")).contains("mig_switch_needs_reset"));
+  j["mig_switch_needs_reset"] = "yes";
+  auto bad = model_from_json(j, "m");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "m.mig_switch_needs_reset: must be true or false");
+}
+
 TEST(ProfileName, RejectsMalformedWithReason) {
   struct Case {
     const char* text;

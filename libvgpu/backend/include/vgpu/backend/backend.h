@@ -21,6 +21,15 @@ namespace vgpu {
 enum class MigMode { disabled, enabled, unsupported };
 std::string_view to_string(MigMode mode);
 
+// What asking a GPU for a MIG mode did. The request always becomes the GPU's pending mode; the
+// mode is current only once activated (nvml.h, nvmlDeviceSetMigMode).
+enum class MigModeSwitch {
+  activated,               // the GPU runs in the new mode now
+  pending_in_use,          // a process or an instance holds the GPU: idle it and ask again
+  pending_reset_required,  // takes effect at the next GPU reset (A100/A30, pass-through VMs)
+};
+std::string_view to_string(MigModeSwitch outcome);
+
 struct GpuInfo {
   int index = 0;             // the backend's device index (NVML index)
   std::string product_name;  // as the device reports it: "NVIDIA H100 80GB HBM3"
@@ -110,6 +119,10 @@ class GpuBackend : public GpuReader {
   virtual Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) = 0;
   // Destroys the GI's compute instances, then the GI.
   virtual Result<void> destroy_instance(int gpu, int gi_id) = 0;
+  // Asks for MIG mode `mode` (enabled or disabled). The driver may unbind the GPU to activate it,
+  // so its attributes (the minor number among them) are read again after an activation. A backend
+  // whose GPUs have no MIG mode answers `unavailable`.
+  virtual Result<MigModeSwitch> set_mig_mode(int gpu, MigMode mode);
 };
 
 Result<NodeSnapshot> take_snapshot(GpuReader& reader);

@@ -99,6 +99,10 @@ struct GpuModel {
   std::vector<Profile> profiles;  // largest first is NOT assumed; use helpers below
   std::string vendor = "nvidia";  // "nvidia" or "amd": which backend drives it
   Partitioning partitioning = Partitioning::mig;
+  // Whether a new MIG mode takes effect only at a GPU reset: Ampere (A100, A30). MIG user guide,
+  // "Deployment Considerations": "Setting MIG mode on the A100/A30 requires a GPU reset". Hopper
+  // and newer switch without one once idle (docs/backends.md, "MIG mode").
+  bool mig_switch_needs_reset = false;
 
   [[nodiscard]] const Profile* find_profile(std::string_view profile_name) const;
   [[nodiscard]] const Profile* find_profile_by_nvml_id(int nvml_profile_id) const;
