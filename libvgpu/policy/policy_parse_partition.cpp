@@ -1,4 +1,5 @@
-// One entry of "partitions": allowed profiles, limits, nodes, GPUs, idle layout, scrub, viz pools.
+// One entry of "partitions": allowed profiles, limits, nodes, GPUs, idle layout, scrub, MIG mode,
+// viz pools.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -196,7 +197,7 @@ PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPa
   if (!expect_object(d, value, path)) return p;
   reject_unknown_fields(d, value, path,
                         {"profiles", "max_instances_per_job", "max_instances_per_user", "nodes", "gpus", "idle_layout",
-                         "scrub", "share_across_users", "viz_pools", "comment"});
+                         "scrub", "mig_mode", "share_across_users", "viz_pools", "comment"});
   bool profiles_ok = parse_profiles(d, value, path, p);
   parse_limits(d, value, path, p);
   parse_nodes(d, value, path, p);
@@ -205,6 +206,10 @@ PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPa
   if (const Json* v = member(value, "scrub")) {
     if (auto mode = read_choice(d, *v, path.key("scrub"), {"required", "optional"}))
       p.scrub = *mode == "required" ? ScrubMode::required : ScrubMode::optional;
+  }
+  if (const Json* v = member(value, "mig_mode")) {
+    if (auto mode = read_choice(d, *v, path.key("mig_mode"), {"as_found", "partitioned"}))
+      p.mig_mode = *mode == "partitioned" ? MigModePolicy::partitioned : MigModePolicy::as_found;
   }
   if (const Json* v = member(value, "share_across_users"))
     if (auto b = read_bool(d, *v, path.key("share_across_users"))) p.share_across_users = *b;

@@ -24,6 +24,10 @@ std::string_view to_string(VizDisplay display) { return display == VizDisplay::v
 
 std::string_view to_string(ScrubMode mode) { return mode == ScrubMode::required ? "required" : "optional"; }
 
+std::string_view to_string(MigModePolicy mode) {
+  return mode == MigModePolicy::partitioned ? "partitioned" : "as_found";
+}
+
 std::vector<std::string> PartitionPolicy::allowed_profiles_for(const GpuModel& model) const {
   std::vector<std::string> out;
   const std::vector<std::string>* listed = nullptr;

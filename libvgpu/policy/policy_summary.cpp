@@ -67,6 +67,8 @@ std::string summary(const PolicyFile& policy) {
     out += fmt::format("  gpus:   {}\n", describe_gpus(p));
     out += fmt::format("  limits: {}\n", describe_limits(p));
     out += fmt::format("  scrub:  {}\n", to_string(p.scrub));
+    if (p.mig_mode != MigModePolicy::as_found)
+      out += fmt::format("  mig:    {} (MIG turned on where a GPU is found with it off)\n", to_string(p.mig_mode));
     out += "  profiles and idle layout per GPU model:\n";
     for (const auto& m : Catalog::builtin().models()) {
       auto allowed = p.allowed_profiles_for(m);
@@ -107,6 +109,7 @@ std::string summary_json(const PolicyFile& policy) {
               {"max_instances_per_job", p.max_instances_per_job ? json(*p.max_instances_per_job) : json(nullptr)},
               {"max_instances_per_user", p.max_instances_per_user ? json(*p.max_instances_per_user) : json(nullptr)},
               {"scrub", to_string(p.scrub)},
+              {"mig_mode", to_string(p.mig_mode)},
               {"idle_layout", p.idle_layout},
               {"profiles", json::object()},
               {"idle_layout_drawn", json::object()},

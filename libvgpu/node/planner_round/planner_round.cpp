@@ -19,6 +19,7 @@
 #include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/split_publisher.h"
 #include "vgpu/node/epilog.h"
+#include "vgpu/node/mig_mode_switch.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
 #include "vgpu/policy/policy_hostlist.h"
@@ -446,6 +447,24 @@ std::set<int> gpus_without_mig(const NodeSnapshot& snap, const Catalog& catalog,
   return out;
 }
 
+// The policy's MIG-mode switches (mig_mode_switch.h), under the hardware lock the caller holds.
+// Each outcome is a note (NoteLog logs it when it changes). True when a GPU changed mode: the
+// caller reads the hardware again (the driver may rebind the GPU, its minor number with it).
+bool switch_mig_modes(NodeContext& ctx, const NodeSnapshot& snap, const Ledger& ledger, PlannerRoundResult& result) {
+  const auto parts = node_partitions(*ctx.policy, ctx.node);
+  auto choice = choose_mig_mode_switches(snap, Catalog::builtin(), parts, ledger);
+  for (auto& n : choice.notes) result.notes.push_back(std::move(n));
+  bool changed = false;
+  for (int gpu : choice.turn_on) {
+    auto outcome = ctx.backend->set_mig_mode(gpu, MigMode::enabled);
+    result.notes.push_back(
+        fmt::format("GPU {}: MIG mode on, as the policy's mig_mode partitioned asks: {}", gpu,
+                    outcome ? std::string(to_string(*outcome)) : "failed: " + outcome.error().message));
+    changed |= outcome && *outcome == MigModeSwitch::activated;
+  }
+  return changed;
+}
+
 // Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
 // releases out between the snapshot, the ledger read and the repair: otherwise an instance a
 // prolog has created but not yet recorded looks leaked and is destroyed under its job.
@@ -458,9 +477,16 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, PlannerState& state, cons
     result.notes.push_back("reconcile skipped: " + snap.error().message);
     return {};
   }
-  state.gpus_without_mig = gpus_without_mig(*snap, Catalog::builtin(), result.notes);
   auto ledger = ctx.ledger->load();
   if (!ledger) return std::unexpected(ledger.error().within(where));
+  if (switch_mig_modes(ctx, *snap, *ledger, result)) {
+    snap = take_snapshot(*ctx.backend);
+    if (!snap) {
+      result.notes.push_back("reconcile skipped: after a MIG-mode switch: " + snap.error().message);
+      return {};
+    }
+  }
+  state.gpus_without_mig = gpus_without_mig(*snap, Catalog::builtin(), result.notes);
   auto view = hardware_view_from_snapshot(*snap, Catalog::builtin());
   for (const auto& d : reconcile(*ledger, view)) {
     result.notes.push_back(fmt::format("reconcile: {} GPU {}: {}", to_string(d.kind), d.gpu, d.detail));

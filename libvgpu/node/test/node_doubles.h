@@ -74,8 +74,21 @@ class MemoryBackend final : public GpuBackend {
     instances_.erase(it);
     return {};
   }
+  // The driver's rules as the fake NVML applies them (fakenvml/src/mig_mode.h): a process or an
+  // instance on the GPU keeps the new mode pending.
+  Result<MigModeSwitch> set_mig_mode(int gpu, MigMode mode) override {
+    ++mig_switches;
+    const bool on = mode == MigMode::enabled;
+    const bool has_instance = std::ranges::any_of(instances_, [&](const InstanceInfo& i) { return i.gpu == gpu; });
+    if (busy.contains(gpu) || (!on && has_instance)) return MigModeSwitch::pending_in_use;
+    if (on) mig_off.erase(gpu);
+    else
+      mig_off.insert(gpu);
+    return MigModeSwitch::activated;
+  }
   const std::vector<InstanceInfo>& instances() const { return instances_; }
-  int creates = 0, destroys = 0;
+  int creates = 0, destroys = 0, mig_switches = 0;
+  std::set<int> busy;  // GPUs a process outside slurm-vgpu holds
   bool fail_next_create = false;
   std::set<int> mig_off;  // GPUs discover() reports with MIG mode disabled
   ErrorCode fail_create_with = ErrorCode::no_capacity;

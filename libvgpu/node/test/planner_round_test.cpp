@@ -613,6 +613,37 @@ TEST_F(NodeFlows, AGpuWithMigModeOffIsNeverPlannedAsMig) {
   l = store->load();
   ASSERT_TRUE(l);
   EXPECT_TRUE(std::ranges::none_of(l->plan.slots, [](const PlanSlot& s) { return s.gpu == 0; }));
+  EXPECT_EQ(backend.mig_switches, 0) << "mig_mode as_found (the default) never switches a GPU";
+}
+
+// "mig_mode": "partitioned": the planner turns MIG on for a GPU found with it off. While a process
+// holds the GPU the driver keeps the switch pending and the GPU is planned as nothing; once it is
+// free, the next round switches it and plans it as MIG.
+TEST_F(NodeFlows, APartitionedPolicyTurnsMigOnForAGpuFoundWithItOffOnceItIsFree) {
+  policy.planner.prepare_slots = true;
+  for (auto& p : policy.partitions) p.mig_mode = MigModePolicy::partitioned;
+  backend.mig_off = {1};
+  backend.busy = {1};
+  for (int round = 0; round < 2; ++round) {
+    auto r = run_planner_round(ctx, planner);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_NE(std::ranges::find(r->notes,
+                                "GPU 1: MIG mode on, as the policy's mig_mode partitioned asks: pending: the GPU is "
+                                "in use"),
+              r->notes.end())
+        << fmt::format("{}", fmt::join(r->notes, "\n"));
+    EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}}));
+  }
+  EXPECT_TRUE(backend.mig_off.contains(1));
+
+  backend.busy.clear();
+  for (int round = 0; round < 3 && advertised()["3g.40gb"] < 2; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_FALSE(backend.mig_off.contains(1));
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 2}}));
+  EXPECT_TRUE(std::ranges::any_of(backend.instances(), [](const InstanceInfo& i) { return i.gpu == 1; }));
+  const int switches = backend.mig_switches;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(backend.mig_switches, switches) << "a GPU already in MIG mode is not asked again";
 }
 
 // `vgpuctl check` run while a handover waits for slurmctld sees an advertisement below the

@@ -194,6 +194,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"/partitions/p/scrub", "maybe", "partitions.p.scrub",
                  "must be one of \"required\", \"optional\", got \"maybe\""},
         BadValue{"/partitions/p/scrub", false, "partitions.p.scrub", "got false"},
+        BadValue{"/partitions/p/mig_mode", "whole", "partitions.p.mig_mode",
+                 "must be one of \"as_found\", \"partitioned\", got \"whole\""},
         BadValue{"/partitions/p/viz_pools", json::object(), "partitions.p.viz_pools",
                  "must be a list, got an object"}));
 
@@ -287,6 +289,17 @@ TEST(PolicyFields, MissingRequiredFieldsAreReportedAtTheirObject) {
     doc[json::json_pointer(m.object_pointer)].erase(m.field);
     expect_error(doc, m.path, "required field missing");
   }
+}
+
+TEST(PolicyFields, MigModeIsAsFoundUnlessThePartitionAsksForPartitioned) {
+  json doc = valid_doc();
+  auto found = check_policy(doc.dump(2), "t.json");
+  ASSERT_TRUE(found.policy) << all_text(found.diagnostics);
+  EXPECT_EQ(found.policy->partition("p")->mig_mode, MigModePolicy::as_found);
+  doc["partitions"]["p"]["mig_mode"] = "partitioned";
+  auto asked = check_policy(doc.dump(2), "t.json");
+  ASSERT_TRUE(asked.policy) << all_text(asked.diagnostics);
+  EXPECT_EQ(asked.policy->partition("p")->mig_mode, MigModePolicy::partitioned);
 }
 
 TEST(PolicyFields, AWrongVersionStopsFurtherChecks) {

@@ -47,7 +47,7 @@ TEST(PolicyBadFiles, ManyErrorsAreAllReportedWithPositionsInFileOrder) {
   EXPECT_EQ(errors[6],
             "bad/many-errors.json:11:7: partitions.infer.colour: unknown field (known here: "
             "profiles, max_instances_per_job, max_instances_per_user, nodes, gpus, idle_layout, "
-            "scrub, share_across_users, viz_pools, comment)");
+            "scrub, mig_mode, share_across_users, viz_pools, comment)");
 }
 
 TEST(PolicyBadFiles, SyntaxErrorGivesLineAndColumn) {

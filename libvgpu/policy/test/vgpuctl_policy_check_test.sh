@@ -28,7 +28,7 @@ expect_line example out "                idle [7g.80gb@0]"
 run bad policy check "$bad/many-errors.json"
 expect_rc bad 1
 expect_line bad err "$bad/many-errors.json:7:32: partitions.infer.max_instances_per_job: must be an integer >= 1, got \"four\""
-expect_line bad err "$bad/many-errors.json:11:7: partitions.infer.colour: unknown field (known here: profiles, max_instances_per_job, max_instances_per_user, nodes, gpus, idle_layout, scrub, share_across_users, viz_pools, comment)"
+expect_line bad err "$bad/many-errors.json:11:7: partitions.infer.colour: unknown field (known here: profiles, max_instances_per_job, max_instances_per_user, nodes, gpus, idle_layout, scrub, mig_mode, share_across_users, viz_pools, comment)"
 expect_line bad err "$bad/many-errors.json: 7 error(s)"
 [[ -s $tmp/bad.out ]] && fail "bad: errors must go to stderr only"
 

@@ -102,6 +102,13 @@ struct VizPool {
 enum class ScrubMode { required, optional };
 std::string_view to_string(ScrubMode mode);
 
+// What the planner may do with the MIG mode of a partition's GPUs (docs/policy.md, "mig_mode").
+enum class MigModePolicy {
+  as_found,     // never switched: a GPU serves in the mode the node was booted with
+  partitioned,  // MIG turned on where it is found off, once nothing uses the GPU (Hopper and newer)
+};
+std::string_view to_string(MigModePolicy mode);
+
 struct PartitionPolicy {
   // How the file stated the allowed profiles.
   enum class ProfileRule {
@@ -120,6 +127,7 @@ struct PartitionPolicy {
   std::optional<std::vector<int>> gpus;  // nullopt: every GPU ("all")
   std::vector<std::string> idle_layout;
   ScrubMode scrub = ScrubMode::required;
+  MigModePolicy mig_mode = MigModePolicy::as_found;
   // Whether jobs of different users may hold shares of one instance (its MPS server serves one
   // Linux user at a time: docs/shared-instances.md). Off: one user per shared instance.
   bool share_across_users = false;

@@ -1,0 +1,84 @@
+// Which GPUs a partition's "mig_mode": "partitioned" has the planner switch to MIG, and why the
+// others stay as they are.
+#include "vgpu/node/mig_mode_switch.h"
+
+#include <gtest/gtest.h>
+
+namespace vgpu {
+namespace {
+
+GpuInfo gpu(int index, std::string product, MigMode mode) {
+  GpuInfo g;
+  g.index = index;
+  g.product_name = std::move(product);
+  g.uuid = "GPU-" + std::to_string(index);
+  g.mig_current = g.mig_pending = mode;
+  g.minor = index;
+  return g;
+}
+
+PartitionPolicy partition(MigModePolicy mode) {
+  PartitionPolicy p;
+  p.name = "p";
+  p.mig_mode = mode;
+  return p;
+}
+
+MigModeChoice choose(const NodeSnapshot& snap, const PartitionPolicy& p, const Ledger& ledger = {}) {
+  const PartitionPolicy* parts[] = {&p};
+  return choose_mig_mode_switches(snap, Catalog::builtin(), parts, ledger);
+}
+
+TEST(MigModeSwitch, OnlyAnIdleHopperGpuWithMigOffIsSwitchedWhenThePartitionAsks) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA H100 80GB HBM3", MigMode::disabled), gpu(1, "NVIDIA H200", MigMode::enabled),
+               gpu(2, "NVIDIA H200", MigMode::disabled), gpu(3, "NVIDIA L40S", MigMode::unsupported)};
+  auto asked = choose(snap, partition(MigModePolicy::partitioned));
+  EXPECT_EQ(asked.turn_on, (std::vector<int>{0, 2}));
+  EXPECT_TRUE(asked.notes.empty());
+  EXPECT_TRUE(choose(snap, partition(MigModePolicy::as_found)).turn_on.empty()) << "as_found never switches";
+}
+
+TEST(MigModeSwitch, AnAmpereGpuIsNeverSwitchedAndTheNoteSaysWhy) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA A100-SXM4-80GB", MigMode::disabled), gpu(1, "NVIDIA A30", MigMode::disabled)};
+  auto choice = choose(snap, partition(MigModePolicy::partitioned));
+  EXPECT_TRUE(choice.turn_on.empty());
+  EXPECT_EQ(choice.notes, (std::vector<std::string>{
+                              "GPU 0 (A100-80GB): mig_mode partitioned, but A100-80GB takes a new MIG mode only at "
+                              "a GPU reset: left with MIG off",
+                              "GPU 1 (A30-24GB): mig_mode partitioned, but A30-24GB takes a new MIG mode only at a "
+                              "GPU reset: left with MIG off"}));
+}
+
+TEST(MigModeSwitch, AGpuThePartitionDoesNotUseIsLeftAlone) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA H100 80GB HBM3", MigMode::disabled), gpu(1, "NVIDIA H100 80GB HBM3", MigMode::disabled)};
+  auto only_gpu_1 = partition(MigModePolicy::partitioned);
+  only_gpu_1.gpus = std::vector<int>{1};
+  EXPECT_EQ(choose(snap, only_gpu_1).turn_on, (std::vector<int>{1}));
+  auto other_model = partition(MigModePolicy::partitioned);
+  other_model.profile_rule = PartitionPolicy::ProfileRule::per_model;
+  other_model.profiles_by_model = {{"H200-141GB", {"1g.18gb"}}};
+  EXPECT_TRUE(choose(snap, other_model).turn_on.empty());
+}
+
+TEST(MigModeSwitch, AGpuTheLedgerStillUsesWaitsUntilItIsEmpty) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA H100 80GB HBM3", MigMode::disabled)};
+  Ledger ledger;
+  PlanSlot slot;
+  slot.gpu = 0;
+  slot.profile = "whole.80gb";
+  slot.placement = {0, 8};
+  ledger.plan.slots.push_back(slot);
+  auto choice = choose(snap, partition(MigModePolicy::partitioned), ledger);
+  EXPECT_TRUE(choice.turn_on.empty());
+  ASSERT_EQ(choice.notes.size(), 1u);
+  EXPECT_EQ(choice.notes[0],
+            "GPU 0 (H100-80GB): mig_mode partitioned, but the ledger still has an instance or a slot on it: "
+            "switched once it is empty");
+}
+
+}  // namespace
+}  // namespace vgpu
