@@ -82,7 +82,8 @@ dpkg -i $(debs "$version") >"$pkgdir/dpkg-install.log" 2>&1 \
 plugin_dir=$(dpkg -L "$plugin_pkg" | grep '/gres_vgpu.so$' | xargs dirname)
 for f in /usr/sbin/vgpu-prolog /usr/sbin/vgpu-prolog-work /usr/sbin/vgpu-epilog /usr/sbin/vgpu-epilog-work /usr/sbin/vgpu-planner /usr/sbin/vgpu-mps /usr/bin/vgpuctl /usr/bin/vgpu-viz \
          /usr/lib/systemd/system/vgpu-planner@.service /etc/slurm-vgpu/policy.json.example \
-         /etc/slurm-vgpu/planner.env /usr/share/slurm-vgpu/job_submit.lua "$plugin_dir/gres_vgpu.so" \
+         /etc/slurm-vgpu/planner.env /usr/share/slurm-vgpu/job_submit.lua /usr/share/slurm-vgpu/vgpu_submit_filter.lua \
+         "$plugin_dir/gres_vgpu.so" \
          /usr/libexec/slurm-vgpu/viz/desktop/build-desktop-image.sh /usr/share/slurm-vgpu/ood/bc_vgpu_viz/form.yml; do
   [ -e "$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Untyped and unknown-profile vgpu requests are refused at submission (job_submit/lua) with a
-# message listing the partition's valid profiles; valid typed requests pass.
+# message listing the partition's valid profiles; valid typed requests pass. An update that changes
+# a pending job's request meets the same checks (the module's job_modify).
 set -u
 VC_SHARE_TYPES="quarter:user half:any"
 VC_PER_JOB_LIMIT=4
@@ -53,6 +54,16 @@ j=$(vc_sbatch --exclusive --gres=vgpu:quarter:1 --wrap true) || vc_fail "one sha
 scancel "$j" "$plain"
 j=$(vc_sbatch --gres=vgpu:half:1 --wrap true) || vc_fail "one share across users refused"
 ! share_mode "$j" | grep -q USER || vc_fail "a share across users was made --exclusive=user: $(share_mode "$j")"
+scancel "$j"
+# An update of a pending job's request: refused to an unknown profile (the job keeps its request),
+# accepted to a valid one; an update that touches no request is never refused.
+tres() { scontrol show job "$1" | grep -o 'TresPerNode=[^ ]*'; }
+j=$(vc_sbatch --hold --gres=vgpu:1g.10gb:1 --wrap true) || vc_fail "held valid job refused"
+out=$(scontrol update jobid="$j" gres=vgpu:9g.99gb:1 2>&1) && vc_fail "update to an unknown profile accepted: $out"
+tres "$j" | grep -q 'vgpu:1g.10gb' || vc_fail "a refused update changed the request: $(tres "$j")"
+out=$(scontrol update jobid="$j" gres=vgpu:3g.40gb:1 2>&1) || vc_fail "update to a valid profile refused: $out"
+tres "$j" | grep -q 'vgpu:3g.40gb' || vc_fail "an accepted update did not change the request: $(tres "$j")"
+out=$(scontrol update jobid="$j" comment=kept 2>&1) || vc_fail "an update of another field refused: $out"
 scancel "$j"
 j=$(vc_sbatch --wrap true) || vc_fail "job without vgpu refused"
 vc_wait_job "$j" COMPLETED 30 || vc_fail "plain job did not complete"
