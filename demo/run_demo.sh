@@ -94,7 +94,7 @@ PY
 gens=""
 for n in $VC_NODES; do gens+=" $n:$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$VGPU_STATE_DIR/$n/advertisement.json")"; done
 echo "layout changes (plan generations):$gens"
-echo "slurmctld load from vgpu: one squeue per ${VP_PERIOD}s period for the whole cluster (published demand); scontrol only while a shrink is confirmed"
+echo "slurmctld load from vgpu: one squeue per ${VP_PERIOD}s period for the whole cluster (published demand), one scontrol show node per node per round, and shrink confirmations per layout change (docs/benchmarks.md)"
 # Utilisation over the run per node and per profile, from the nodes' ledger history.
 "$VP_VGPUCTL" report --state-dir "$VGPU_STATE_DIR" --since "$t0" --buckets 40 --png "$out/utilisation.png" ||
   echo "FAIL: vgpuctl report could not draw $out/utilisation.png"
