@@ -160,7 +160,14 @@ void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, 
   for (std::size_t i = 0; i < v->size(); ++i) {
     auto name = read_string(d, (*v)[i], at.index(i));
     if (name) {
-      if (auto spelled = parse_profile_name(*name); !spelled) {
+      // A class of the file is not spelled like a profile: each model realizes it, as for a job.
+      const Profile* site_type = nullptr;
+      for (const auto& m : d.catalog().models())
+        if (const Profile* found = m.find_profile(*name); found && !found->realizes.empty()) site_type = found;
+      if (site_type && site_type->shares > 0) {
+        d.at_value(at.index(i), "{} is a share type: an idle layout lists instances (a profile or a class)", *name);
+        name.reset();
+      } else if (auto spelled = parse_profile_name(*name); !spelled && !site_type) {
         d.at_value(at.index(i), spelled.error().message);
         name.reset();
       }

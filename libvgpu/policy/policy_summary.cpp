@@ -31,6 +31,8 @@ std::string describe_pool(const VizPool& pool) {
 }  // namespace
 
 std::string summary(const PolicyFile& policy) {
+  // The site's classes as each model realizes them, as the planner sees them.
+  const Catalog catalog = Catalog::with_classes(Catalog::builtin(), policy.site_types());
   std::string out =
       fmt::format("{}: policy version {}, {} partition(s)\n", policy.source, policy.version, policy.partitions.size());
   out += fmt::format("planner: re-plan every {} s, starvation after {} s{}\n", policy.planner.period_s,
@@ -70,7 +72,7 @@ std::string summary(const PolicyFile& policy) {
     if (p.mig_mode != MigModePolicy::as_found)
       out += fmt::format("  mig:    {} (MIG turned on where a GPU is found with it off)\n", to_string(p.mig_mode));
     out += "  profiles and idle layout per GPU model:\n";
-    for (const auto& m : Catalog::builtin().models()) {
+    for (const auto& m : catalog.models()) {
       auto allowed = p.allowed_profiles_for(m);
       if (allowed.empty()) continue;
       out += fmt::format("    {:<11} {}\n", m.name, fmt::join(allowed, ", "));
@@ -86,6 +88,7 @@ std::string summary(const PolicyFile& policy) {
 
 std::string summary_json(const PolicyFile& policy) {
   using nlohmann::json;
+  const Catalog catalog = Catalog::with_classes(Catalog::builtin(), policy.site_types());
   json doc = {{"source", policy.source},
               {"version", policy.version},
               {"planner", {{"period_s", policy.planner.period_s}, {"starvation_s", policy.planner.starvation_s}}},
@@ -114,7 +117,7 @@ std::string summary_json(const PolicyFile& policy) {
               {"profiles", json::object()},
               {"idle_layout_drawn", json::object()},
               {"viz_pools", json::array()}};
-    for (const auto& m : Catalog::builtin().models()) {
+    for (const auto& m : catalog.models()) {
       auto allowed = p.allowed_profiles_for(m);
       if (allowed.empty()) continue;
       j["profiles"][m.name] = allowed;

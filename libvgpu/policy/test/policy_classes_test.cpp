@@ -41,6 +41,35 @@ TEST(PolicyClasses, AClassIsNamedInAPartitionAndRealizedOnEveryModelThatCan) {
       << "an A100-40GB realizes no 80 GB class";
 }
 
+// docs/policy.md: a class may stand wherever a profile does, the idle layout included. Each model
+// realizes it as it would for a job, so one idle layout serves a partition of H100 and H200 nodes.
+TEST(PolicyClasses, AClassInTheIdleLayoutIsRealizedOnEachModel) {
+  auto doc = doc_with_classes(json::parse(R"({"small": {"min_memory_gb": 10, "min_compute_fraction": 0.125}})"),
+                              json::parse(R"(["small", "3g.40gb"])"));
+  doc["partitions"]["p"]["idle_layout"] = json::parse(R"(["small", "small"])");
+  auto policy = parse_policy(doc.dump(), "t.json");
+  ASSERT_TRUE(policy) << policy.error().message;
+  EXPECT_EQ(policy->partition("p")->idle_layout, (std::vector<std::string>{"small", "small"}));
+  const Catalog with = Catalog::with_classes(Catalog::builtin(), policy->classes);
+  for (const char* model : {"H100-80GB", "H200-141GB"}) {
+    auto layout = place_idle_layout(*policy->partition("p"), *with.find_model(model));
+    ASSERT_TRUE(layout) << model << ": " << layout.error().message;
+    EXPECT_EQ(layout->instances().size(), 2u) << model << ": " << layout->describe();
+    for (const auto& placed : layout->instances()) {
+      EXPECT_EQ(placed.profile->name, "small") << model;
+      EXPECT_EQ(placed.profile->realizes, std::string(model) == "H100-80GB" ? "1g.10gb" : "1g.18gb") << model;
+    }
+  }
+  // A share type is a part of an instance, not an instance: it has no place in an idle layout.
+  doc["share_types"] = json::parse(R"({"quarter": {"instance": "3g.40gb", "shares": 4}})");
+  doc["partitions"]["p"]["profiles"] = json::parse(R"(["small", "quarter"])");
+  doc["partitions"]["p"]["idle_layout"] = json::parse(R"(["quarter"])");
+  EXPECT_NE(errors_of(doc).find("partitions.p.idle_layout[0]: quarter is a share type: an idle layout lists "
+                                "instances (a profile or a class)"),
+            std::string::npos)
+      << errors_of(doc);
+}
+
 TEST(PolicyClasses, BadClassesAreNamedWithTheirField) {
   auto bad = [](const char* classes) {
     return errors_of(doc_with_classes(json::parse(classes), json::parse(R"(["1g.10gb"])")));
