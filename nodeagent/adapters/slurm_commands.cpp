@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include <charconv>
 #include <cstdlib>
@@ -160,12 +161,17 @@ class CommandSlurmClient final : public SlurmClient {
 
 class CommandScrubber final : public Scrubber {
  public:
+  [[nodiscard]] std::string unavailable_reason() const override {
+    const std::string program = this->program();
+    if (::access(program.c_str(), X_OK) == 0) return "";
+    return fmt::format("vgpu-scrub: {}: {} (a package built without CUDA has none)", program, std::strerror(errno));
+  }
+
   ScrubOutcome scrub(const std::string& mig_uuid) override {
     // vgpu-scrub is a CUDA program; an AMD partition needs a HIP one, which does not exist yet.
     if (contract::is_amd_partition_uuid(mig_uuid))
       return {ScrubStatus::unavailable, "no scrubber for AMD partitions (vgpu-scrub is CUDA only)"};
-    const char* env = std::getenv("VGPU_SCRUB");
-    std::string program = env && *env ? env : std::string(kInstalledScrub);
+    const std::string program = this->program();
     CommandOptions opts;
     opts.timeout = std::chrono::minutes(5);
     opts.set_env["CUDA_VISIBLE_DEVICES"] = mig_uuid;
@@ -176,6 +182,12 @@ class CommandScrubber final : public Scrubber {
     if (r->exit_code == 2) return {ScrubStatus::unavailable, "no CUDA device or driver: " + last};
     return {ScrubStatus::failed, fmt::format("vgpu-scrub exited {}{}: {}", r->exit_code,
                                              r->timed_out ? " (timed out)" : "", last + r->err.substr(0, 300))};
+  }
+
+ private:
+  [[nodiscard]] static std::string program() {
+    const char* env = std::getenv("VGPU_SCRUB");
+    return env && *env ? env : std::string(kInstalledScrub);
   }
 };
 

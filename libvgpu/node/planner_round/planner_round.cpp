@@ -613,6 +613,21 @@ void secure_unheld_devices(NodeContext& ctx, PlannerRoundResult& result) {
         fmt::format("device confinement: {} capability file(s) no job holds made root's alone", *secured));
 }
 
+// A partition whose scrub is required quarantines every instance its jobs release when no scrub
+// can run on this node (a package built without CUDA has no vgpu-scrub): a note every round, so
+// the log says why the node empties instead of one quarantine at a time.
+void note_scrub_unavailable(NodeContext& ctx, PlannerRoundResult& result) {
+  if (!ctx.scrubber) return;
+  const std::string why = ctx.scrubber->unavailable_reason();
+  if (why.empty()) return;
+  for (const PartitionPolicy* p : node_partitions(*ctx.policy, ctx.node))
+    if (p->scrub == ScrubMode::required)
+      result.notes.push_back(
+          fmt::format("scrub: partition {} requires it, but {}: every instance its jobs "
+                      "release is quarantined (docs/scrub.md)",
+                      p->name, why));
+}
+
 // Reconciled with the hardware first (the plan must be made against what really exists), released
 // and ended jobs' instances cleaned up, stray daemons and device files put right.
 Result<void> settle_node(Round& r) {
@@ -623,6 +638,7 @@ Result<void> settle_node(Round& r) {
   release_ended_jobs(r.ctx, r.state, r.result.notes);
   sweep_mps_daemons(r.ctx, r.result);
   secure_unheld_devices(r.ctx, r.result);
+  note_scrub_unavailable(r.ctx, r.result);
   return {};
 }
 

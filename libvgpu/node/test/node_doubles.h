@@ -259,7 +259,9 @@ class ScriptedScrubber final : public Scrubber {
     if (on_scrub) on_scrub(uuid);
     return {status, "scripted"};
   }
+  [[nodiscard]] std::string unavailable_reason() const override { return unavailable; }
   ScrubStatus status = ScrubStatus::scrubbed;
+  std::string unavailable;  // what unavailable_reason() says: empty, a scrub can run
   std::vector<std::string> scrubbed;
   std::function<void(const std::string& uuid)> on_scrub;  // sees the node as the scrub does
 };

@@ -646,6 +646,24 @@ TEST_F(NodeFlows, APartitionedPolicyTurnsMigOnForAGpuFoundWithItOffOnceItIsFree)
   EXPECT_EQ(backend.mig_switches, switches) << "a GPU already in MIG mode is not asked again";
 }
 
+// A node where no scrub can run (a package built without CUDA) while its partition requires one
+// quarantines every released instance; every round says so instead of one quarantine at a time.
+TEST_F(NodeFlows, ARoundSaysWhenARequiredScrubCannotRunOnTheNode) {
+  scrubber.unavailable = "vgpu-scrub: /usr/libexec/slurm-vgpu/vgpu-scrub: No such file or directory";
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(std::ranges::count_if(r->notes, [](const std::string& n) { return n.starts_with("scrub:"); }), 0)
+      << "partition gpu's scrub is optional";
+  for (auto& p : policy.partitions) p.scrub = ScrubMode::required;
+  r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NE(
+      std::ranges::find(r->notes,
+                        "scrub: partition gpu requires it, but vgpu-scrub: /usr/libexec/slurm-vgpu/vgpu-scrub: No "
+                        "such file or directory: every instance its jobs release is quarantined (docs/scrub.md)"),
+      r->notes.end());
+}
+
 // `vgpuctl check` run while a handover waits for slurmctld sees an advertisement below the
 // ledger; it still reports it (a handover that never ends is a problem) but says it may be one.
 TEST_F(NodeFlows, CheckSaysAnAdvertisementBelowTheLedgerMayBeAnOpenHandover) {

@@ -71,6 +71,10 @@ class Scrubber {
  public:
   virtual ~Scrubber() = default;
   virtual ScrubOutcome scrub(const std::string& mig_uuid) = 0;
+  // Why no scrub can run on this node at all ("vgpu-scrub: not installed at ..."); empty when one
+  // can. A package built without CUDA has no vgpu-scrub, and a partition whose scrub is required
+  // then quarantines every instance its jobs release: the planner says so every round.
+  [[nodiscard]] virtual std::string unavailable_reason() const { return ""; }
 };
 
 // Takes over released instances from an epilog that does not wait for their scrub
