@@ -303,6 +303,31 @@ HOOK
   else
     VC_PROLOG=$VC_RUN/etc/hooks/prolog.sh VC_EPILOG=$VC_RUN/etc/hooks/epilog.sh
   fi
+  [ "${VP_SITE_HOOKS:-0}" = 1 ] && _vp_site_hooks_write
+  return 0
+}
+
+# VP_SITE_HOOKS=1: ours beside a site's own Prolog and Epilog, as docs/slurm.md says to configure
+# it: Prolog=/etc/slurm/prolog.d/* (a glob: every program it names runs, 22.05 on), ours one entry.
+# The site's entries append the job id to out/site-<kind>.<node> (vp_assert_site_hooks_ran).
+_vp_site_hooks_write() {
+  local kind dir ours
+  for kind in prolog epilog; do
+    dir=$VC_RUN/etc/$kind.d ours=$([ "$kind" = prolog ] && echo "$VC_PROLOG" || echo "$VC_EPILOG")
+    mkdir -p "$dir"
+    printf '#!/bin/bash\nexec %q "$@"\n' "$ours" > "$dir/50-slurm-vgpu"
+    printf '#!/bin/bash\necho "$SLURM_JOB_ID" >> "%s/site-%s.$SLURMD_NODENAME"\nexit 0\n' "$VC_RUN/out" "$kind" \
+      > "$dir/90-site"
+    chmod 755 "$dir/50-slurm-vgpu" "$dir/90-site"
+  done
+  VC_PROLOG="$VC_RUN/etc/prolog.d/*" VC_EPILOG="$VC_RUN/etc/epilog.d/*"
+}
+vp_assert_site_hooks_ran() { # $1 job $2 node: the site's prolog and epilog ran for it beside ours
+  local kind
+  for kind in prolog epilog; do
+    grep -qx "$1" "$VC_RUN/out/site-$kind.$2" 2>/dev/null ||
+      vc_fail "the site's $kind did not run for job $1 on $2 beside ours: $(cat "$VC_RUN/out/site-$kind.$2" 2>&1)"
+  done
 }
 
 vp_planner_start() { # $1 node

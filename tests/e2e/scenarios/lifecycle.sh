@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The rest of a job's life: a two-node job, a job array, scancel while pending and while running,
 # a time limit, and slurmd / slurmctld restarts with jobs running. After each: nothing leaked, no
-# drained node, every view consistent.
+# drained node, every view consistent. Ours run beside a site's own Prolog and Epilog (a glob).
 set -u
+VP_SITE_HOOKS=1
 . "$(dirname "$0")/../lib.sh"
 trap 'vp_finish $?' EXIT
 vp_start
@@ -71,6 +72,8 @@ echo "--- a job without vgpu on a vgpu node: its epilog ends before NVML, the po
 plain=$(vp_sbatch -p infer -w n2 --wrap 'true')
 vp_wait_done "$plain" 60 || vc_fail "job $plain without vgpu did not finish"
 vp_assert_completed "$plain"
+vp_assert_site_hooks_ran "$runner" n1
+vp_assert_site_hooks_ran "$plain" n2
 grep -q "epilog: job $runner: " "$VGPU_STATE_DIR/n1/vgpu.log" || vc_fail "no epilog line for the vgpu job $runner"
 ! grep "epilog: job $plain: " "$VGPU_STATE_DIR/n2/vgpu.log" || vc_fail "the epilog of job $plain, which held no vgpu, ran in full"
 
