@@ -148,7 +148,8 @@ _vp_viz_setup() {
   VP_VIZ_PORT=$(_vc_free_port)
   mkdir -p "$VC_RUN/viz"
   cat > "$VC_RUN/etc/viz.json" <<JSON
-{"version": 1, "libvirt_uri": "qemu:///system", "listen_address": "127.0.0.1", "proxy_port": $VP_VIZ_PORT,
+{"version": 1, "libvirt_uri": "qemu:///system", "accelerator": "tcg", "listen_address": "127.0.0.1",
+ "proxy_port": $VP_VIZ_PORT,
  "public_host": "127.0.0.1", "ssh_host": "n1", "state_dir": "$VC_RUN/viz/state",
  "access_dir": "$VC_RUN/viz/access", "pools": []}
 JSON

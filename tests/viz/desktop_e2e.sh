@@ -51,6 +51,7 @@ cat > "$WORK/viz.json" <<JSON
 {
   "version": 1,
   "libvirt_uri": "qemu:///system",
+  "accelerator": "tcg",
   "listen_address": "127.0.0.1",
   "proxy_port": $PORT,
   "public_host": "127.0.0.1",

@@ -46,10 +46,14 @@ viz_test_config "$WORK/viz.json" "$STATE" "$PORT" "$GUEST" "$OOD_PORTS"
 # --- start
 T0=$(now)
 if ! "$VIZ" --config "$WORK/viz.json" start --job "$JOB" --pool viz-test --geometry 1024x768 \
-     --user e2e --job-name "e2e <'\"&> test" --cpuset 0 --access-file "$WORK/access.txt"; then
-  failed "vgpu-viz start"; exit 1
+     --user e2e --job-name "e2e <'\"&> test" --cpuset 0 --access-file "$WORK/access.txt" 2> "$WORK/start.err"; then
+  cat "$WORK/start.err"; failed "vgpu-viz start"; exit 1
 fi
 T_START=$(now)
+cat "$WORK/start.err"
+check "the log says what runs the guest: TCG, as this test's config asks" \
+  grep -q "guest under TCG (the guest is emulated, far slower): KVM is not offered here: the node's viz config says" \
+  "$WORK/start.err"
 pass "vgpu-viz start returned after $(printf '%.2f' "$(echo "$T_START - $T0" | bc)")s"
 check "access file is private (0600)" test "$(stat -c %a "$WORK/access.txt")" = 600
 URL=$(sed -n 's/^  2\. open: *//p' "$WORK/access.txt")

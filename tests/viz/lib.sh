@@ -13,6 +13,7 @@ viz_test_config() {
   $ood_json
   "version": 1,
   "libvirt_uri": "qemu:///system",
+  "accelerator": "tcg",
   "listen_address": "127.0.0.1",
   "proxy_port": $port,
   "public_host": "127.0.0.1",

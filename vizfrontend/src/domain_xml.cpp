@@ -115,7 +115,7 @@ Result<std::string> render_domain_xml(const DomainRequest& r) {
         xml_escape(r.image.disk));
   }
   return fmt::format(
-      "<domain type='qemu'>\n"
+      "<domain type='{domain_type}'>\n"
       "  <name>{name}</name>\n"
       "  <metadata>\n"
       "    <viz:session xmlns:viz='{ns}'>\n"
@@ -162,7 +162,8 @@ Result<std::string> render_domain_xml(const DomainRequest& r) {
       fmt::arg("emulator", xml_escape(r.emulator)), fmt::arg("disk", disk),
       fmt::arg("serial", xml_escape(r.serial_log)),
       fmt::arg("graphics", render_graphics_xml(pool.display, r.listen_address, r.display_password, -1)),
-      fmt::arg("vram", vram_kib(r.geometry)), fmt::arg("hostdev", hostdev_xml(r.gpu)));
+      fmt::arg("vram", vram_kib(r.geometry)), fmt::arg("hostdev", hostdev_xml(r.gpu)),
+      fmt::arg("domain_type", domain_type(r.accelerator)));
 }
 
 }  // namespace vgpu::viz

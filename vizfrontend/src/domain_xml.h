@@ -6,6 +6,7 @@
 #include <string>
 #include <variant>
 
+#include "accelerator.h"
 #include "validate.h"
 #include "viz_config.h"
 
@@ -37,6 +38,7 @@ struct DomainRequest {
   std::string display_password;  // VNC/SPICE password; never logged
   std::string serial_log;        // absolute path for the guest's serial console
   std::string emulator = "/usr/bin/qemu-system-x86_64";
+  Accelerator accelerator = Accelerator::tcg;
   GpuDevice gpu;
 };
 

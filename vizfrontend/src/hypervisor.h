@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "vgpu/base/error.h"
 
 namespace vgpu::viz {
@@ -20,6 +22,11 @@ struct DomainSummary {
 class Hypervisor {
  public:
   virtual ~Hypervisor() = default;
+  // Whether guests of `emulator` can run under KVM here (libvirt's domain capabilities for type
+  // kvm); the error says why not. Hypervisors without KVM keep the default.
+  virtual Result<void> offers_kvm(std::string_view emulator) {
+    return fail(ErrorCode::unavailable, fmt::format("no KVM through this hypervisor ({})", emulator));
+  }
   virtual Result<void> define(std::string_view xml) = 0;
   virtual Result<void> start(std::string_view name) = 0;
   // The live domain XML; `secure` includes passwords (never log it).

@@ -4,6 +4,7 @@
 #include <libvirt/virterror.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <fmt/format.h>
 #include <memory>
@@ -44,6 +45,16 @@ int last_error_code() {
 class LibvirtHypervisor final : public Hypervisor {
  public:
   LibvirtHypervisor(Connection conn, std::string uri) : conn_(std::move(conn)), uri_(std::move(uri)) {}
+
+  Result<void> offers_kvm(std::string_view emulator) override {
+    const std::string path(emulator);
+    char* caps = virConnectGetDomainCapabilities(conn_.get(), path.c_str(), "x86_64", "pc", "kvm", 0);
+    if (caps == nullptr)
+      return fail(ErrorCode::unavailable,
+                  fmt::format("libvirt {}: domain capabilities of {} for kvm: {}", uri_, path, last_error()));
+    std::free(caps);
+    return {};
+  }
 
   Result<void> define(std::string_view xml) override {
     const std::string x(xml);

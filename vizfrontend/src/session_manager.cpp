@@ -39,6 +39,42 @@ std::string host_name() {
   return printable_label(buf);
 }
 
+// Defines and starts the domain under KVM when the hypervisor offers it, and under TCG when it
+// does not or the guest would not start with it (a /dev/kvm that cannot run a guest). The
+// domain is undefined between the two tries, so a failure leaves what the rollback knows.
+Result<AcceleratorChoice> define_and_start(Hypervisor& hv, DomainRequest& dr, const std::string& name, bool kvm_allowed,
+                                           Rollback& rollback) {
+  auto offered =
+      kvm_allowed ? hv.offers_kvm(dr.emulator)
+                  : Result<void>(fail(ErrorCode::unavailable, "the node's viz config says \"accelerator\": \"tcg\""));
+  const std::string offer_error = offered ? "" : offered.error().message;
+  std::string start_error;
+  for (Accelerator a : {Accelerator::kvm, Accelerator::tcg}) {
+    if (a == Accelerator::kvm && !offered) continue;
+    dr.accelerator = a;
+    auto xml = render_domain_xml(dr);
+    if (!xml) return std::unexpected(xml.error());
+    auto defined = hv.define(*xml);
+    if (!defined && a == Accelerator::tcg) return std::unexpected(defined.error());
+    if (!defined) {  // a driver that has no kvm domain type after all
+      start_error = defined.error().message;
+      continue;
+    }
+    rollback.add([&hv, name] { (void)hv.undefine(name); });
+    crash_point("viz.after_define");
+    auto started = hv.start(name);
+    if (started) {
+      rollback.add([&hv, name] { (void)hv.destroy(name); });
+      crash_point("viz.after_start");
+      return choose_accelerator(offer_error, start_error);
+    }
+    if (a == Accelerator::tcg) return std::unexpected(started.error());
+    start_error = started.error().message;
+    (void)hv.undefine(name);
+  }
+  return fail(ErrorCode::internal, "unreachable: TCG is always tried");
+}
+
 }  // namespace
 
 SessionManager::SessionManager(const VizConfig& config, Hypervisor& hypervisor, Sysfs& sysfs, Proxy& proxy,
@@ -211,14 +247,8 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
   dr.serial_log = serial_log_path(req.job_id);
   dr.emulator = config_.emulator;
   dr.gpu = attachment->device;
-  auto xml = render_domain_xml(dr);
-  if (!xml) return in_ctx(xml.error());
-  if (auto ok = hv_.define(*xml); !ok) return in_ctx(ok.error());
-  rollback.add([this, name] { (void)hv_.undefine(name); });
-  crash_point("viz.after_define");
-  if (auto ok = hv_.start(name); !ok) return in_ctx(ok.error());
-  rollback.add([this, name] { (void)hv_.destroy(name); });
-  crash_point("viz.after_start");
+  auto accelerator = define_and_start(hv_, dr, name, config_.accelerator != "tcg", rollback);
+  if (!accelerator) return in_ctx(accelerator.error());
 
   // 4. Where the display listens (libvirt picks the VNC socket, autoport the SPICE port, at start).
   auto live = hv_.domain_xml(name, false);
@@ -235,7 +265,7 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
       return in_ctx(ok.error());
     }
     rollback.commit();
-    return StartedSession{record, spice_access(*port, *password), *password};
+    return StartedSession{record, spice_access(*port, *password), *password, *accelerator};
   }
   auto socket = graphics_socket_of(*live);
   if (!socket) return in_ctx(socket.error().within(name));
@@ -254,7 +284,7 @@ Result<StartedSession> SessionManager::start(const StartRequest& req) {
 
   if (auto ok = write_file_atomic(record_path(req.job_id), tmp, to_json(record), 0644); !ok) return in_ctx(ok.error());
   rollback.commit();
-  return StartedSession{record, access_for(req.job_id, *token, *password), *password};
+  return StartedSession{record, access_for(req.job_id, *token, *password), *password, *accelerator};
 }
 
 Result<void> SessionManager::stop(std::uint32_t job) {
@@ -377,11 +407,11 @@ Result<StartedSession> SessionManager::rotate_password(std::uint32_t job) {
       render_graphics_xml(pool->second.display, config_.listen_address, *password, record->display_port, vnc_socket);
   if (auto ok = hv_.update_graphics(record->domain, graphics); !ok) return std::unexpected(ok.error().within(ctx));
   if (pool->second.display == DisplayKind::spice) {
-    return StartedSession{*record, spice_access(record->display_port, *password), *password};
+    return StartedSession{*record, spice_access(record->display_port, *password), *password, std::nullopt};
   }
   auto token = read_token(job);
   if (!token) return std::unexpected(token.error().within(ctx));
-  return StartedSession{*record, access_for(job, *token, *password), *password};
+  return StartedSession{*record, access_for(job, *token, *password), *password, std::nullopt};
 }
 
 }  // namespace vgpu::viz

@@ -17,6 +17,7 @@
 #include "secrets.h"
 #include "session_record.h"
 #include "sysfs.h"
+#include "accelerator.h"
 #include "viz_config.h"
 
 namespace vgpu::viz {
@@ -37,6 +38,8 @@ struct StartedSession {
   SessionRecord record;
   AccessInfo access;
   std::string password;  // for the user only: never log
+  // What runs the guest, and why (accelerator.h); empty when this call did not start it.
+  std::optional<AcceleratorChoice> accelerator;
 };
 
 struct ReapReport {

@@ -155,10 +155,10 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
   } catch (const json::exception& e) {  // parse_error, or out_of_range for "1e400"
     return fail(ErrorCode::corrupt, fmt::format("{}: {}", where, e.what()));
   }
-  if (auto ok = only_keys(j,
-                          {"version", "libvirt_uri", "listen_address", "proxy_port", "public_host", "ssh_host",
-                           "state_dir", "access_dir", "sysfs_root", "novnc_dir", "websockify", "emulator", "topology",
-                           "pools", "images", "ood_listen_address", "ood_host", "ood_port_min", "ood_port_max"},
+  if (auto ok = only_keys(j, {"version",    "libvirt_uri",        "listen_address", "proxy_port",   "public_host",
+                              "ssh_host",   "state_dir",          "access_dir",     "sysfs_root",   "novnc_dir",
+                              "websockify", "emulator",           "accelerator",    "topology",     "pools",
+                              "images",     "ood_listen_address", "ood_host",       "ood_port_min", "ood_port_max"},
                           where);
       !ok) {
     return std::unexpected(ok.error());
@@ -190,6 +190,12 @@ Result<VizConfig> parse_viz_config(std::string_view json_text, std::string_view 
     }
     *f.target = *v;
   }
+  auto accelerator = get_string(j, "accelerator", where, false, c.accelerator);
+  if (!accelerator) return std::unexpected(accelerator.error());
+  if (*accelerator != "auto" && *accelerator != "tcg")
+    return fail(ErrorCode::corrupt, fmt::format("{}.accelerator: '{}': expected \"auto\" or \"tcg\"", where,
+                                                printable_label(*accelerator)));
+  c.accelerator = *accelerator;
   auto topology = get_string(j, "topology", where, false, c.topology);
   if (!topology) return std::unexpected(topology.error());
   if (!topology->empty() && *topology != "live") {

@@ -55,6 +55,9 @@ struct VizConfig {
   std::string novnc_dir = "/usr/share/novnc";
   std::string websockify = "/usr/bin/websockify";
   std::string emulator = "/usr/bin/qemu-system-x86_64";
+  // "auto": KVM whenever a guest starts with it, else TCG (accelerator.h); "tcg": TCG always
+  // (a node whose KVM misbehaves, and the test machines, whose e2e runs on TCG).
+  std::string accelerator = "auto";
   // Where the GPU's CPU locality comes from, to pin a session's vCPUs next to its GPU: "" (no
   // pinning), "live" (hwloc on this machine) or an absolute path to an `lstopo --of xml` export.
   // A session started with an explicit --cpuset keeps that.

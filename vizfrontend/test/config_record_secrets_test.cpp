@@ -82,6 +82,18 @@ TEST(VizConfig, TopologyIsOffLiveOrAnAbsoluteXmlPath) {
   }
 }
 
+TEST(VizConfig, AcceleratorIsAutoUnlessTheConfigSaysTcg) {
+  EXPECT_EQ(parse_viz_config(kConfig, "viz.json")->accelerator, "auto");
+  auto tcg = parse_viz_config(with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"accelerator\": \"tcg\""),
+                              "viz.json");
+  ASSERT_TRUE(tcg) << tcg.error().message;
+  EXPECT_EQ(tcg->accelerator, "tcg");
+  auto bad = parse_viz_config(with(kConfig, "\"proxy_port\": 6081", "\"proxy_port\": 6081, \"accelerator\": \"kvm\""),
+                              "viz.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "viz.json.accelerator: 'kvm': expected \"auto\" or \"tcg\"");
+}
+
 TEST(VizConfig, VgpuPoolsNeedAGpuType) {
   auto c = parse_viz_config(with(kConfig, "\"gpu_type\": \"nvidia-700\",", ""), "viz.json");
   ASSERT_FALSE(c);

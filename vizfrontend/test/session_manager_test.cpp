@@ -27,7 +27,16 @@ class ScriptedHypervisor final : public Hypervisor {
   int port = 5907;
   std::string socket = "/var/lib/libvirt/qemu/domain-3-vgpu-viz-42/vnc.sock";
 
+  // KVM: "" not offered (the default answer), "offered", or "offered, no guest" (a /dev/kvm that
+  // cannot run one: a domain of type kvm does not start).
+  std::string kvm;
+  int defines = 0;
+  Result<void> offers_kvm(std::string_view emulator) override {
+    if (kvm.empty()) return Hypervisor::offers_kvm(emulator);
+    return {};
+  }
   Result<void> define(std::string_view xml) override {
+    ++defines;
     if (fail_at == "define") return fail(ErrorCode::io, "define refused");
     last_xml = xml;
     const auto b = xml.find("<name>") + 6;
@@ -36,6 +45,8 @@ class ScriptedHypervisor final : public Hypervisor {
   }
   Result<void> start(std::string_view name) override {
     if (fail_at == "start") return fail(ErrorCode::io, "start refused");
+    if (kvm == "offered, no guest" && last_xml.starts_with("<domain type='kvm'>"))
+      return fail(ErrorCode::io, "Could not access KVM kernel module: Permission denied");
     domains.at(std::string(name)) = true;
     return {};
   }
@@ -195,6 +206,53 @@ TEST_F(Sessions, StartDefinesAndStartsTheDomainAndWritesA0600Token) {
   EXPECT_NE(s->access.url.find("#&password=" + s->password), std::string::npos);
   EXPECT_EQ(s->access.ssh_line, "ssh -N -L 6080:127.0.0.1:6080 node1");
   EXPECT_NE(hv.last_xml.find("passwd='" + s->password + "'"), std::string::npos);
+}
+
+// KVM whenever the guest starts with it; TCG, with the reason, when KVM is not offered or a guest
+// will not start under it. Either way one domain is left, and the choice is in the result.
+TEST_F(Sessions, AGuestRunsUnderKvmWhenItStartsWithItAndUnderTcgOtherwise) {
+  auto mgr = manager();
+  auto tcg = mgr.start(request());
+  ASSERT_TRUE(tcg) << tcg.error().message;
+  ASSERT_TRUE(tcg->accelerator);
+  EXPECT_EQ(tcg->accelerator->accelerator, Accelerator::tcg);
+  EXPECT_NE(tcg->accelerator->reason.find("KVM is not offered here: no KVM through this hypervisor"), std::string::npos)
+      << tcg->accelerator->reason;
+  EXPECT_TRUE(hv.last_xml.starts_with("<domain type='qemu'>"));
+  ASSERT_TRUE(mgr.stop(42));
+
+  hv.kvm = "offered";
+  hv.defines = 0;
+  auto kvm = mgr.start(request());
+  ASSERT_TRUE(kvm && kvm->accelerator) << (kvm ? "no accelerator" : kvm.error().message);
+  EXPECT_EQ(kvm->accelerator->accelerator, Accelerator::kvm);
+  EXPECT_EQ(kvm->accelerator->reason, "KVM");
+  EXPECT_TRUE(hv.last_xml.starts_with("<domain type='kvm'>"));
+  EXPECT_EQ(hv.defines, 1);
+  ASSERT_TRUE(mgr.stop(42));
+
+  hv.kvm = "offered, no guest";
+  hv.defines = 0;
+  auto fallback = mgr.start(request());
+  ASSERT_TRUE(fallback && fallback->accelerator) << (fallback ? "no accelerator" : fallback.error().message);
+  EXPECT_EQ(fallback->accelerator->accelerator, Accelerator::tcg);
+  EXPECT_NE(fallback->accelerator->reason.find("KVM is offered, but the guest did not start with it: Could not access "
+                                               "KVM kernel module"),
+            std::string::npos)
+      << fallback->accelerator->reason;
+  EXPECT_TRUE(hv.last_xml.starts_with("<domain type='qemu'>"));
+  EXPECT_EQ(hv.defines, 2) << "tried under KVM, then defined again under TCG";
+  EXPECT_EQ(hv.domains.size(), 1u);
+  ASSERT_TRUE(mgr.stop(42));
+  EXPECT_TRUE(nothing_left());
+
+  config.accelerator = "tcg";
+  hv.kvm = "offered";
+  auto asked = mgr.start(request());
+  ASSERT_TRUE(asked && asked->accelerator) << (asked ? "no accelerator" : asked.error().message);
+  EXPECT_EQ(asked->accelerator->accelerator, Accelerator::tcg);
+  EXPECT_NE(asked->accelerator->reason.find("the node's viz config says \"accelerator\": \"tcg\""), std::string::npos);
+  EXPECT_TRUE(hv.last_xml.starts_with("<domain type='qemu'>"));
 }
 
 TEST_F(Sessions, SpiceSessionsGetARemoteViewerUriAndNoProxy) {

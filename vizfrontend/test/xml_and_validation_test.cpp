@@ -107,6 +107,12 @@ class DomainXml : public ::testing::Test {
   DomainRequest request;
 };
 
+TEST_F(DomainXml, AskedForKvmIsADomainOfTypeKvm) {
+  request.accelerator = Accelerator::kvm;
+  const std::string xml = render_domain_xml(request).value();
+  EXPECT_TRUE(xml.starts_with("<domain type='kvm'>")) << xml.substr(0, 40);
+}
+
 TEST_F(DomainXml, IsTcgWithNameMemoryAndVcpusFromThePool) {
   const std::string xml = render_domain_xml(request).value();
   EXPECT_NE(xml.find("<domain type='qemu'>"), std::string::npos);

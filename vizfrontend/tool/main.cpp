@@ -46,6 +46,9 @@ std::string describe(const Attachment& a) {
 }
 
 Result<void> announce(const StartedSession& s, const Options& o, const VizConfig& config, bool rotated) {
+  // What runs the guest goes to the log (stderr), not to the user's access text.
+  if (s.accelerator)
+    std::fprintf(stderr, "vgpu-viz: job %u: guest under %s\n", s.record.job_id, s.accelerator->reason.c_str());
   const std::string text = access_text(s, rotated);
   std::string file = o.access_file;
   std::optional<Owner> owner;
