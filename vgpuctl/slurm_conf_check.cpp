@@ -79,9 +79,36 @@ struct SlurmNode {
   bool future = false;
   std::map<std::string, int> vgpu;  // configured Gres= counts of vgpu, by type
   std::vector<std::string> features;
+  bool gpu_gres = false;  // Gres= also names gres/gpu
 };
 
 std::string joined(const std::vector<std::string>& items) { return fmt::format("{}", fmt::join(items, ", ")); }
+
+// Whether a node's Gres= ("gpu:h100:8(S:0-1),vgpu:free:56", "gres/gpu:2") names GRES `name`.
+bool names_gres(std::string_view gres, std::string_view name) {
+  for (std::string_view item : vgpu::split_view(gres, ',')) {
+    item = vgpu::trim_view(item);
+    if (item.starts_with("gres/")) item.remove_prefix(5);
+    if (item.substr(0, item.find(':')) == name) return true;
+  }
+  return false;
+}
+
+// gres/gpu and gres/vgpu on one node serve the same GPUs twice: gres/gpu (AutoDetect=nvml, or
+// File= devices) would hand out GPUs and MIG instances slurm-vgpu creates, gives and takes away,
+// and slurmd's gpu_nvml cannot start cleanly while MIG is on with no instance (25.11 logs "MIG mode
+// is enabled, but no MIG devices were found"; earlier releases are reported to stop slurmd there).
+void check_gpu_beside_vgpu(const std::vector<SlurmNode>& nodes, std::vector<SlurmConfFinding>& out) {
+  std::vector<std::string> both;
+  for (const auto& n : nodes)
+    if (!n.future && n.gpu_gres && !n.vgpu.empty()) both.push_back(n.name);
+  if (!both.empty())
+    out.push_back({true, fmt::format("node(s) {}: Gres has gpu beside vgpu: gres/gpu would hand out the GPUs and "
+                                     "MIG instances slurm-vgpu makes and takes away, and with AutoDetect=nvml "
+                                     "slurmd's gpu_nvml meets MIG mode with no instance; serve a node's GPUs "
+                                     "through vgpu alone (docs/slurm.md)",
+                                     joined(both))});
+}
 
 void check_config(const std::map<std::string, std::string, std::less<>>& config, const vgpu::PolicyFile& policy,
                   const vgpu::Catalog& catalog, std::vector<SlurmConfFinding>& out) {
@@ -246,8 +273,10 @@ SlurmConfCheck check_slurm_conf(const vgpu::PolicyFile& policy, const vgpu::Cata
     }
     node.vgpu = std::move(*counts);
     node.features = vgpu::contract::parse_feature_list(value_of(record, "AvailableFeatures"));
+    node.gpu_gres = names_gres(value_of(record, "Gres"), "gpu");
     nodes.push_back(std::move(node));
   }
+  check_gpu_beside_vgpu(nodes, result.findings);
 
   for (const auto& partition : policy.partitions) {
     check_partition(partition, policy, catalog, partitions, nodes, result.findings);

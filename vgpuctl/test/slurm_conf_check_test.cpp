@@ -188,6 +188,16 @@ TEST(SlurmConfCheck, AnUnreadableGresIsAnErrorNamingTheNode) {
       << all(c);
 }
 
+TEST(SlurmConfCheck, GresGpuBesideVgpuOnANodeIsAnErrorNamingTheNodes) {
+  auto nodes = kRealNodes + kFullAnchor +
+               "NodeName=n3 Gres=gpu:h100:8(S:0-1),vgpu:never:0,vgpu:free:56 State=IDLE\n"
+               "NodeName=n4 Gres=vgpu:free:14,gpu:2 State=IDLE\n"
+               "NodeName=cpu1 Gres=gpu:l40s:4 State=IDLE\n";
+  auto c = check(policy(), {kConfig, kPartitions, nodes});
+  ASSERT_EQ(c.errors(), 1) << all(c);
+  EXPECT_NE(c.findings[0].message.find("node(s) n3, n4: Gres has gpu beside vgpu"), std::string::npos) << all(c);
+}
+
 TEST(SlurmConfCheck, EmptyOutputsFindEveryRequirementMissing) {
   auto c = check(policy(), {"", "", ""});
   EXPECT_EQ(c.slurm_version, "");
