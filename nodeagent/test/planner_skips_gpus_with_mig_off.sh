@@ -19,10 +19,13 @@ one_round() {  # <state-suffix>
     VGPU_FAKE_NVML_FIXTURE="$src/fakenvml/fixtures/h100-80gb-capture.json" VGPU_FAKE_NVML_STATE="$dir/nvml$1.json" \
     VGPU_POLICY="$dir/policy.json" VGPU_NODENAME=gpu17 VGPU_STATE_DIR="$dir/state$1" "$planner" --once 2>&1
 }
-log=$(one_round "")
-rc=$?
-echo "$log"
-[ "$rc" = 0 ] || { echo "FAIL: vgpu-planner --once exited $rc"; exit 1; }
+round() {  # <state-suffix> <what>: one round into $log, which is printed; a failed round fails the test
+  log=$(one_round "$1")
+  local rc=$?
+  echo "$log"
+  [ "$rc" = 0 ] || { echo "FAIL: vgpu-planner --once exited $rc$2"; exit 1; }
+}
+round "" ""
 echo "$log" | grep -q "GPU 0 (H100-80GB): MIG mode disabled (pending disabled): no MIG instance is planned on it" ||
   { echo "FAIL: the round did not say why GPU 0 is not planned"; exit 1; }
 echo "$log" | grep -q "advertised nothing" || { echo "FAIL: MIG instances advertised on a GPU with MIG off"; exit 1; }
@@ -35,10 +38,7 @@ doc = json.load(open(sys.argv[1]))
 doc["partitions"]["infer"]["mig_mode"] = "partitioned"
 json.dump(doc, open(sys.argv[1], "w"), indent=2)
 PY
-log=$(one_round "-partitioned")
-rc=$?
-echo "$log"
-[ "$rc" = 0 ] || { echo "FAIL: vgpu-planner --once exited $rc with mig_mode partitioned"; exit 1; }
+round "-partitioned" " with mig_mode partitioned"
 echo "$log" | grep -q "GPU 0: MIG mode on, as the policy's mig_mode partitioned asks: activated" ||
   { echo "FAIL: the round did not turn MIG on for GPU 0"; exit 1; }
 echo "$log" | grep -q "no MIG instance is planned on it" && { echo "FAIL: GPU 0 still left out after the switch"; exit 1; }
