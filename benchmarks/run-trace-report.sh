@@ -19,7 +19,7 @@ replay_seeds=${REPLAY_SEEDS:-5}
 mkdir -p "$out"
 
 if [[ -z "${TRACESIM:-}" ]]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVGPU_SCRUB=AUTO >/dev/null
   cmake --build "$build" --target vgpu-tracesim vgpu_bench_core -j2 >/dev/null
   TRACESIM=$build/benchmarks/vgpu-tracesim
   BENCH_CORE=$build/benchmarks/vgpu_bench_core

@@ -1,8 +1,9 @@
 # Debian packages (cpack -G DEB, or scripts/package.sh for a Release build). Three packages, so a
 # node installs only what it runs and the plugin follows its Slurm release:
-#   slurm-vgpu             prolog, epilog, planner (+ systemd unit), vgpuctl, vgpu-scrub, probes,
-#                          the job_submit filter and example configuration under /etc/slurm-vgpu
-#   slurm-vgpu-viz         vgpu-viz (libvirt VM sessions) and its guest-image tools
+#   slurm-vgpu             prolog, epilog, planner (+ systemd unit), vgpuctl, vgpu-scrub (unless
+#                          VGPU_SCRUB left it out; the description then says so), probes, the
+#                          job_submit filter and example configuration under /etc/slurm-vgpu
+#   slurm-vgpu-viz         vgpu-viz (libvirt VM sessions) and its guest-image tools (VGPU_VIZ only)
 #   slurm-vgpu-gres-plugin gres_vgpu.so in the plugin directory of the Slurm release it was built
 #                          against; it depends on that upstream release x.y.z (any Debian revision,
 #                          so a security update of the same release still installs) and must be
@@ -24,13 +25,33 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
-set(CPACK_COMPONENTS_ALL node viz plugin)
+set(CPACK_COMPONENTS_ALL node plugin)
+if(VGPU_VIZ)  # a build without vizfrontend makes no slurm-vgpu-viz
+  list(INSERT CPACK_COMPONENTS_ALL 1 viz)
+endif()
 
 set(CPACK_DEBIAN_NODE_PACKAGE_NAME slurm-vgpu)
-set(CPACK_DEBIAN_NODE_DESCRIPTION "Dynamic GPU partitioning for Slurm: node agent and admin tools
+# The description says what this build holds: a node package without vgpu-scrub (VGPU_SCRUB=OFF, or
+# AUTO without CUDA) quarantines every instance a partition with a required scrub releases, and an
+# admin reading `apt show` must learn that before the first job ends, not after. CPack writes the
+# value into CPackConfig.cmake unescaped, so its quotes are escaped twice.
+if(TARGET vgpu-scrub)
+  set(CPACK_DEBIAN_NODE_DESCRIPTION "Dynamic GPU partitioning for Slurm: node agent and admin tools
  The node creates exactly the MIG instances each job asked for, at placements planned and
  advertised to Slurm beforehand, and scrubs and destroys them when the job ends. This package holds
- the Prolog/Epilog hooks, the per-node planner daemon, vgpuctl, vgpu-scrub and the job_submit filter.")
+ the Prolog/Epilog hooks, the per-node planner daemon, vgpuctl, vgpu-mps, the probes
+ vgpu-nvml-probe and vgpu-locality, vgpu-scrub and the job_submit filter.")
+else()
+  set(CPACK_DEBIAN_NODE_DESCRIPTION "Dynamic GPU partitioning for Slurm: node agent (WITHOUT vgpu-scrub)
+ The node creates exactly the MIG instances each job asked for, at placements planned and
+ advertised to Slurm beforehand, and destroys them when the job ends. This package holds the
+ Prolog/Epilog hooks, the per-node planner daemon, vgpuctl, vgpu-mps, the probes vgpu-nvml-probe
+ and vgpu-locality and the job_submit filter.
+ .
+ It lacks vgpu-scrub, which zeroes a released instance's memory: every partition of a
+ node running it must set \\\"scrub\\\": \\\"optional\\\" in its policy, or each instance
+ its jobs release is quarantined (/usr/share/doc/slurm-vgpu/scrub.md).")
+endif()
 set(CPACK_DEBIAN_NODE_PACKAGE_RECOMMENDS "slurm-vgpu-gres-plugin")
 # The first release whose prolog writes job records an older plugin refuses (0.3.0: version 2, with
 # the placement; 0.4.0: version 3, with the device UUID of either vendor and what the job got): an

@@ -46,7 +46,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
     -DCMAKE_CXX_FLAGS="-O1 -fsanitize=fuzzer-no-link" -DCMAKE_C_FLAGS="-O1" \
     -DVGPU_SANITIZE=ON -DVGPU_BUILD_FUZZERS=ON -DVGPU_BUILD_TESTS=OFF \
-    -DVGPU_BUILD_BENCHMARKS=OFF -DVGPU_BUILD_SLURM_PLUGIN=OFF >/dev/null
+    -DVGPU_BUILD_BENCHMARKS=OFF -DVGPU_BUILD_SLURM_PLUGIN=OFF -DVGPU_SCRUB=AUTO >/dev/null
 fi
 cmake --build "$build" --target fuzzers -j "${VGPU_FUZZ_JOBS:-$(nproc)}"
 echo "fuzz.sh: built in $((SECONDS - start)) s"

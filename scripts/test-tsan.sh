@@ -11,8 +11,9 @@ build=${VGPU_TSAN_BUILD_DIR:-build/tsan}
 # No -Werror: GCC 12 reports -Wnull-dereference inside libstdc++'s streambuf once TSan instruments
 # it (false positives); the ASan build keeps the tree warning-free. The plugin is not built here; it is switched on only because tests/cluster/cluster_tests.cmake
 # names its target and would not generate without it.
+# VGPU_SCRUB=AUTO: this build runs no scrub, with or without nvcc (docs/build-options.md).
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVGPU_TSAN=ON -DVGPU_WERROR=OFF \
-  -DVGPU_BUILD_SLURM_PLUGIN=ON -DVGPU_BUILD_BENCHMARKS=OFF >/dev/null
+  -DVGPU_BUILD_SLURM_PLUGIN=ON -DVGPU_BUILD_BENCHMARKS=OFF -DVGPU_SCRUB=AUTO >/dev/null
 cmake --build "$build" -j "$(nproc)" --target vgpu_ledger_tests vgpu_nvml_tests
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:history_size=4}

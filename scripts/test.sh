@@ -53,7 +53,9 @@ fi
 step "Slurm releases prepared: $(for r in "${releases[@]}"; do printf '%s ' "$(cat "$r/VERSION")"; done)"
 
 build=${VGPU_TEST_BUILD_DIR:-build/asan}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# VGPU_SCRUB=AUTO: vgpu-scrub (and scrub_on_gpu) where nvcc is, a warning where it is not (a fresh
+# Debian 12 has none); the tests run their partitions with "scrub": "optional" (docs/build-options.md).
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVGPU_SCRUB=AUTO \
   -DVGPU_SANITIZE=ON -DVGPU_WERROR=ON -DVGPU_BUILD_SLURM_PLUGIN=ON -DCMAKE_INSTALL_PREFIX=/usr \
   "-DVGPU_SLURM_RELEASES=$(IFS=';'; echo "${releases[*]}")" ${VGPU_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
