@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -76,6 +77,8 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
       problems.push_back(fmt::format("viz: ledger records VMs of {} job(s), vgpu-viz has {} session(s)",
                                      recorded_vms.size(), sessions->size()));
   }
+  // A node that quarantines everything its jobs release is not consistent, however tidy its records.
+  std::ranges::move(required_scrub_problems(ctx), std::back_inserter(problems));
   return problems;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <chrono>
 #include <optional>
@@ -617,15 +618,7 @@ void secure_unheld_devices(NodeContext& ctx, PlannerRoundResult& result) {
 // can run on this node (a package built without CUDA has no vgpu-scrub): a note every round, so
 // the log says why the node empties instead of one quarantine at a time.
 void note_scrub_unavailable(NodeContext& ctx, PlannerRoundResult& result) {
-  if (!ctx.scrubber) return;
-  const std::string why = ctx.scrubber->unavailable_reason();
-  if (why.empty()) return;
-  for (const PartitionPolicy* p : node_partitions(*ctx.policy, ctx.node))
-    if (p->scrub == ScrubMode::required)
-      result.notes.push_back(
-          fmt::format("scrub: partition {} requires it, but {}: every instance its jobs "
-                      "release is quarantined (docs/scrub.md)",
-                      p->name, why));
+  std::ranges::move(required_scrub_problems(ctx), std::back_inserter(result.notes));
 }
 
 // Reconciled with the hardware first (the plan must be made against what really exists), released

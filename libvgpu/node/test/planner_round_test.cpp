@@ -664,6 +664,30 @@ TEST_F(NodeFlows, ARoundSaysWhenARequiredScrubCannotRunOnTheNode) {
       r->notes.end());
 }
 
+// `vgpu-planner --verify` on such a node reports it as a problem, in the round's own words: the
+// node's records may all agree while every instance its jobs release is quarantined.
+TEST_F(NodeFlows, VerifyReportsARequiredScrubThatCannotRunOnTheNode) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  scrubber.unavailable = "vgpu-scrub: /usr/libexec/slurm-vgpu/vgpu-scrub: No such file or directory";
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems) << problems.error().message;
+  EXPECT_TRUE(problems->empty()) << "partition gpu's scrub is optional: " << problems->front();
+  for (auto& p : policy.partitions) p.scrub = ScrubMode::required;
+  auto r = run_planner_round(ctx, planner);
+  ASSERT_TRUE(r) << r.error().message;
+  problems = verify_node(ctx);
+  ASSERT_TRUE(problems) << problems.error().message;
+  ASSERT_EQ(problems->size(), 1u);
+  EXPECT_EQ(problems->front(),
+            "scrub: partition gpu requires it, but vgpu-scrub: /usr/libexec/slurm-vgpu/vgpu-scrub: No such file or "
+            "directory: every instance its jobs release is quarantined (docs/scrub.md)");
+  EXPECT_NE(std::ranges::find(r->notes, problems->front()), r->notes.end()) << "the round says it in the same words";
+  scrubber.unavailable.clear();
+  problems = verify_node(ctx);
+  ASSERT_TRUE(problems) << problems.error().message;
+  EXPECT_TRUE(problems->empty()) << "a scrub that can run is no problem: " << problems->front();
+}
+
 // `vgpuctl check` run while a handover waits for slurmctld sees an advertisement below the
 // ledger; it still reports it (a handover that never ends is a problem) but says it may be one.
 TEST_F(NodeFlows, CheckSaysAnAdvertisementBelowTheLedgerMayBeAnOpenHandover) {

@@ -33,6 +33,11 @@ LedgerInstance instance_made_at(const PlanSlot& slot, const InstanceInfo& info, 
 // The partitions (from the policy) this node serves, in policy order.
 std::vector<const PartitionPolicy*> node_partitions(const PolicyFile& policy, const std::string& node);
 
+// One sentence per partition of this node whose scrub is required while no scrub can run here
+// (Scrubber::unavailable_reason): the planner's round notes them and verify_node reports them, in
+// the same words, so the log and `vgpu-planner --verify` name the same cause. Empty otherwise.
+std::vector<std::string> required_scrub_problems(const NodeContext& ctx);
+
 // Loads the ledger; when there is none (first start, or a corrupt one was set aside) rebuilds it
 // from the hardware and re-adopts instances named in surviving jobs/<id>.json records.
 Result<Ledger> ensure_ledger(const NodeContext& ctx);
