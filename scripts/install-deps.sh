@@ -31,6 +31,8 @@ packages=(
   websockify novnc chromium busybox-static cpio
   # the desktop guest image (vizfrontend/guest/desktop): Debian from its archive into a directory
   mmdebstrap
+  # the RPMs, built and checked on Debian (scripts/build-rpms.sh, tests/packaging/rpm_matches_deb.sh)
+  rpm rpmlint
   # benchmark plots and helpers
   python3 python3-matplotlib python3-pil fonts-dejavu-core jq bc
   # the Open OnDemand app check (tests/viz/ood_app_check.py): ERB as OnDemand renders it, YAML
