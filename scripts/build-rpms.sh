@@ -26,6 +26,6 @@ command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || scrub=(--withou
 rpmbuild -ta --nodeps --load packaging/rpm/debian-check.macros --define "_topdir $out/topdir" \
   --define "slurm_src $slurm_src" --define "slurm_libdir $slurm_libdir" --define "slurm_plugindir $slurm_libdir" \
   "${launcher[@]}" "${scrub[@]}" ${RPM_OPTIONS:-} "$tarball" >&2
-rpms=$(find "$out/topdir/RPMS" -name '*.rpm' | sort)
-rpmlint -c packaging/rpm/rpmlint.toml $rpms >&2
-echo "$rpms"
+mapfile -t rpms < <(find "$out/topdir/RPMS" -name '*.rpm' | sort)
+rpmlint -c packaging/rpm/rpmlint.toml "${rpms[@]}" >&2
+printf '%s\n' "${rpms[@]}"

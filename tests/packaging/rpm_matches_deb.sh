@@ -23,7 +23,7 @@ done
 version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$VP_BIN/CPackConfig.cmake")
 slurm_version=$(cache VGPU_SLURM_VERSION)
 plugin_dir=$(cache VGPU_PLUGIN_INSTALL_DIR)
-[ -n "$version" ] && [ -n "$slurm_version" ] && [ -n "$plugin_dir" ] ||
+{ [ -n "$version" ] && [ -n "$slurm_version" ] && [ -n "$plugin_dir" ]; } ||
   fail "$VP_BIN has no package version, plugin or plugin directory (configure with -DVGPU_BUILD_SLURM_PLUGIN=ON)"
 options=()
 [ -x "$VP_BIN/scrub/vgpu-scrub" ] || options+=(--without scrub)
@@ -35,7 +35,8 @@ rpmbuild -tb --nodeps --load "$src/packaging/rpm/debian-check.macros" --define "
   --define "slurm_plugindir $plugin_dir" --define "debug_package %{nil}" "${options[@]}" "$tarball" \
   >"$work/rpmbuild.log" 2>&1 || fail "rpmbuild: $(grep -m5 -i 'error\|unpackaged' "$work/rpmbuild.log" | tr '\n' ' ')"
 rpm_of() { find "$work/rpm/RPMS" -name "$1-$version-*.rpm"; }
-rpmlint -c "$src/packaging/rpm/rpmlint.toml" $(find "$work/rpm/RPMS" -name '*.rpm') >"$work/rpmlint.log" 2>&1 ||
+mapfile -t rpms < <(find "$work/rpm/RPMS" -name '*.rpm')
+rpmlint -c "$src/packaging/rpm/rpmlint.toml" "${rpms[@]}" >"$work/rpmlint.log" 2>&1 ||
   fail "rpmlint: $(grep -E ' E: ' "$work/rpmlint.log" | head -5 | tr '\n' ' ') $(tail -1 "$work/rpmlint.log")"
 echo "rpmlint: $(tail -1 "$work/rpmlint.log")"
 
@@ -53,7 +54,7 @@ pairs="slurm-vgpu slurm-vgpu-gres-$slurm_version"
 [ -x "$VP_BIN/vizfrontend/vgpu-viz" ] && pairs="$pairs slurm-vgpu-viz"
 for pkg in $pairs; do
   deb=$(deb_of "$pkg") rpm=$(rpm_of "$pkg")
-  [ -n "$deb" ] && [ -n "$rpm" ] || fail "$pkg: deb '${deb:-none}', rpm '${rpm:-none}'"
+  { [ -n "$deb" ] && [ -n "$rpm" ]; } || fail "$pkg: deb '${deb:-none}', rpm '${rpm:-none}'"
   differ=$(diff <(deb_files "$deb") <(rpm_files "$rpm"))
   [ -z "$differ" ] || fail "$pkg: files differ (< deb, > rpm): $(echo "$differ" | grep '^[<>]' | head -8 | tr '\n' ' ')"
   echo "$pkg: $(rpm_files "$rpm" | wc -l) files, the same in both"
@@ -62,7 +63,8 @@ done
 node_rpm=$(rpm_of slurm-vgpu) node_deb=$(deb_of slurm-vgpu) plugin_rpm=$(rpm_of "slurm-vgpu-gres-$slurm_version")
 conffiles=$(dpkg-deb --ctrl-tarfile "$node_deb" | tar -xO ./conffiles | sort)
 configfiles=$(rpm -qp --configfiles "$node_rpm" | sort)
-[ "$conffiles" = "$configfiles" ] || fail "configuration files: deb '$(echo $conffiles)', rpm '$(echo $configfiles)'"
+[ "$conffiles" = "$configfiles" ] ||
+  fail "configuration files: deb '$(tr '\n' ' ' <<<"$conffiles")', rpm '$(tr '\n' ' ' <<<"$configfiles")'"
 
 rpm -qp --requires "$plugin_rpm" | grep -qx "slurm(x86-64) = $slurm_version" ||
   fail "the plugin RPM does not require exactly Slurm $slurm_version: $(rpm -qp --requires "$plugin_rpm" | tr '\n' ' ')"
