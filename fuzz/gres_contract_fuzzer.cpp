@@ -80,14 +80,15 @@ void check_job_record(std::string_view text, vgpu::JobId job_id) {
   std::string devices;
   for (const auto& inst : record->instances) {
     FUZZ_CHECK(vgpu::contract::is_valid_type_name(inst.profile));
-    FUZZ_CHECK(inst.mig_uuid.starts_with("MIG-") || vgpu::contract::is_amd_partition_uuid(inst.mig_uuid));
+    FUZZ_CHECK(inst.mig_uuid.starts_with("MIG-") || vgpu::contract::is_nvidia_gpu_uuid(inst.mig_uuid) ||
+               vgpu::contract::is_amd_partition_uuid(inst.mig_uuid));
     // CUDA_VISIBLE_DEVICES is a comma list: a uuid holding ',' (or '=') would smuggle devices.
     FUZZ_CHECK(inst.mig_uuid.find_first_of(",= \n") == std::string::npos);
     if (!devices.empty()) devices += ',';
     devices += inst.mig_uuid;
   }
   const auto env = vgpu::contract::job_environment(*record);
-  // One vendor per record: MIG instances go to CUDA, AMD partitions to ROCr (and HIP ordinals).
+  // One vendor per record: MIG instances and whole NVIDIA GPUs go to CUDA, AMD partitions to ROCr (and HIP ordinals).
   const bool amd = !record->instances.empty() && vgpu::contract::is_amd_partition_uuid(record->instances[0].mig_uuid);
   const bool described = !record->instances.empty() &&
                          std::ranges::all_of(record->instances, [](const auto& i) { return !i.model.empty(); });

@@ -52,9 +52,10 @@ Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string&
   auto uuid = require_string(obj, uuid_key);
   if (!uuid) return std::unexpected(uuid.error());
   if (version >= 3) {
-    if (!is_valid_mig_uuid(*uuid) && !is_amd_partition_uuid(*uuid))
-      return fail(ErrorCode::corrupt,
-                  "device_uuid '" + *uuid + "' is neither a MIG UUID nor an AMD partition's GPU-<16 hex digits>");
+    if (!is_valid_mig_uuid(*uuid) && !is_nvidia_gpu_uuid(*uuid) && !is_amd_partition_uuid(*uuid))
+      return fail(ErrorCode::corrupt, "device_uuid '" + *uuid +
+                                          "' is neither a MIG UUID, a whole NVIDIA GPU's GPU-<8-4-4-4-12 hex digits> "
+                                          "nor an AMD partition's GPU-<16 hex digits>");
   } else if (!is_valid_mig_uuid(*uuid)) {
     return fail(ErrorCode::corrupt, "mig_uuid '" + *uuid + "' is not a MIG UUID");
   }
@@ -94,6 +95,17 @@ Result<MigInstance> parse_instance(const nlohmann::json& obj, const std::string&
 bool is_amd_partition_uuid(std::string_view uuid) {
   if (uuid.size() != 20 || !uuid.starts_with("GPU-")) return false;
   return std::ranges::all_of(uuid.substr(4), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool is_nvidia_gpu_uuid(std::string_view uuid) {
+  constexpr std::string_view kShape = "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+  if (uuid.size() != kShape.size()) return false;
+  for (std::size_t i = 0; i < uuid.size(); ++i) {
+    const char c = uuid[i];
+    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    if (kShape[i] == 'x' ? !hex : c != kShape[i]) return false;
+  }
+  return true;
 }
 
 std::string render_job_record(const JobRecord& record) {

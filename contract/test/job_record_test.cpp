@@ -117,6 +117,27 @@ TEST(JobRecord, AmdPartitionsGoToRocrAndHipNumbersThemFromZero) {
   EXPECT_EQ(*parse_job_record(render_job_record(*rec), 42), *rec);
 }
 
+// A whole GPU (MIG mode off) reaches its job by the GPU's own UUID, as CUDA takes it.
+TEST(JobRecord, AWholeNvidiaGpuGoesToCudaByItsUuid) {
+  const char* whole = R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[
+    {"profile":"whole.80gb","device_uuid":"GPU-e7a8e8d6-6d1b-4f2b-9c3a-0a1b2c3d4e5f","gpu":1,
+     "placement":{"start":0,"size":8},"model":"H100-80GB","memory_mib":81559,"compute":"7/7"}]})";
+  auto rec = parse_job_record(whole, 42);
+  ASSERT_TRUE(rec) << rec.error().message;
+  auto env = job_environment(*rec);
+  EXPECT_EQ(env[0].name, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(env[0].value, "GPU-e7a8e8d6-6d1b-4f2b-9c3a-0a1b2c3d4e5f");
+  EXPECT_EQ(*parse_job_record(render_job_record(*rec), 42), *rec);
+}
+
+TEST(NvidiaGpuUuid, IsNvmlsShapeOnly) {
+  EXPECT_TRUE(is_nvidia_gpu_uuid("GPU-e7a8e8d6-6d1b-4f2b-9c3a-0a1b2c3d4e5f"));
+  EXPECT_FALSE(is_nvidia_gpu_uuid("GPU-123456789abcdef0")) << "an AMD partition's";
+  EXPECT_FALSE(is_nvidia_gpu_uuid("GPU-E7A8E8D6-6D1B-4F2B-9C3A-0A1B2C3D4E5F")) << "NVML writes lower case";
+  EXPECT_FALSE(is_nvidia_gpu_uuid("GPU-e7a8e8d6-6d1b-4f2b-9c3a-0a1b2c3d4e5f,GPU-1"));
+  EXPECT_FALSE(is_nvidia_gpu_uuid("MIG-e7a8e8d6-6d1b-4f2b-9c3a-0a1b2c3d4e5f"));
+}
+
 TEST(JobRecord, VersionThreeRefusesOtherUuidsAndMixedVendors) {
   auto v3 = [](std::string insts) {
     return R"({"format":"slurm-vgpu-job","version":3,"job_id":42,"instances":[)" + insts + "]}";
@@ -130,7 +151,7 @@ TEST(JobRecord, VersionThreeRefusesOtherUuidsAndMixedVendors) {
   EXPECT_THAT(
       error_of(v3(R"({"profile":"cpx.24gb","device_uuid":"GPU-1,GPU-2","gpu":0,"placement":{"start":0,"size":1},)" +
                   got + "}")),
-      HasSubstr("neither a MIG UUID nor an AMD partition's"));
+      HasSubstr("neither a MIG UUID, a whole NVIDIA GPU's GPU-<8-4-4-4-12 hex digits> nor an AMD partition's"));
   EXPECT_THAT(error_of(v3(amd + "," + mig)), HasSubstr("instances[1]: mixes MIG instances and AMD partitions"));
   EXPECT_THAT(
       error_of(

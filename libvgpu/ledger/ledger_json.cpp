@@ -90,13 +90,15 @@ std::string read_prefixed(const json& obj, std::string_view key, const std::stri
   return s;
 }
 
-// An instance's device: a MIG instance's "MIG-..." or an AMD partition's "GPU-<16 hex>".
+// An instance's device: a MIG instance's "MIG-...", a whole NVIDIA GPU's "GPU-<8-4-4-4-12 hex>"
+// or an AMD partition's "GPU-<16 hex>".
 std::string read_device_uuid(const json& obj, std::string_view key, const std::string& path) {
   std::string s = read_string(obj, key, path);
-  if (contract::is_amd_partition_uuid(s)) return s;
+  if (contract::is_amd_partition_uuid(s) || contract::is_nvidia_gpu_uuid(s)) return s;
   if (!s.starts_with("MIG-") || s.size() == 4)
-    bad(join(path, key),
-        fmt::format("\"{}\": must start with \"MIG-\" or be an AMD partition's GPU-<16 hex digits>", s));
+    bad(join(path, key), fmt::format("\"{}\": must start with \"MIG-\", be a whole NVIDIA GPU's "
+                                     "GPU-<8-4-4-4-12 hex digits> or an AMD partition's GPU-<16 hex digits>",
+                                     s));
   return s;
 }
 

@@ -158,7 +158,8 @@ const Corruption kCorruptions[] = {
     {"gpu_uuid_prefix", [](auto& j) { j["gpus"][0]["uuid"] = "11111111"; },
      "gpus[0].uuid: \"11111111\": must start with \"GPU-\""},
     {"instance_uuid_neither_mig_nor_amd", [](auto& j) { j["instances"][0]["mig_uuid"] = "GPU-12345"; },
-     "instances[0].mig_uuid: \"GPU-12345\": must start with \"MIG-\" or be an AMD partition's GPU-<16 hex digits>"},
+     "instances[0].mig_uuid: \"GPU-12345\": must start with \"MIG-\", be a whole NVIDIA GPU's GPU-<8-4-4-4-12 hex "
+     "digits> or an AMD partition's GPU-<16 hex digits>"},
     {"empty_node", [](auto& j) { j["node"] = ""; }, "node: must not be empty"},
     {"control_char", [](auto& j) { j["node"] = "a\nb"; }, "node: \"a\\nb\": contains a control"},
     {"placement_size_zero", [](auto& j) { j["instances"][0]["placement"]["size"] = 0; },

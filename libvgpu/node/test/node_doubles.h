@@ -29,7 +29,7 @@ class MemoryBackend final : public GpuBackend {
   Result<std::vector<GpuInfo>> discover() override {
     std::vector<GpuInfo> out;
     for (int i = 0; i < static_cast<int>(layouts_.size()); ++i)
-      out.push_back({i, model_->nvml_names.front(), fmt::format("GPU-{:08d}", i),
+      out.push_back({i, model_->nvml_names.front(), fmt::format("GPU-{:08d}-0000-4000-8000-000000000000", i),
                      fmt::format("00000000:{:02x}:00.0", i), model_->memory_mib, mig_mode_of(i), mig_mode_of(i), i});
     return out;
   }

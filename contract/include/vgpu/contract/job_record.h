@@ -5,7 +5,9 @@
 // and says what the job got: the GPU model, the instance's memory and its share of the GPU's
 // compute, for a job that asked by need (a class) as for one that named a profile. Version 4
 // adds "mps_pipe_directory": where a job holding a share of a shared instance finds its CUDA MPS
-// control daemon (empty for every other job).
+// control daemon (empty for every other job). A whole NVIDIA GPU (whole.<M>gb, MIG off) is named
+// by the GPU's own "GPU-<8-4-4-4-12 hex>" in any version from 3 on, without a new version: only
+// a node that serves whole GPUs writes one, and its plugin is of the same release.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +55,9 @@ struct JobRecord {
 
 // An AMD partition's UUID as ROCm spells it: "GPU-" and 16 lower-case hex digits.
 bool is_amd_partition_uuid(std::string_view uuid);
+// A whole NVIDIA GPU's UUID as NVML spells it (nvmlDeviceGetUUID), the device of a whole.<M>gb
+// instance: "GPU-" and 8-4-4-4-12 hex digits, "GPU-e7a8e8d6-6d1b-4f2b-9c3a-0a1b2c3d4e5f".
+bool is_nvidia_gpu_uuid(std::string_view uuid);
 
 // The one writer (the prolog) and the one strict reader (the plugin, the node's recovery).
 std::string render_job_record(const JobRecord& record);
