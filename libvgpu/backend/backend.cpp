@@ -35,8 +35,8 @@ Result<NodeSnapshot> take_snapshot(GpuReader& reader) {
   snap.gpus = std::move(*gpus);
   if (auto why = reader.unavailable_reason(); !why.empty()) snap.notes.push_back(why);
   for (const auto& gpu : snap.gpus) {
-    // A GPU outside MIG mode holds no instances; asking would only produce NOT_SUPPORTED.
-    if (gpu.mig_current != MigMode::enabled) {
+    // A GPU outside MIG mode holds no MIG instances; asking would only produce NOT_SUPPORTED.
+    if (gpu.mig_current != MigMode::enabled && !reader.lists_whole_gpus()) {
       snap.notes.push_back(fmt::format("gpu {}: MIG mode {}, no instances", gpu.index, to_string(gpu.mig_current)));
       continue;
     }

@@ -88,6 +88,9 @@ Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance,
   if (!instance.ci_id || instance.mig_uuid.empty())
     return fail(ErrorCode::not_found, where + ": has no compute instance, so no MIG device");
   if (gpu.minor < 0) return fail(ErrorCode::not_found, where + ": GPU minor number unknown");
+  if (instance.profile_id == kWholeGpuProfileId)
+    return JobDevices{instance.mig_uuid,
+                      {fmt::format("/dev/nvidia{}", gpu.minor), "/dev/nvidiactl", "/dev/nvidia-uvm"}};
   auto gi_cap = minors.gi_access(gpu.minor, instance.gi_id);
   auto ci_cap = minors.ci_access(gpu.minor, instance.gi_id, *instance.ci_id);
   if (!gi_cap)

@@ -62,6 +62,18 @@ TEST(JobDevices, ListsGpuControlUvmAndBothCapabilityFiles) {
                                       "/dev/nvidia-caps/nvidia-cap156", "/dev/nvidia-caps/nvidia-cap157"}));
 }
 
+TEST(JobDevices, AWholeGpuIsItsOwnDeviceFileWithoutCapabilities) {
+  auto m = MigMinors::parse("gpu1/gi1/access 12\n", "x");
+  ASSERT_TRUE(m);
+  InstanceInfo whole = instance(0, 0);
+  whole.profile_id = kWholeGpuProfileId;
+  whole.mig_uuid = "GPU-00000000-1111-2222-3333-444444444444";
+  auto d = job_devices(gpu_with_minor(1), whole, *m);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->mig_uuid, "GPU-00000000-1111-2222-3333-444444444444");
+  EXPECT_EQ(d->device_files, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"}));
+}
+
 TEST(JobDevices, InstanceWithoutComputeInstanceHasNoMigDevice) {
   auto m = MigMinors::parse("gpu0/gi1/access 12\n", "x");
   ASSERT_TRUE(m);

@@ -110,6 +110,9 @@ class GpuReader {
   virtual Result<std::vector<InstanceInfo>> list_instances(int gpu) = 0;
   // Null where the backend has no utilisation counters.
   virtual std::unique_ptr<ActivitySampler> activity_sampler() { return nullptr; }
+  // Whether list_instances answers for a GPU whose MIG mode is off, with the whole GPU as its one
+  // instance (whole_gpus.h); a plain backend has no instances there and is not asked.
+  [[nodiscard]] virtual bool lists_whole_gpus() const { return false; }
 };
 
 class GpuBackend : public GpuReader {

@@ -36,8 +36,9 @@ class MigMinors {
   std::map<std::tuple<int, int, int>, int> minors_;  // (gpu, gi, ci or -1) -> cap minor
 };
 
-// The MIG UUID and /dev files for `instance` on `gpu`. The gpu<g> in mig-minors is the GPU's
-// device minor (what /dev/nvidia<g> uses), which is also the NVML index on ordinary systems.
+// The device UUID and /dev files for `instance` on `gpu`. The gpu<g> in mig-minors is the GPU's
+// device minor (what /dev/nvidia<g> uses), which is also the NVML index on ordinary systems. A
+// whole GPU (whole_gpus.h) has no capability files: its own device file is the gate.
 Result<JobDevices> job_devices(const GpuInfo& gpu, const InstanceInfo& instance, const MigMinors& minors);
 
 }  // namespace vgpu
