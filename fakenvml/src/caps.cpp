@@ -34,7 +34,50 @@ std::optional<Setting> read_setting(const std::string& path) {
   return s;
 }
 
+// /proc/driver/nvidia/params, the lines that concern the GPU device files.
+struct DriverParams {
+  bool modify = true;
+  unsigned uid = 0, gid = 0, mode = 0666;
+};
+
+DriverParams read_params(const std::string& root) {
+  DriverParams p;
+  std::ifstream in(root + "/proc/driver/nvidia/params");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned v = 0;
+    if (std::sscanf(line.c_str(), "ModifyDeviceFiles: %u", &v) == 1) p.modify = v != 0;
+    if (std::sscanf(line.c_str(), "DeviceFileUID: %u", &v) == 1) p.uid = v;
+    if (std::sscanf(line.c_str(), "DeviceFileGID: %u", &v) == 1) p.gid = v;
+    if (std::sscanf(line.c_str(), "DeviceFileMode: %u", &v) == 1) p.mode = v & 07777;
+  }
+  return p;
+}
+
+// Owner and mode as stated; whether the file changed.
+bool force_owner_and_mode(const std::string& path, unsigned uid, unsigned gid, unsigned mode) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == mode)
+    return false;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return false;
+  (void)::fchown(fd, uid, gid);
+  (void)::fchmod(fd, mode);
+  ::close(fd);
+  return true;
+}
+
 }  // namespace
+
+std::string CapFiles::gpu_device_path(unsigned minor) const { return root_ + "/dev/nvidia" + std::to_string(minor); }
+
+void CapFiles::ensure_gpu_device(unsigned minor) const {
+  std::error_code ec;
+  std::filesystem::create_directories(root_ + "/dev", ec);
+  if (std::filesystem::exists(gpu_device_path(minor), ec)) return;
+  const DriverParams p = read_params(root_);
+  (void)force_owner_and_mode(gpu_device_path(minor), p.uid, p.gid, p.mode);
+}
 
 std::optional<CapFiles> CapFiles::from_env(std::string& error) {
   const char* root = std::getenv("VGPU_FAKE_NVML_DEVICE_ROOT");
@@ -118,6 +161,18 @@ std::vector<std::string> CapFiles::modprobe_all() const {
     ::close(fd);
     std::ostringstream line;
     line << dev << ": root 0" << std::oct << setting->mode;
+    changed.push_back(line.str());
+  }
+  const DriverParams p = read_params(root_);
+  if (!p.modify) return changed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root_ + "/dev", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= 6 || !name.starts_with("nvidia") || name.find_first_not_of("0123456789", 6) != std::string::npos)
+      continue;
+    if (!force_owner_and_mode(entry.path().string(), p.uid, p.gid, p.mode)) continue;
+    std::ostringstream line;
+    line << entry.path().string() << ": " << p.uid << ":" << p.gid << " 0" << std::oct << p.mode;
     changed.push_back(line.str());
   }
   return changed;

@@ -10,7 +10,13 @@
 //   mode, which is all this fake models (no device cgroup);
 // - nvidia-modprobe (setuid root, run by the CUDA driver of any user) creates a missing file and,
 //   unless the capability says "DeviceFileModify: 0", resets owner and mode to root and the stated
-//   mode: modprobe_all().
+//   mode: modprobe_all();
+// - the GPUs' own device files /dev/nvidia<minor> (plain files too), which a whole GPU (MIG off)
+//   is used through. /proc/driver/nvidia/params (a test writes it; absent: the driver's defaults,
+//   as captured on the lent H200) states their DeviceFileUID, DeviceFileGID and DeviceFileMode;
+//   with "ModifyDeviceFiles: 1" nvidia-modprobe resets them to that (nvidia-modprobe-utils.c,
+//   mknod_helper), with 0 it leaves them alone. The fake NVML makes a missing one at nvmlInit, as
+//   the driver's udev rule or nvidia-modprobe would have at boot.
 #pragma once
 
 #include <map>
@@ -34,8 +40,13 @@ class CapFiles {
   void registered(unsigned gpu, unsigned gi, std::optional<unsigned> ci) const;
   void unregistered(unsigned gpu, unsigned gi, std::optional<unsigned> ci) const;
 
-  // nvidia-modprobe for every capability that exists now; returns what it changed, one line each.
+  // nvidia-modprobe for every capability that exists now and every GPU device file; returns what
+  // it changed, one line each.
   [[nodiscard]] std::vector<std::string> modprobe_all() const;
+
+  // /dev/nvidia<minor>, made with the stated owner and mode when missing.
+  [[nodiscard]] std::string gpu_device_path(unsigned minor) const;
+  void ensure_gpu_device(unsigned minor) const;
 
  private:
   [[nodiscard]] std::string access_path(unsigned gpu, unsigned gi, std::optional<unsigned> ci) const;

@@ -2,7 +2,8 @@
 // that decides access. For each MIG UUID in CUDA_VISIBLE_DEVICES it finds the instance through
 // NVML (the fake) and opens the instance's GPU-instance and compute-instance capability files, as
 // the CUDA driver does before it hands them to the kernel driver; an instance whose files the
-// caller cannot open is refused, as CUDA reports no such device. Prints one line per device and
+// caller cannot open is refused, as CUDA reports no such device. A GPU UUID (a whole GPU, MIG
+// off) is the GPU's device file /dev/nvidia<minor>, opened the same way. Prints one line per device and
 // exits 0 only when every listed device is usable. Test double: never install it on a node.
 #include <fcntl.h>
 #include <unistd.h>
@@ -47,6 +48,36 @@ bool find_mig(const std::string& uuid, MigDevice& out) {
   return false;
 }
 
+// A whole GPU is usable when its MIG mode is off and its device file opens.
+bool probe_whole_gpu(const fakenvml::CapFiles& caps, const std::string& uuid) {
+  nvmlDevice_t dev = nullptr;
+  unsigned count = 0, minor = 0, current = 0, pending = 0;
+  bool found = false;
+  if (nvmlDeviceGetCount_v2(&count) == NVML_SUCCESS)
+    for (unsigned i = 0; i < count && !found; ++i) {
+      char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+      found = nvmlDeviceGetHandleByIndex_v2(i, &dev) == NVML_SUCCESS &&
+              nvmlDeviceGetUUID(dev, text, sizeof text) == NVML_SUCCESS && uuid == text;
+    }
+  if (!found || nvmlDeviceGetMinorNumber(dev, &minor) != NVML_SUCCESS) {
+    std::printf("fake-cuda: %s: refused: no such GPU\n", uuid.c_str());
+    return false;
+  }
+  if (nvmlDeviceGetMigMode(dev, &current, &pending) == NVML_SUCCESS && current == NVML_DEVICE_MIG_ENABLE) {
+    std::printf("fake-cuda: %s: refused: MIG mode is on, so the GPU is no CUDA device itself\n", uuid.c_str());
+    return false;
+  }
+  const std::string path = caps.gpu_device_path(minor);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    std::printf("fake-cuda: %s: refused: open %s: %s\n", uuid.c_str(), path.c_str(), std::strerror(errno));
+    return false;
+  }
+  ::close(fd);
+  std::printf("fake-cuda: %s: usable (whole GPU %u: %s)\n", uuid.c_str(), minor, path.c_str());
+  return true;
+}
+
 }  // namespace
 
 int main() {
@@ -70,6 +101,10 @@ int main() {
   std::stringstream list(visible);
   std::string uuid;
   while (std::getline(list, uuid, ',')) {
+    if (uuid.starts_with("GPU-")) {
+      refused += probe_whole_gpu(*caps, uuid) ? 0 : 1;
+      continue;
+    }
     MigDevice d;
     if (!find_mig(uuid, d)) {
       std::printf("fake-cuda: %s: refused: no such MIG device\n", uuid.c_str());

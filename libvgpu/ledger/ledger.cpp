@@ -86,6 +86,7 @@ Result<void> place_on(std::map<int, GpuLayout>& layouts, const Ledger& ledger, c
                                                   model->profile_names()));
   auto [it, inserted] = layouts.try_emplace(gpu, *model);
   (void)inserted;
+  it->second.take_mode_of(*profile);
   if (auto why = it->second.why_not(*profile, placement))
     return corrupt(path + ".placement", fmt::format("{} on GPU {}: {}", show(placement), gpu, *why));
   (void)it->second.place(*profile, placement);
@@ -397,6 +398,14 @@ bool is_uniform_gpu(const Ledger& ledger, const Catalog& catalog, int gpu) {
   return model && model->partitioning == Partitioning::uniform;
 }
 
+bool exists_with_gpu_mode(const Ledger& ledger, const Catalog& catalog, int gpu, std::string_view profile) {
+  if (is_uniform_gpu(ledger, catalog, gpu)) return true;
+  const LedgerGpu* g = ledger.find_gpu(gpu);
+  const GpuModel* model = g ? catalog.find_model(g->model) : nullptr;
+  const Profile* p = model ? model->find_profile(profile) : nullptr;
+  return p && p->whole_gpu;
+}
+
 Result<Ledger> rebuild_from_hardware(std::string node, const HardwareView& view, std::int64_t now,
                                      const Catalog& catalog) {
   Ledger ledger;
@@ -467,8 +476,9 @@ std::vector<Difference> reconcile(const Ledger& ledger, const HardwareView& view
     bool known = std::ranges::any_of(ledger.instances, [&](const LedgerInstance& i) {
       return i.gpu == hw.gpu && i.gpu_instance_id == hw.gpu_instance_id;
     });
-    // A uniform GPU's mode brings all its partitions at once: those no job holds are free space.
-    if (!known && !is_uniform_gpu(ledger, catalog, hw.gpu))
+    // A uniform GPU's mode brings all its partitions at once, and MIG mode off brings the whole
+    // GPU: those no job holds are free space.
+    if (!known && !exists_with_gpu_mode(ledger, catalog, hw.gpu, hw.profile))
       out.push_back(
           {DifferenceKind::leaked_instance, hw.gpu, hw.gpu_instance_id,
            fmt::format("hardware has {} ({} at {}), ledger does not", hw.mig_uuid, hw.profile, show(hw.placement))});

@@ -364,7 +364,10 @@ void PlannerMetrics::record_round(bool ok, double seconds, std::int64_t now, con
 int stranded_compute_slices(const GpuModel& model, const std::vector<const Profile*>& allowed,
                             const std::vector<std::pair<const Profile*, Placement>>& layout_slots) {
   GpuLayout layout(model);
-  for (const auto& [p, at] : layout_slots) (void)layout.place(*p, at);
+  for (const auto& [p, at] : layout_slots) {
+    layout.take_mode_of(*p);
+    (void)layout.place(*p, at);
+  }
   std::vector<const Profile*> by_size = allowed;
   std::ranges::sort(by_size, [](const Profile* a, const Profile* b) { return a->compute_slices < b->compute_slices; });
   // Fill with the smallest allowed profile that still fits until none does; what stays free then

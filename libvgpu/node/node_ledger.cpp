@@ -105,9 +105,10 @@ Result<Ledger> ensure_ledger(const NodeContext& ctx) {
     inst.state = InstanceState::ready;
     ++adopted;
   }
-  // The partitions of a uniform GPU's mode that no job record names are its free space.
-  std::erase_if(rebuilt->instances,
-                [&](const LedgerInstance& i) { return !i.job && is_uniform_gpu(*rebuilt, Catalog::builtin(), i.gpu); });
+  // The partitions of a uniform GPU's mode, and whole GPUs, that no job record names are free space.
+  std::erase_if(rebuilt->instances, [&](const LedgerInstance& i) {
+    return !i.job && exists_with_gpu_mode(*rebuilt, Catalog::builtin(), i.gpu, i.profile);
+  });
   if (auto ok = ctx.ledger->replace(*rebuilt); !ok) return std::unexpected(ok.error());
   ctx.log(fmt::format(
       "vgpu: node {}: ledger rebuilt from hardware: {} GPU(s), {} instance(s), {} re-adopted from job records",

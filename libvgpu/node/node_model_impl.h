@@ -21,6 +21,7 @@ Result<std::vector<GpuLayout>> layouts_of(const Ledger& ledger, Pred include_slo
     if (i == ledger.gpus.size()) return fail(ErrorCode::corrupt, fmt::format("{} on unknown GPU {}", what, gpu));
     const Profile* p = layouts[i].model().find_profile(profile);
     if (!p) return fail(ErrorCode::corrupt, fmt::format("{}: unknown profile {}", what, profile));
+    layouts[i].take_mode_of(*p);
     return within(layouts[i].place(*p, pl), fmt::format("{} {}@{} on GPU {}", what, profile, pl.start, gpu));
   };
   // A backed slot and its released instance are one space (slot_backings): placed once, as the

@@ -23,7 +23,9 @@ std::optional<PlanSlot> next_unprepared(const Ledger& l) {
   for (std::size_t s = 0; s < l.plan.slots.size(); ++s) {
     const auto& slot = l.plan.slots[s];
     // A share type's instance is made by its first share's prolog, with its MPS daemon.
-    if (backing[s] || is_uniform_gpu(l, Catalog::builtin(), slot.gpu) || shares_of(l, slot.profile) > 0) continue;
+    if (backing[s] || exists_with_gpu_mode(l, Catalog::builtin(), slot.gpu, slot.profile) ||
+        shares_of(l, slot.profile) > 0)
+      continue;
     return slot;
   }
   return std::nullopt;

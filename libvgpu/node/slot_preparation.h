@@ -18,9 +18,9 @@ struct Preparation {
   std::vector<std::string> notes;  // failures; the next round tries again
 };
 
-// Creates instances in unclaimed, unbacked slots (never on a GPU of a uniform model: its
-// partitions exist with its mode) until none is left or `budget` is spent, so a round on a
-// node with many slots still re-plans on time. One create per hold of the hardware lock: a
+// Creates instances in unclaimed, unbacked slots (never a uniform model's partition or a whole
+// GPU: those exist with the GPU's mode, exists_with_gpu_mode) until none is left or `budget` is
+// spent, so a round on a node with many slots still re-plans on time. One create per hold of the hardware lock: a
 // prolog waits for one create at most. Stops at the first failure.
 Preparation prepare_slots(NodeContext& ctx, std::chrono::milliseconds budget);
 

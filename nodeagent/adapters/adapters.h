@@ -57,6 +57,12 @@ std::unique_ptr<MpsControl> make_command_mps_control(std::string root);
 // <root>/proc/devices and <root>/dev/nvidia-caps/ (capability_files.cpp says why files).
 std::unique_ptr<InstanceAccess> make_capability_file_access(std::string root, GpuReader& gpus);
 
+// Confines each whole GPU (MIG off) to its job's user through <root>/dev/nvidia<minor>, where
+// <root>/proc/driver/nvidia/params says ModifyDeviceFiles: 0, and hands MIG instances to `mig`
+// (whole_gpu_access.cpp says why that file and that setting).
+std::unique_ptr<InstanceAccess> make_whole_gpu_access(std::string root, GpuReader& gpus,
+                                                      std::unique_ptr<InstanceAccess> mig);
+
 // Confines each AMD partition to its job's user through its render node under `root`
 // (<root>/dev/dri/renderD<N>; render_node_access.cpp says why that file).
 std::unique_ptr<InstanceAccess> make_render_node_access(std::string root, amdgpu::Backend& backend);

@@ -15,6 +15,7 @@
 #include "adapters.h"
 #include "amdgpu_backend.h"
 #include "nvml_backend.h"
+#include "vgpu/backend/whole_gpus.h"
 #include "vgpu/contract/names.h"
 #include "vgpu/contract/strict_json.h"
 #include "vgpu/contract/node_files.h"
@@ -54,7 +55,7 @@ Result<std::unique_ptr<GpuBackend>> open_backend() {
   if (amd) return std::unique_ptr<GpuBackend>(amdgpu::Backend::open(std::move(sysfs)));
   auto nvml = nvml::Backend::open(env_or("VGPU_NVML_LIBRARY", ""));
   if (!nvml) return fail(ErrorCode::unavailable, "NVML backend could not be created");
-  return std::unique_ptr<GpuBackend>(std::move(nvml));
+  return std::unique_ptr<GpuBackend>(std::make_unique<WholeGpuBackend>(std::move(nvml), Catalog::builtin()));
 }
 
 }  // namespace
@@ -135,8 +136,9 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_v
   const std::string confine = env_or("VGPU_CONFINE_DEVICES", "auto");
   const std::string device_root = env_or("VGPU_DEVICE_ROOT", "/");
   if (confine == "auto" || confine == (amd ? "render-nodes" : "capability-files"))
-    rt->access_ =
-        amd ? make_render_node_access(device_root, *amd) : make_capability_file_access(device_root, *rt->backend_);
+    rt->access_ = amd ? make_render_node_access(device_root, *amd)
+                      : make_whole_gpu_access(device_root, *rt->backend_,
+                                              make_capability_file_access(device_root, *rt->backend_));
   else if (confine != "off")
     return fail(ErrorCode::invalid_argument,
                 fmt::format("VGPU_CONFINE_DEVICES='{}': expected auto, {} or off on this node's {} backend",

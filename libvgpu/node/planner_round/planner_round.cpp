@@ -153,7 +153,7 @@ struct Desired {
 Result<Desired> desired_slots(const Ledger& l, const std::vector<const PartitionPolicy*>& parts,
                               std::vector<Demand> demand, const std::vector<PlanSlot>& fixed,
                               std::optional<int> node_total, const std::set<int>& without_mig,
-                              std::vector<std::string>* notes = nullptr) {
+                              const std::set<int>& served_whole, std::vector<std::string>* notes = nullptr) {
   Desired none;
   if (l.gpus.empty() || parts.empty()) return none;
   demand = demand_in_instances(l, demand, node_total, notes);
@@ -188,9 +188,15 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
   if (config.allowed_profiles.empty()) return none;  // no partition here uses this model
   std::vector<PlannerGpu> gpus;
   for (std::size_t g = 0; g < l.gpus.size(); ++g) {
-    bool eligible = !without_mig.contains(l.gpus[g].index) && std::ranges::any_of(parts, [&](const PartitionPolicy* p) {
-      return p->allows_gpu(l.gpus[g].index) && p->uses_model((*layouts)[g].model());
-    });
+    // A GPU with MIG off serves itself whole (the planner plans whole.<M>gb there and nothing
+    // else); one still recording MIG instances waits for reconcile to forget them.
+    const bool mig_off = without_mig.contains(l.gpus[g].index);
+    if (mig_off && served_whole.contains(l.gpus[g].index) && (*layouts)[g].empty())
+      (*layouts)[g].set_mode(GpuMode::whole);
+    bool eligible = (!mig_off || (*layouts)[g].mode() == GpuMode::whole) &&
+                    std::ranges::any_of(parts, [&](const PartitionPolicy* p) {
+                      return p->allows_gpu(l.gpus[g].index) && p->uses_model((*layouts)[g].model());
+                    });
     gpus.push_back({(*layouts)[g], eligible});
   }
   Plan plan = plan_node(gpus, config, demand);
@@ -433,17 +439,20 @@ void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& n
   if (auto ok = ctx.publisher->publish(*published); !ok) result.notes.push_back(ok.error().message);
 }
 
-// NVIDIA GPUs of a MIG model whose MIG mode is not on now (off, or only pending): no instance can
-// be created there (nvmlDeviceCreateGpuInstance* answer NOT_SUPPORTED), so nothing is planned on
-// them. A pending enable counts as off: on A100/A30 it takes effect only at the next GPU reset.
+// NVIDIA GPUs of a MIG model whose MIG mode is not on now (off, or only pending): no MIG instance
+// can be created there (nvmlDeviceCreateGpuInstance* answer NOT_SUPPORTED), so such a GPU is
+// planned as what it is, the whole GPU (whole.<M>gb). A pending enable counts as off: on A100/A30
+// it takes effect only at the next GPU reset.
 std::set<int> gpus_without_mig(const NodeSnapshot& snap, const Catalog& catalog, std::vector<std::string>& notes) {
   std::set<int> out;
   for (const auto& g : snap.gpus) {
     const GpuModel* m = catalog.find_model_for_product(g.product_name);
     if (!m || m->partitioning != Partitioning::mig || g.mig_current == MigMode::enabled) continue;
     out.insert(g.index);
-    notes.push_back(fmt::format("GPU {} ({}): MIG mode {} (pending {}): no MIG instance is planned on it", g.index,
-                                m->name, to_string(g.mig_current), to_string(g.mig_pending)));
+    const Profile* whole = m->whole_gpu_profile();
+    notes.push_back(
+        fmt::format("GPU {} ({}): MIG mode {} (pending {}): planned whole, as {}, where a partition offers it", g.index,
+                    m->name, to_string(g.mig_current), to_string(g.mig_pending), whole ? whole->name : "nothing"));
   }
   return out;
 }
@@ -464,6 +473,34 @@ bool switch_mig_modes(NodeContext& ctx, const NodeSnapshot& snap, const Ledger& 
     changed |= outcome && *outcome == MigModeSwitch::activated;
   }
   return changed;
+}
+
+// Whether a partition of this node offers the whole GPU on one of `gpus` (their model's
+// whole.<M>gb is in its allowed profiles).
+bool offers_whole_gpu(const NodeContext& ctx, const NodeSnapshot& snap, const std::set<int>& gpus) {
+  for (const auto& g : snap.gpus) {
+    const GpuModel* model = Catalog::builtin().find_model_for_product(g.product_name);
+    const Profile* whole = model ? model->whole_gpu_profile() : nullptr;
+    if (!gpus.contains(g.index) || !whole) continue;
+    for (const auto& p : ctx.policy->partitions) {
+      if (!p.allows_node(ctx.node) || !p.allows_gpu(g.index)) continue;
+      const auto allowed = p.allowed_profiles_for(*model);
+      if (std::ranges::find(allowed, whole->name) != allowed.end()) return true;
+    }
+  }
+  return false;
+}
+
+// The GPUs with MIG off that serve themselves whole: all of them where the device access can keep
+// one to its job's user, none elsewhere. Why none is noted only where a partition offers one, so a
+// site that wants no whole GPUs reads nothing about them.
+std::set<int> gpus_served_whole(NodeContext& ctx, const NodeSnapshot& snap, const std::set<int>& without_mig,
+                                std::vector<std::string>& notes) {
+  if (without_mig.empty()) return {};
+  const std::string why = ctx.access ? ctx.access->whole_gpus_unconfinable() : std::string();
+  if (why.empty()) return without_mig;
+  if (offers_whole_gpu(ctx, snap, without_mig)) notes.push_back("no whole GPU is offered: " + why);
+  return {};
 }
 
 // Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
@@ -488,6 +525,7 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, PlannerState& state, cons
     }
   }
   state.gpus_without_mig = gpus_without_mig(*snap, Catalog::builtin(), result.notes);
+  state.gpus_served_whole = gpus_served_whole(ctx, *snap, state.gpus_without_mig, result.notes);
   auto view = hardware_view_from_snapshot(*snap, Catalog::builtin());
   for (const auto& d : reconcile(*ledger, view)) {
     result.notes.push_back(fmt::format("reconcile: {} GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
@@ -665,11 +703,17 @@ struct PlanChoice {
 // safe.
 Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, std::vector<PlanSlot> current) {
   const auto& without_mig = r.state.gpus_without_mig;
-  std::erase_if(current, [&](const PlanSlot& s) { return without_mig.contains(s.gpu); });
+  const auto& served_whole = r.state.gpus_served_whole;
+  // A slot stays only in the mode its GPU is in now: whole where MIG is off and whole GPUs are
+  // served, MIG profiles where MIG is on.
+  std::erase_if(current, [&](const PlanSlot& s) {
+    return names_whole_gpu(s.profile) ? !served_whole.contains(s.gpu) : without_mig.contains(s.gpu);
+  });
   const auto backed = backed_unheld(view);
-  auto scratch = desired_slots(view, r.parts, r.demand, backed, r.state.slurm_total, without_mig, &r.result.notes);
+  auto scratch =
+      desired_slots(view, r.parts, r.demand, backed, r.state.slurm_total, without_mig, served_whole, &r.result.notes);
   if (!scratch) return std::unexpected(scratch.error());
-  auto sticky = desired_slots(view, r.parts, r.demand, current, r.state.slurm_total, without_mig);
+  auto sticky = desired_slots(view, r.parts, r.demand, current, r.state.slurm_total, without_mig, served_whole);
   if (!sticky) return std::unexpected(sticky.error());
   std::vector<PlanSlot> desired;
   if (!scratch->reserves && sticky->served >= scratch->served && sticky->served_starving >= scratch->served_starving &&
@@ -758,6 +802,7 @@ bool still_fits(const Ledger& l, const std::vector<PlanSlot>& wanted) {
     for (std::size_t g = 0; g < l.gpus.size(); ++g)
       if (l.gpus[g].index == w.gpu) {
         const Profile* p = (*layouts)[g].model().find_profile(w.profile);
+        if (p) (*layouts)[g].take_mode_of(*p);
         fits = fits && p != nullptr && (*layouts)[g].place(*p, w.placement).has_value();
       }
   return fits;
@@ -775,7 +820,8 @@ Result<Ledger> grow(Round& r, const PlanChoice& choice) {
     if (still_fits(l, wanted)) {
       for (auto& w : wanted) l.plan.slots.push_back(w);
     } else {
-      auto extra = desired_slots(l, r.parts, r.demand, kept, r.state.slurm_total, r.state.gpus_without_mig);
+      auto extra = desired_slots(l, r.parts, r.demand, kept, r.state.slurm_total, r.state.gpus_without_mig,
+                                 r.state.gpus_served_whole);
       if (!extra) return std::unexpected(extra.error());
       for (auto& x : extra->slots) l.plan.slots.push_back(x);
     }

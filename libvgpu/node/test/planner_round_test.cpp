@@ -581,7 +581,8 @@ TEST_F(NodeFlows, PreparedInstancesMakeWayWhenThePlanMoves) {
 }
 
 // A GPU found with MIG mode off takes no MIG plan: Slurm is never offered instances its prologs
-// cannot create (before, the planner advertised them and preparing one failed with NOT_SUPPORTED).
+// cannot create (preparing one would fail with NOT_SUPPORTED). This partition does not offer
+// whole.80gb, so the GPU serves nothing here (whole_gpu_flows_test.cpp serves it whole).
 // Once MIG is on, the GPU is planned; once it is off again, its unclaimed slots are handed back.
 TEST_F(NodeFlows, AGpuWithMigModeOffIsNeverPlannedAsMig) {
   policy.planner.prepare_slots = true;
@@ -590,8 +591,8 @@ TEST_F(NodeFlows, AGpuWithMigModeOffIsNeverPlannedAsMig) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(advertised(), (std::map<std::string, int>{{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}}));
   EXPECT_NE(std::ranges::find(r->notes,
-                              "GPU 1 (H100-80GB): MIG mode disabled (pending disabled): no MIG instance is "
-                              "planned on it"),
+                              "GPU 1 (H100-80GB): MIG mode disabled (pending disabled): planned whole, as "
+                              "whole.80gb, where a partition offers it"),
             r->notes.end());
   EXPECT_TRUE(std::ranges::all_of(backend.instances(), [](const InstanceInfo& i) { return i.gpu == 0; }));
   auto l = store->load();

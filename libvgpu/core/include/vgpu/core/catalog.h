@@ -152,5 +152,8 @@ std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel
 // whole.<memory>gb (a whole NVIDIA GPU with MIG off). This validates the spelling only (not whether
 // a model has it) and is the one parser for user-supplied profile text.
 Result<std::string> parse_profile_name(std::string_view text);
+// Whether a (well-spelled) profile name is a whole GPU's: for readers that see a name without its
+// model, such as a device-access adapter handed one instance.
+[[nodiscard]] inline bool names_whole_gpu(std::string_view profile) { return profile.starts_with("whole."); }
 
 }  // namespace vgpu

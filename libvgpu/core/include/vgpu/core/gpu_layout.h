@@ -33,6 +33,11 @@ class GpuLayout {
   [[nodiscard]] GpuMode mode() const { return mode_; }
   // The mode the hardware reports. Instances already placed stay: the caller reconciles them.
   void set_mode(GpuMode mode) { mode_ = mode; }
+  // What a GPU holds says its mode where nothing else records it (a ledger): an empty layout takes
+  // the mode `profile` needs, whole for the whole GPU, partitioned for anything else.
+  void take_mode_of(const Profile& profile) {
+    if (empty()) mode_ = profile.whole_gpu ? GpuMode::whole : GpuMode::partitioned;
+  }
   [[nodiscard]] const std::vector<PlacedInstance>& instances() const { return instances_; }
   [[nodiscard]] std::uint32_t used_memory_mask() const { return used_mask_; }
   [[nodiscard]] int used_compute_slices() const { return used_compute_; }

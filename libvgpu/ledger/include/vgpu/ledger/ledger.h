@@ -219,6 +219,10 @@ struct HardwareView {
 // Whether GPU `gpu` of the ledger is of a uniform model (AMD compute partitions): its partitions
 // exist while its mode is set, so one no job holds is free space, not a leak.
 bool is_uniform_gpu(const Ledger& ledger, const Catalog& catalog, int gpu);
+// Whether an instance of `profile` on GPU `gpu` exists with the GPU's mode rather than by a
+// create: a partition of a uniform model, or the whole GPU with MIG off (whole.<M>gb). One that
+// no job holds is the GPU's free space, not a leak, and nothing is created for a slot of it.
+bool exists_with_gpu_mode(const Ledger& ledger, const Catalog& catalog, int gpu, std::string_view profile);
 
 // Sets the ledger's classes to `wanted` plus those of its current ones that an instance or slot
 // still names. Whether anything changed.

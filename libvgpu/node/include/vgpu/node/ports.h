@@ -116,6 +116,10 @@ class InstanceAccess {
   // Every capability of the ledger's GPUs that no job's instance holds becomes root's alone: how
   // a node may look before slurm-vgpu first ran (the driver's defaults). How many files changed.
   virtual Result<int> secure_unheld(const Ledger& ledger) = 0;
+  // Why a whole GPU (MIG off) cannot be kept to its job's user on this node, or empty when it can.
+  // The planner offers no whole GPU while this says why: Slurm would start jobs whose prolog
+  // could not confine them.
+  [[nodiscard]] virtual std::string whole_gpus_unconfinable() { return {}; }
 };
 
 // The CUDA MPS control daemon of a shared instance (docs/shared-instances.md): one per instance,
