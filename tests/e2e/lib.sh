@@ -22,6 +22,9 @@
 # VP_NODE_FEATURES=1: the policy's planner.node_features (and the FUTURE node holding both features).
 # VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
 # the policy's JSON (the overhead benchmark sets 7 x 1g.10gb, for H100-80GB only).
+# VP_MIG_OFF_GPUS: indexes of each H100 node's GPUs that run with MIG mode off (served whole).
+# VP_MODIFY_DEVICE_FILES: the nodes' /proc/driver/nvidia/params says ModifyDeviceFiles: this (0
+# lets a whole GPU be confined); unset, there is no params file, as on a node without the driver.
 
 VP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VP_SRC=$(cd "$VP_LIB_DIR/../.." && pwd)
@@ -212,19 +215,26 @@ _vp_node_env_write() {
   mkdir -p "$VC_RUN/etc/vgpu-env"
   # Every node its own GPUs: real GPU UUIDs (and so MIG UUIDs) are unique across a cluster.
   fixture=$VC_RUN/etc/vgpu-env/$n.fixture.json
-  python3 - "$source" "$fixture" "$n" <<'PY' || vc_fail "could not write the fixture for $n"
+  python3 - "$source" "$fixture" "$n" "${VP_MIG_OFF_GPUS:-}" <<'PY' || vc_fail "could not write the fixture for $n"
 import json, sys, hashlib
-src, dst, node = sys.argv[1:]
+src, dst, node, mig_off = sys.argv[1:]
 d = json.load(open(src))
 for g in d["gpus"]:
     h = hashlib.sha256(f"{node}/{g['index']}".encode()).hexdigest()
     g["uuid"] = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    if str(g["index"]) in mig_off.split() and "mig_mode" in g:
+        g["mig_mode"] = {"current": "disabled", "pending": "disabled"}
 json.dump(d, open(dst, "w"), indent=1)
 PY
   # The node's driver tree (fake NVML): mig-minors as the driver publishes it; the fake creates an
   # instance's capability files there, and the product confines them to the job's user.
   mkdir -p "$VC_RUN/devroot/$n/proc/driver/nvidia-caps" "$VC_RUN/devroot/$n/dev/nvidia-caps"
   cp "$VP_SRC/fakenvml/fixtures/mig-minors-8gpu.txt" "$VC_RUN/devroot/$n/proc/driver/nvidia-caps/mig-minors"
+  if [ -n "${VP_MODIFY_DEVICE_FILES:-}" ]; then  # as the driver prints it: DeviceFileMode in decimal
+    mkdir -p "$VC_RUN/devroot/$n/proc/driver/nvidia"
+    printf 'ModifyDeviceFiles: %s\nDeviceFileUID: 0\nDeviceFileGID: 0\nDeviceFileMode: 438\n' \
+      "$VP_MODIFY_DEVICE_FILES" > "$VC_RUN/devroot/$n/proc/driver/nvidia/params"
+  fi
   chmod -R a+rX "$VC_RUN/devroot"
   cat > "$VC_RUN/etc/vgpu-env/$n.sh" <<ENV
 export VGPU_NODENAME=$n
