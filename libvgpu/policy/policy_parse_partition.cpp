@@ -215,8 +215,10 @@ PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPa
       p.scrub = *mode == "required" ? ScrubMode::required : ScrubMode::optional;
   }
   if (const Json* v = member(value, "mig_mode")) {
-    if (auto mode = read_choice(d, *v, path.key("mig_mode"), {"as_found", "partitioned"}))
-      p.mig_mode = *mode == "partitioned" ? MigModePolicy::partitioned : MigModePolicy::as_found;
+    if (auto mode = read_choice(d, *v, path.key("mig_mode"), {"as_found", "partitioned", "whole"}))
+      p.mig_mode = *mode == "partitioned" ? MigModePolicy::partitioned
+                   : *mode == "whole"     ? MigModePolicy::whole
+                                          : MigModePolicy::as_found;
   }
   if (const Json* v = member(value, "share_across_users"))
     if (auto b = read_bool(d, *v, path.key("share_across_users"))) p.share_across_users = *b;

@@ -25,7 +25,12 @@ std::string_view to_string(VizDisplay display) { return display == VizDisplay::v
 std::string_view to_string(ScrubMode mode) { return mode == ScrubMode::required ? "required" : "optional"; }
 
 std::string_view to_string(MigModePolicy mode) {
-  return mode == MigModePolicy::partitioned ? "partitioned" : "as_found";
+  switch (mode) {
+    case MigModePolicy::partitioned: return "partitioned";
+    case MigModePolicy::whole: return "whole";
+    case MigModePolicy::as_found: break;
+  }
+  return "as_found";
 }
 
 std::vector<std::string> PartitionPolicy::allowed_profiles_for(const GpuModel& model) const {

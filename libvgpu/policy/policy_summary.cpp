@@ -70,7 +70,9 @@ std::string summary(const PolicyFile& policy) {
     out += fmt::format("  limits: {}\n", describe_limits(p));
     out += fmt::format("  scrub:  {}\n", to_string(p.scrub));
     if (p.mig_mode != MigModePolicy::as_found)
-      out += fmt::format("  mig:    {} (MIG turned on where a GPU is found with it off)\n", to_string(p.mig_mode));
+      out += fmt::format("  mig:    {} (MIG turned {} where a GPU is found with it {})\n", to_string(p.mig_mode),
+                         p.mig_mode == MigModePolicy::whole ? "off" : "on",
+                         p.mig_mode == MigModePolicy::whole ? "on" : "off");
     out += "  profiles and idle layout per GPU model:\n";
     for (const auto& m : catalog.models()) {
       auto allowed = p.allowed_profiles_for(m);

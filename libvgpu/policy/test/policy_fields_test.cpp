@@ -194,8 +194,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"/partitions/p/scrub", "maybe", "partitions.p.scrub",
                  "must be one of \"required\", \"optional\", got \"maybe\""},
         BadValue{"/partitions/p/scrub", false, "partitions.p.scrub", "got false"},
-        BadValue{"/partitions/p/mig_mode", "whole", "partitions.p.mig_mode",
-                 "must be one of \"as_found\", \"partitioned\", got \"whole\""},
+        BadValue{"/partitions/p/mig_mode", "on_demand", "partitions.p.mig_mode",
+                 "must be one of \"as_found\", \"partitioned\", \"whole\", got \"on_demand\""},
         BadValue{"/partitions/p/viz_pools", json::object(), "partitions.p.viz_pools",
                  "must be a list, got an object"}));
 
@@ -300,6 +300,10 @@ TEST(PolicyFields, MigModeIsAsFoundUnlessThePartitionAsksForPartitioned) {
   auto asked = check_policy(doc.dump(2), "t.json");
   ASSERT_TRUE(asked.policy) << all_text(asked.diagnostics);
   EXPECT_EQ(asked.policy->partition("p")->mig_mode, MigModePolicy::partitioned);
+  doc["partitions"]["p"]["mig_mode"] = "whole";
+  auto whole = check_policy(doc.dump(2), "t.json");
+  ASSERT_TRUE(whole.policy) << all_text(whole.diagnostics);
+  EXPECT_EQ(whole.policy->partition("p")->mig_mode, MigModePolicy::whole);
 }
 
 TEST(PolicyFields, AWrongVersionStopsFurtherChecks) {
