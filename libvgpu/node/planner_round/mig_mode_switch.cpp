@@ -7,9 +7,10 @@
 namespace vgpu {
 namespace {
 
-bool partitioned_by_policy(const GpuInfo& gpu, const GpuModel& model, std::span<const PartitionPolicy* const> parts) {
+bool asked_by_policy(MigModePolicy mode, const GpuInfo& gpu, const GpuModel& model,
+                     std::span<const PartitionPolicy* const> parts) {
   return std::ranges::any_of(parts, [&](const PartitionPolicy* p) {
-    return p->mig_mode == MigModePolicy::partitioned && p->allows_gpu(gpu.index) && p->uses_model(model);
+    return p->mig_mode == mode && p->allows_gpu(gpu.index) && p->uses_model(model);
   });
 }
 
@@ -25,20 +26,27 @@ MigModeChoice choose_mig_mode_switches(const NodeSnapshot& snapshot, const Catal
   MigModeChoice out;
   for (const auto& gpu : snapshot.gpus) {
     const GpuModel* model = catalog.find_model_for_product(gpu.product_name);
-    if (!model || model->partitioning != Partitioning::mig || gpu.mig_current != MigMode::disabled) continue;
-    if (!partitioned_by_policy(gpu, *model, parts)) continue;
+    if (!model || model->partitioning != Partitioning::mig || gpu.mig_current == MigMode::unsupported) continue;
+    const bool partitioned = asked_by_policy(MigModePolicy::partitioned, gpu, *model, parts);
+    const bool whole = !partitioned && asked_by_policy(MigModePolicy::whole, gpu, *model, parts);
+    if (partitioned) out.wanted_partitioned.insert(gpu.index);
+    if (whole) out.wanted_whole.insert(gpu.index);
+    const bool mig_on = gpu.mig_current == MigMode::enabled;
+    if (!(partitioned && !mig_on) && !(whole && mig_on)) continue;
+    const std::string_view asked = partitioned ? "partitioned" : "whole";
+    const std::string_view kept = mig_on ? "on" : "off";
     if (model->mig_switch_needs_reset) {
       out.notes.push_back(
-          fmt::format("GPU {} ({}): mig_mode partitioned, but {} takes a new MIG mode only at a "
-                      "GPU reset: left with MIG off",
-                      gpu.index, model->name, model->name));
+          fmt::format("GPU {} ({}): mig_mode {}, but {} takes a new MIG mode only at a GPU reset: "
+                      "left with MIG {}",
+                      gpu.index, model->name, asked, model->name, kept));
     } else if (holds_anything_of_ours(ledger, gpu.index)) {
       out.notes.push_back(
-          fmt::format("GPU {} ({}): mig_mode partitioned, but the ledger still has an instance or "
-                      "a slot on it: switched once it is empty",
-                      gpu.index, model->name));
+          fmt::format("GPU {} ({}): mig_mode {}, but the ledger still has an instance or a slot on "
+                      "it: switched once it is empty",
+                      gpu.index, model->name, asked));
     } else {
-      out.turn_on.push_back(gpu.index);
+      (mig_on ? out.turn_off : out.turn_on).push_back(gpu.index);
     }
   }
   return out;

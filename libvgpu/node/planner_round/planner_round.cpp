@@ -457,24 +457,6 @@ std::set<int> gpus_without_mig(const NodeSnapshot& snap, const Catalog& catalog,
   return out;
 }
 
-// The policy's MIG-mode switches (mig_mode_switch.h), under the hardware lock the caller holds.
-// Each outcome is a note (NoteLog logs it when it changes). True when a GPU changed mode: the
-// caller reads the hardware again (the driver may rebind the GPU, its minor number with it).
-bool switch_mig_modes(NodeContext& ctx, const NodeSnapshot& snap, const Ledger& ledger, PlannerRoundResult& result) {
-  const auto parts = node_partitions(*ctx.policy, ctx.node);
-  auto choice = choose_mig_mode_switches(snap, Catalog::builtin(), parts, ledger);
-  for (auto& n : choice.notes) result.notes.push_back(std::move(n));
-  bool changed = false;
-  for (int gpu : choice.turn_on) {
-    auto outcome = ctx.backend->set_mig_mode(gpu, MigMode::enabled);
-    result.notes.push_back(
-        fmt::format("GPU {}: MIG mode on, as the policy's mig_mode partitioned asks: {}", gpu,
-                    outcome ? std::string(to_string(*outcome)) : "failed: " + outcome.error().message));
-    changed |= outcome && *outcome == MigModeSwitch::activated;
-  }
-  return changed;
-}
-
 // Whether a partition of this node offers the whole GPU on one of `gpus` (their model's
 // whole.<M>gb is in its allowed profiles).
 bool offers_whole_gpu(const NodeContext& ctx, const NodeSnapshot& snap, const std::set<int>& gpus) {
@@ -503,6 +485,39 @@ std::set<int> gpus_served_whole(NodeContext& ctx, const NodeSnapshot& snap, cons
   return {};
 }
 
+// The policy's MIG-mode switches (mig_mode_switch.h), under the hardware lock the caller holds.
+// Each outcome is a note (NoteLog logs it when it changes). True when a GPU changed mode: the
+// caller reads the hardware again (the driver may rebind the GPU, its minor number with it).
+bool switch_mig_modes(NodeContext& ctx, MigModeChoice& choice, PlannerRoundResult& result) {
+  for (auto& n : choice.notes) result.notes.push_back(std::move(n));
+  bool changed = false;
+  const auto ask = [&](int gpu, MigMode mode) {
+    auto outcome = ctx.backend->set_mig_mode(gpu, mode);
+    result.notes.push_back(
+        fmt::format("GPU {}: MIG mode {}, as the policy's mig_mode {} asks: {}", gpu,
+                    mode == MigMode::enabled ? "on" : "off", mode == MigMode::enabled ? "partitioned" : "whole",
+                    outcome ? std::string(to_string(*outcome)) : "failed: " + outcome.error().message));
+    changed |= outcome && *outcome == MigModeSwitch::activated;
+  };
+  for (int gpu : choice.turn_on) ask(gpu, MigMode::enabled);
+  for (int gpu : choice.turn_off) ask(gpu, MigMode::disabled);
+  return changed;
+}
+
+// What each GPU is planned as this round. A GPU a partition wants whole that is still in MIG mode
+// is planned as nothing (its MIG slots go, so it empties and can be switched); one a partition
+// wants partitioned that is still off is not served whole (a whole slot would keep it from ever
+// being empty).
+void plan_gpu_modes(NodeContext& ctx, PlannerState& state, const NodeSnapshot& snap, const MigModeChoice& choice,
+                    std::vector<std::string>& notes) {
+  const std::set<int> mig_off = gpus_without_mig(snap, Catalog::builtin(), notes);
+  std::set<int> may_be_whole;
+  std::ranges::set_difference(mig_off, choice.wanted_partitioned, std::inserter(may_be_whole, may_be_whole.end()));
+  state.gpus_served_whole = gpus_served_whole(ctx, snap, may_be_whole, notes);
+  state.gpus_without_mig = mig_off;
+  state.gpus_without_mig.insert(choice.wanted_whole.begin(), choice.wanted_whole.end());
+}
+
 // Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
 // releases out between the snapshot, the ledger read and the repair: otherwise an instance a
 // prolog has created but not yet recorded looks leaked and is destroyed under its job.
@@ -517,15 +532,15 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, PlannerState& state, cons
   }
   auto ledger = ctx.ledger->load();
   if (!ledger) return std::unexpected(ledger.error().within(where));
-  if (switch_mig_modes(ctx, *snap, *ledger, result)) {
+  auto modes = choose_mig_mode_switches(*snap, Catalog::builtin(), node_partitions(*ctx.policy, ctx.node), *ledger);
+  if (switch_mig_modes(ctx, modes, result)) {
     snap = take_snapshot(*ctx.backend);
     if (!snap) {
       result.notes.push_back("reconcile skipped: after a MIG-mode switch: " + snap.error().message);
       return {};
     }
   }
-  state.gpus_without_mig = gpus_without_mig(*snap, Catalog::builtin(), result.notes);
-  state.gpus_served_whole = gpus_served_whole(ctx, *snap, state.gpus_without_mig, result.notes);
+  plan_gpu_modes(ctx, state, *snap, modes, result.notes);
   auto view = hardware_view_from_snapshot(*snap, Catalog::builtin());
   for (const auto& d : reconcile(*ledger, view)) {
     result.notes.push_back(fmt::format("reconcile: {} GPU {}: {}", to_string(d.kind), d.gpu, d.detail));
@@ -704,12 +719,15 @@ struct PlanChoice {
 Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, std::vector<PlanSlot> current) {
   const auto& without_mig = r.state.gpus_without_mig;
   const auto& served_whole = r.state.gpus_served_whole;
-  // A slot stays only in the mode its GPU is in now: whole where MIG is off and whole GPUs are
-  // served, MIG profiles where MIG is on.
-  std::erase_if(current, [&](const PlanSlot& s) {
+  // A slot stays only in the mode its GPU is planned in: whole where MIG is off and whole GPUs are
+  // served, MIG profiles where MIG is on and stays on. An idle instance in a slot that goes is let
+  // go with it, so a GPU leaving MIG mode empties.
+  const auto wrong_mode = [&](const PlanSlot& s) {
     return names_whole_gpu(s.profile) ? !served_whole.contains(s.gpu) : without_mig.contains(s.gpu);
-  });
-  const auto backed = backed_unheld(view);
+  };
+  std::erase_if(current, wrong_mode);
+  auto backed = backed_unheld(view);
+  std::erase_if(backed, wrong_mode);
   auto scratch =
       desired_slots(view, r.parts, r.demand, backed, r.state.slurm_total, without_mig, served_whole, &r.result.notes);
   if (!scratch) return std::unexpected(scratch.error());

@@ -1,8 +1,10 @@
-// Which GPUs a partition's "mig_mode": "partitioned" has the planner switch to MIG, and why the
-// others stay as they are.
+// Which GPUs a partition's "mig_mode" has the planner switch ("partitioned": MIG on, "whole": MIG
+// off), and why the others stay as they are.
 #include "vgpu/node/mig_mode_switch.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace vgpu {
 namespace {
@@ -78,6 +80,47 @@ TEST(MigModeSwitch, AGpuTheLedgerStillUsesWaitsUntilItIsEmpty) {
   EXPECT_EQ(choice.notes[0],
             "GPU 0 (H100-80GB): mig_mode partitioned, but the ledger still has an instance or a slot on it: "
             "switched once it is empty");
+}
+
+TEST(MigModeSwitch, AWholePolicyTurnsMigOffForAnIdleHopperGpuWithMigOn) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA H100 80GB HBM3", MigMode::enabled), gpu(1, "NVIDIA H200", MigMode::disabled),
+               gpu(2, "NVIDIA A100-SXM4-80GB", MigMode::enabled)};
+  auto choice = choose(snap, partition(MigModePolicy::whole));
+  EXPECT_EQ(choice.turn_off, (std::vector<int>{0}));
+  EXPECT_TRUE(choice.turn_on.empty());
+  EXPECT_EQ(choice.wanted_whole, (std::set<int>{0, 1, 2}));
+  EXPECT_TRUE(choice.wanted_partitioned.empty());
+  EXPECT_EQ(choice.notes, std::vector<std::string>{"GPU 2 (A100-80GB): mig_mode whole, but A100-80GB takes a new "
+                                                   "MIG mode only at a GPU reset: left with MIG on"});
+}
+
+TEST(MigModeSwitch, PartitionedWinsWherePartitionsDisagree) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA H100 80GB HBM3", MigMode::enabled), gpu(1, "NVIDIA H100 80GB HBM3", MigMode::disabled)};
+  auto whole = partition(MigModePolicy::whole);
+  auto partitioned = partition(MigModePolicy::partitioned);
+  partitioned.name = "q";
+  const PartitionPolicy* parts[] = {&whole, &partitioned};
+  auto choice = choose_mig_mode_switches(snap, Catalog::builtin(), parts, {});
+  EXPECT_TRUE(choice.turn_off.empty());
+  EXPECT_EQ(choice.turn_on, (std::vector<int>{1}));
+  EXPECT_EQ(choice.wanted_partitioned, (std::set<int>{0, 1}));
+  EXPECT_TRUE(choice.wanted_whole.empty());
+}
+
+TEST(MigModeSwitch, AGpuLeavingMigModeWaitsForItsLastInstance) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA H100 80GB HBM3", MigMode::enabled)};
+  Ledger ledger;
+  LedgerInstance inst;
+  inst.gpu = 0;
+  inst.profile = "1g.10gb";
+  ledger.instances.push_back(inst);
+  auto choice = choose(snap, partition(MigModePolicy::whole), ledger);
+  EXPECT_TRUE(choice.turn_off.empty());
+  EXPECT_EQ(choice.notes, std::vector<std::string>{"GPU 0 (H100-80GB): mig_mode whole, but the ledger still has an "
+                                                   "instance or a slot on it: switched once it is empty"});
 }
 
 }  // namespace

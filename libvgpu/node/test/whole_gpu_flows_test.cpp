@@ -121,5 +121,43 @@ TEST_F(WholeGpuFlows, ANodeThatCannotConfineAWholeGpuOffersNone) {
       << fmt::format("{}", fmt::join(r->notes, "\n"));
 }
 
+// "mig_mode": "whole": an idle GPU in MIG mode is switched off and served whole; one whose job
+// still runs keeps its instance until the job ends, takes no new MIG slot meanwhile, and leaves MIG
+// mode once its last instance is gone. Slurm is never offered what is not there.
+TEST_F(WholeGpuFlows, AWholePolicyTakesAGpuOutOfMigModeOnceItsLastJobEnds) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  auto pro = run_prolog(ctx, {60, "alice", "gpu", "3g.40gb:1", 1001});
+  ASSERT_TRUE(pro && !pro->rejected) << (pro ? pro->reason : pro.error().message);
+  ASSERT_EQ(pro->instances.front().gpu, 0);
+  policy.partitions[0].mig_mode = MigModePolicy::whole;
+  for (int round = 0; round < 4; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_FALSE(backend.mig_off.contains(0)) << "the job's instance keeps GPU 0 in MIG mode";
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"3g.40gb", 1}, {"whole.80gb", 1}}))
+      << "nothing new is offered on a GPU leaving MIG mode";
+
+  ASSERT_TRUE(run_epilog(ctx, 60, "completed"));
+  for (int round = 0; round < 6 && advertised()["whole.80gb"] < 2; ++round) {
+    auto r = run_planner_round(ctx, planner);
+    ASSERT_TRUE(r) << r.error().message;
+  }
+  EXPECT_TRUE(backend.mig_off.contains(0));
+  EXPECT_TRUE(backend.instances().empty());
+  EXPECT_EQ(advertised(), (std::map<std::string, int>{{"whole.80gb", 2}}));
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems) << problems.error().message;
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+TEST_F(WholeGpuFlows, AGpuThePolicyWantsPartitionedIsNotServedWholeMeanwhile) {
+  policy.partitions[0].mig_mode = MigModePolicy::partitioned;
+  backend.busy = {1};  // the switch stays pending while a process holds the GPU
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_FALSE(advertised().contains("whole.80gb")) << "a whole slot would keep GPU 1 from ever emptying";
+  backend.busy.clear();
+  for (int round = 0; round < 3 && advertised()["3g.40gb"] < 2; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_FALSE(backend.mig_off.contains(1));
+  EXPECT_EQ(advertised()["3g.40gb"], 2);
+}
+
 }  // namespace
 }  // namespace vgpu

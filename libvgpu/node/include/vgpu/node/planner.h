@@ -48,8 +48,10 @@ struct PlannerState {
   // Whether this node is in each reservation the demand publisher booked for a pending wide job
   // (vgpu/node/wide_booking.h), asked once per reservation: they never move.
   std::map<std::string, bool> in_wide_reservation;
-  // NVIDIA GPUs the last hardware snapshot found outside MIG mode: no MIG instance is planned on
-  // them. Those of them served whole (whole.<M>gb): where the device access can confine them.
+  // NVIDIA GPUs the last hardware snapshot found outside MIG mode, and those a policy's mig_mode
+  // "whole" takes out of it: no MIG instance is planned on them. Those served whole (whole.<M>gb):
+  // the ones with MIG off, unless a policy wants them partitioned, where the device access can
+  // confine them.
   // A round whose snapshot failed keeps what the one before saw.
   std::set<int> gpus_without_mig;
   std::set<int> gpus_served_whole;
