@@ -17,11 +17,14 @@
 #include <fstream>
 
 #include "adapters.h"
+#include "file_access_probe.h"
 
 namespace vgpu {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::opens_as;
+using testing::owner_and_mode;
 
 // GPU index 0 is device minor 3: mig-minors names GPUs by minor, the ledger by index.
 class TwoGpus final : public GpuReader {
@@ -85,27 +88,6 @@ class CapabilityFiles : public ::testing::Test {
     std::ofstream(cap(minor)) << "";
     ::chmod(cap(minor).c_str(), 0444);
   }
-  static std::pair<unsigned, unsigned> owner_and_mode(const fs::path& p) {
-    struct stat st {};
-    EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
-    return {st.st_uid, st.st_mode & 07777};
-  }
-
-  // Whether a process of `uid` can open `p` for reading (a child that drops root to it).
-  static bool opens_as(const fs::path& p, unsigned uid) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-      if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(uid, uid, uid) != 0)
-        ::_exit(2);
-      const int fd = ::open(p.c_str(), O_RDONLY);
-      ::_exit(fd >= 0 ? 0 : 1);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 2) << "could not become uid " << uid;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-
   fs::path root;
   TwoGpus gpus;
   std::unique_ptr<InstanceAccess> access;

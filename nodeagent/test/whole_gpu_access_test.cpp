@@ -15,11 +15,14 @@
 #include <fstream>
 
 #include "adapters.h"
+#include "file_access_probe.h"
 
 namespace vgpu {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::opens_as;
+using testing::owner_and_mode;
 
 // GPU 0 (minor 4) runs with MIG off, GPU 1 (minor 5) with MIG on.
 class OneWholeOneMig final : public GpuReader {
@@ -93,26 +96,6 @@ class WholeGpuAccess : public ::testing::Test {
                                                       << "\nDeviceFileUID: 0\nDeviceFileGID: 0\nDeviceFileMode: 438\n";
   }
   fs::path gpu_file(int minor) const { return root / fmt::format("dev/nvidia{}", minor); }
-  static std::pair<unsigned, unsigned> owner_and_mode(const fs::path& p) {
-    struct stat st {};
-    EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
-    return {st.st_uid, st.st_mode & 07777};
-  }
-  // Whether a process of `uid` can open `p` (a child that drops root to it).
-  static bool opens_as(const fs::path& p, unsigned uid) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-      if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(uid, uid, uid) != 0)
-        ::_exit(2);
-      const int fd = ::open(p.c_str(), O_RDWR);
-      ::_exit(fd >= 0 ? 0 : 1);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 2) << "could not become uid " << uid;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-
   fs::path root;
   OneWholeOneMig gpus;
   std::vector<std::string> mig_calls;
@@ -122,14 +105,14 @@ class WholeGpuAccess : public ::testing::Test {
 };
 
 TEST_F(WholeGpuAccess, GrantMakesTheGpuFileTheUsersAloneAndRevokeGivesItToRoot) {
-  EXPECT_TRUE(opens_as(gpu_file(4), 1002)) << "the driver's default: anyone";
+  EXPECT_TRUE(opens_as(gpu_file(4), 1002, O_RDWR)) << "the driver's default: anyone";
   ASSERT_TRUE(access->grant(whole, 1001));
   EXPECT_EQ(owner_and_mode(gpu_file(4)), std::make_pair(1001U, 0600U));
-  EXPECT_TRUE(opens_as(gpu_file(4), 1001));
-  EXPECT_FALSE(opens_as(gpu_file(4), 1002));
+  EXPECT_TRUE(opens_as(gpu_file(4), 1001, O_RDWR));
+  EXPECT_FALSE(opens_as(gpu_file(4), 1002, O_RDWR));
   ASSERT_TRUE(access->revoke(whole));
   EXPECT_EQ(owner_and_mode(gpu_file(4)), std::make_pair(0U, 0600U));
-  EXPECT_FALSE(opens_as(gpu_file(4), 1001));
+  EXPECT_FALSE(opens_as(gpu_file(4), 1001, O_RDWR));
   EXPECT_TRUE(mig_calls.empty());
 }
 

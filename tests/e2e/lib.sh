@@ -555,6 +555,35 @@ vp_second_user() {
 # Runs a command as user $1 (vp_second_user's or nobody) against this cluster.
 vp_as_user() { local u=$1; shift; runuser -u "$u" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
 
+# Submits a batch job of user $1 to node n1 (sbatch arguments after it), its output in
+# $VC_RUN/out/<id>.out: prints the job id, or "refused".
+vp_submit_on_n1() {
+  local u=$1 id; shift
+  id=$(vp_as_user "$u" sbatch --parsable -w n1 -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
+  echo "${id:-refused}"
+}
+
+# Writes $VC_RUN/etc/tenant.sh, the job of the device-confinement tests: the node's fake driver
+# tree (as a CUDA program finds the driver), its own devices through fake-cuda-probe ("OWN"),
+# then the commands in its $2 (one per line, each reported, "TRY"), then it waits for the file
+# its $1 names (at most two minutes) and probes again ("AGAIN").
+vp_write_tenant_job() {
+  local probe=$VP_BIN/fakenvml/fake-cuda-probe
+  cat > "$VC_RUN/etc/tenant.sh" <<JOB
+#!/bin/bash
+. "$VC_RUN/etc/vgpu-env/\$SLURMD_NODENAME.sh"
+echo "OWN \$(id -un) CVD=\$CUDA_VISIBLE_DEVICES \$("$probe" 2>&1)"
+while IFS= read -r cmd; do
+  [ -n "\$cmd" ] || continue
+  out=\$(bash -c "\$cmd" 2>&1); rc=\$?
+  echo "TRY rc=\$rc \$cmd => \$(echo "\$out" | tr '\n' ' ')"
+done < "\${2:-/dev/null}"
+for _ in \$(seq 600); do [ -e "\$1" ] && break; sleep 0.2; done  # a failed test must not leave it
+echo "AGAIN \$("$probe" 2>&1)"
+JOB
+  chmod 755 "$VC_RUN/etc/tenant.sh"
+}
+
 # The first line of job $1's output that starts with $2, waited for (30 s).
 vp_line_of() {
   local l=""

@@ -14,34 +14,14 @@ USER_A=nobody
 USER_B=$VP_USER_B
 vp_second_user
 PROBE=$VP_BIN/fakenvml/fake-cuda-probe
-submit() { # $1 user, then sbatch arguments: prints the job id
-  local u=$1 id; shift
-  id=$(vp_as_user "$u" sbatch --parsable -p infer -w n1 -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
-  echo "${id:-refused}"
-}
 owner_mode() { stat -c '%U %a' "$1"; }
 
 vp_start
 
-# Every job: the node's fake driver tree (as a CUDA program finds the driver), its own instance
-# through the probe, then the commands in $2 (one per line, each reported), then it waits for $1
-# (at most two minutes).
-cat > "$VC_RUN/etc/tenant.sh" <<JOB
-#!/bin/bash
-. "$VC_RUN/etc/vgpu-env/\$SLURMD_NODENAME.sh"
-echo "OWN \$(id -un) CVD=\$CUDA_VISIBLE_DEVICES \$("$PROBE" 2>&1)"
-while IFS= read -r cmd; do
-  [ -n "\$cmd" ] || continue
-  out=\$(bash -c "\$cmd" 2>&1); rc=\$?
-  echo "TRY rc=\$rc \$cmd => \$(echo "\$out" | tr '\n' ' ')"
-done < "\${2:-/dev/null}"
-for _ in \$(seq 600); do [ -e "\$1" ] && break; sleep 0.2; done  # a failed test must not leave it
-echo "AGAIN \$("$PROBE" 2>&1)"
-JOB
-chmod 755 "$VC_RUN/etc/tenant.sh"
+vp_write_tenant_job
 
 echo "--- user A ($USER_A) holds an instance only A can open"
-a=$(submit "$USER_A" --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a")
+a=$(vp_submit_on_n1 "$USER_A" -p infer --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a")
 own=$(vp_line_of "$a" OWN)
 echo "$own" | grep -q ': usable (' || vc_fail "A cannot use its own instance: $own"
 a_uuid=$(echo "$own" | sed -n 's/.*CVD=\([^ ]*\).*/\1/p')
@@ -69,7 +49,7 @@ cat $a_gi_cap
 cat $a_ci_cap
 srun --jobid=$a --overlap true
 TRY
-b=$(submit "$USER_B" --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-b" "$VC_RUN/etc/hostile.txt")
+b=$(vp_submit_on_n1 "$USER_B" -p infer --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-b" "$VC_RUN/etc/hostile.txt")
 own_b=$(vp_line_of "$b" OWN)
 echo "$own_b" | grep -q ': usable (' || vc_fail "B cannot use its own instance: $own_b"
 echo "$own_b" | grep -qF "$a_uuid" && vc_fail "B was given A's instance: $own_b"
@@ -90,7 +70,7 @@ vp_wait_done "$b" 60 || vc_fail "job $b did not finish"
 
 echo "--- a second job of user A can use the first one's instance (confinement is per user)"
 echo "CUDA_VISIBLE_DEVICES=$a_uuid $PROBE" > "$VC_RUN/etc/same-user.txt"
-a2=$(submit "$USER_A" --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a2" "$VC_RUN/etc/same-user.txt")
+a2=$(vp_submit_on_n1 "$USER_A" -p infer --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a2" "$VC_RUN/etc/same-user.txt")
 t=$(vp_line_of "$a2" "TRY")
 echo "$t" | grep -q "^TRY rc=0 .*$a_uuid: usable" || vc_fail "A's second job could not use A's instance: $t"
 

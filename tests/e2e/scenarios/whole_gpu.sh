@@ -18,11 +18,6 @@ USER_A=nobody
 USER_B=$VP_USER_B
 vp_second_user
 PROBE=$VP_BIN/fakenvml/fake-cuda-probe
-submit() { # $1 user, then sbatch arguments: prints the job id
-  local u=$1 id; shift
-  id=$(vp_as_user "$u" sbatch --parsable -w n1 -o "$VC_RUN/out/%j.out" "$@" | cut -d';' -f1)
-  echo "${id:-refused}"
-}
 owner_mode() { stat -c '%U %a' "$1"; }
 
 vp_start
@@ -35,24 +30,10 @@ grep -q "GPU 1 (H100-80GB): MIG mode disabled (pending disabled): planned whole"
   vc_fail "the planner did not say GPU 1 is planned whole"
 [ "$(owner_mode "$GPU_FILE")" = "root 600" ] || vc_fail "unheld $GPU_FILE is '$(owner_mode "$GPU_FILE")', not 'root 600'"
 
-# A job: the node's fake driver tree, its own devices through the probe, the commands in $2 (one
-# per line, each reported), then it waits for $1 (at most two minutes).
-cat > "$VC_RUN/etc/tenant.sh" <<JOB
-#!/bin/bash
-. "$VC_RUN/etc/vgpu-env/\$SLURMD_NODENAME.sh"
-echo "OWN \$(id -un) CVD=\$CUDA_VISIBLE_DEVICES \$("$PROBE" 2>&1)"
-while IFS= read -r cmd; do
-  [ -n "\$cmd" ] || continue
-  out=\$(bash -c "\$cmd" 2>&1); rc=\$?
-  echo "TRY rc=\$rc \$cmd => \$(echo "\$out" | tr '\n' ' ')"
-done < "\${2:-/dev/null}"
-for _ in \$(seq 600); do [ -e "\$1" ] && break; sleep 0.2; done
-echo "AGAIN \$("$PROBE" 2>&1)"
-JOB
-chmod 755 "$VC_RUN/etc/tenant.sh"
+vp_write_tenant_job
 
 echo "--- user A ($USER_A) trains on the whole GPU 1"
-a=$(submit "$USER_A" -p train --gres=vgpu:whole.80gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a")
+a=$(vp_submit_on_n1 "$USER_A" -p train --gres=vgpu:whole.80gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-a")
 own=$(vp_line_of "$a" OWN)
 echo "$own" | grep -q ': usable (whole GPU 1: ' || vc_fail "A cannot use its whole GPU: $own"
 a_uuid=$(echo "$own" | sed -n 's/.*CVD=\([^ ]*\).*/\1/p')
@@ -66,7 +47,7 @@ gpu1_uuid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gpu
 
 echo "--- user B ($USER_B), on a MIG instance of GPU 0, points CUDA at A's GPU: refused"
 echo "CUDA_VISIBLE_DEVICES=$a_uuid $PROBE" > "$VC_RUN/etc/hostile.txt"
-b=$(submit "$USER_B" -p infer --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-b" "$VC_RUN/etc/hostile.txt")
+b=$(vp_submit_on_n1 "$USER_B" -p infer --gres=vgpu:1g.10gb:1 "$VC_RUN/etc/tenant.sh" "$VC_RUN/out/release-b" "$VC_RUN/etc/hostile.txt")
 own_b=$(vp_line_of "$b" OWN)
 echo "$own_b" | grep -q 'CVD=MIG-.*: usable (' || vc_fail "B cannot use its MIG instance: $own_b"
 steal=$(vp_line_of "$b" "TRY")
