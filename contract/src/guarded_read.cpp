@@ -34,19 +34,23 @@ std::vector<uid_t> trusted_owners(const GuardedRead& rule) {
   return owners;
 }
 
+std::string too_large(const FileInfo& info, const GuardedRead& rule) {
+  return std::to_string(info.size) + " bytes, over the " + std::to_string(rule.max_bytes) + " byte limit";
+}
+
 }  // namespace
 
 int guarded_open_flags() { return O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC; }
 
 std::string guarded_refusal(const FileInfo& info, const GuardedRead& rule) {
   if (!info.is_regular) return info.is_directory ? "a directory, not a regular file" : "not a regular file";
+  if (rule.any_owner) return info.size > rule.max_bytes ? too_large(info, rule) : std::string();
   const auto owners = trusted_owners(rule);
   if (std::ranges::find(owners, info.owner) == owners.end())
     return "owned by uid " + std::to_string(info.owner) + " (trusted: " + owners_text(owners) + ")";
   if (info.mode & 022)
     return "mode " + mode_text(info.mode) + " lets " + ((info.mode & 002) ? "everyone" : "its group") + " write it";
-  if (info.size > rule.max_bytes)
-    return std::to_string(info.size) + " bytes, over the " + std::to_string(rule.max_bytes) + " byte limit";
+  if (info.size > rule.max_bytes) return too_large(info, rule);
   return {};
 }
 

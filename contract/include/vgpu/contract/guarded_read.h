@@ -30,6 +30,9 @@ struct GuardedRead {
   std::uint64_t max_bytes = 16u << 20;
   // Owners trusted; empty: root and the reading process's effective user.
   std::vector<uid_t> owners;
+  // Any owner and mode: for a file whose content carries its own proof (a signed cluster view on
+  // NFS with root squash, where root's file is someone else's).
+  bool any_owner = false;
 };
 
 struct GuardedText {
