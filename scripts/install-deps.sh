@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ccache
   nlohmann-json3-dev libgtest-dev libgmock-dev googletest libcli11-dev libfmt-dev
   libbenchmark-dev librapidcheck-dev libhwloc-dev hwloc
+  libssl-dev  # libcrypto: the cluster view's Ed25519 signatures
   # the fake amdgpu driver serves its sysfs to a test node's processes as a FUSE filesystem
   libfuse3-dev fuse3
   clang libclang-rt-14-dev

@@ -258,6 +258,22 @@ Result<SlurmVersion> parse_show_config_version(std::string_view text) {
   return fail(ErrorCode::invalid_argument, "scontrol show config: no SLURM_VERSION line");
 }
 
+Result<std::string> parse_show_config_controller(std::string_view text) {
+  for (std::string_view line : split_view(text, '\n')) {
+    auto f = split_view(line, '=');
+    if (f.size() != 2) continue;
+    auto key = trim_view(f[0]), value = trim_view(f[1]);
+    // "SlurmctldHost[0] = ctl1(10.0.0.1)" (ControlMachine before 18.08 is long gone): the
+    // address where slurm.conf gives one, the host name otherwise.
+    if (key != "SlurmctldHost[0]") continue;
+    const auto open = value.find('(');
+    if (open != std::string_view::npos && value.ends_with(')'))
+      return std::string(value.substr(open + 1, value.size() - open - 2));
+    if (!value.empty()) return std::string(value);
+  }
+  return fail(ErrorCode::invalid_argument, "scontrol show config: no SlurmctldHost[0] line");
+}
+
 std::string job_name_for_signals(std::uint32_t job, std::string_view line) {
   // scontrol prints "JobId=56 ArrayJobId=53 ArrayTaskId=2 ... JobName=<anything, spaces too>":
   // only the fields before the user's job name are trusted, and only for the job asked about.

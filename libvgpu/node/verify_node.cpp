@@ -29,7 +29,7 @@ Result<std::vector<std::string>> verify_node(NodeContext& ctx) {
   std::map<std::string, int> uncounted;
   std::optional<int> total;
   if (ctx.slurm != nullptr)
-    if (auto node = ctx.slurm->node_gres(ctx.node); node) {
+    if (auto node = ctx.slurm->node_gres_now(ctx.node); node) {
       uncounted = uncounted_by_slurm(*ledger, *node);
       total = node_total_of(ctx, *node);
     }

@@ -17,12 +17,16 @@ class Backend;
 
 namespace vgpu::agent {
 
-// squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN). With $VGPU_DEMAND_FILE set, pending jobs
-// are read from that file (written once per period for the whole cluster by `vgpu-planner
-// --publish-demand`) instead of asking slurmctld from every node.
+// squeue/scontrol/scancel from PATH (or $VGPU_SLURM_BIN). With $VGPU_CLUSTER_VIEW set, demand,
+// the node's GRES and its jobs come from the cluster view (cluster_view_source.h: published once
+// per period for the whole cluster by `vgpu-planner --publish-view`/`--serve-view`) instead of
+// every node asking slurmctld; with $VGPU_DEMAND_FILE set, pending jobs from that file.
 std::unique_ptr<SlurmClient> make_command_slurm_client();
 // The pending-job listing in the format parse_pending_jobs() reads (one squeue call).
 Result<std::string> squeue_pending_text();
+// The cluster view's two queries (vgpu/node/cluster_view_snapshot.h): one squeue, one scontrol.
+Result<std::string> squeue_view_text();
+Result<std::string> scontrol_nodes_text();
 // The demand publisher's Slurm reservations for starving wide jobs (vgpu/node/wide_booking.h):
 // reads every node, the running jobs and the reservations (three calls), then books or deletes
 // what plan_wide_bookings decides. One line per action or problem, for the log. The three calls

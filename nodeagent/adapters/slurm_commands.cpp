@@ -15,10 +15,13 @@
 
 #include "install_paths.h"
 #include "adapters.h"
+#include "cluster_view_source.h"
+#include "vgpu/policy/policy_hostlist.h"
 #include "vgpu/contract/job_record.h"
 #include "vgpu/contract/demand_file.h"
 #include "process.h"
 #include "vgpu/base/text_split.h"
+#include "vgpu/node/cluster_view_snapshot.h"
 #include "vgpu/node/wide_booking.h"
 
 namespace vgpu::agent {
@@ -47,18 +50,74 @@ Result<std::string> squeue_pending_text() {
   return run_ok({tool("squeue"), "-h", "-t", "PD", "-o", std::string(kSqueuePendingFormat)});
 }
 
+Result<std::string> squeue_view_text() {
+  return run_ok({tool("squeue"), "-h", "-t", std::string(kSqueueViewStates), "-o", std::string(kSqueueViewFormat)});
+}
+
+Result<std::string> scontrol_nodes_text() { return run_ok({tool("scontrol"), "-o", "-d", "show", "node"}); }
+
 namespace {
+
+// The cluster view the environment names (cluster_view_source.h), opened on first use: a hook
+// that never asks about the cluster costs nothing, and `service` asks slurmctld where it runs once.
+class ViewSetting {
+ public:
+  // None: every question goes to slurmctld, as on a cluster of a few nodes.
+  [[nodiscard]] bool configured() const {
+    const char* v = std::getenv("VGPU_CLUSTER_VIEW");
+    return v && *v && std::string_view(v) != "slurmctld";
+  }
+  Result<ClusterViewSource*> source(std::chrono::steady_clock::time_point tick) {
+    if (source_) return &*source_;
+    if (!retry_.take(tick)) return fail(ErrorCode::unavailable, problem_);
+    auto opened = open();
+    if (!opened) {
+      problem_ = opened.error().message + " (tried again in a minute)";
+      return fail(ErrorCode::unavailable, problem_);
+    }
+    source_.emplace(std::move(*opened));
+    return &*source_;
+  }
+  [[nodiscard]] const ClusterViewSource* opened() const { return source_ ? &*source_ : nullptr; }
+  [[nodiscard]] const std::string& problem() const { return problem_; }
+
+ private:
+  static Result<ClusterViewSource> open() {
+    std::string value = std::getenv("VGPU_CLUSTER_VIEW");
+    const char* key = std::getenv("VGPU_CLUSTER_VIEW_KEY");
+    if (value == "service") {
+      auto config = run_ok({tool("scontrol"), "show", "config"});
+      if (!config) return std::unexpected(config.error().within("VGPU_CLUSTER_VIEW=service"));
+      auto host = parse_show_config_controller(*config);
+      if (!host) return std::unexpected(host.error().within("VGPU_CLUSTER_VIEW=service"));
+      value = "tcp:" + *host;
+    }
+    auto spec = parse_view_source(value, key ? key : "");
+    if (!spec) return std::unexpected(spec.error());
+    return ClusterViewSource::open(std::move(*spec), fetch_view_text);
+  }
+
+  std::optional<ClusterViewSource> source_;
+  DirectQueryBudget retry_;
+  std::string problem_;
+};
 
 class CommandSlurmClient final : public SlurmClient {
  public:
   Result<PendingJobs> pending_jobs() override {
-    // A large cluster publishes demand once (vgpu-planner --publish-demand) instead of every
-    // node asking slurmctld; a stale file is an error, so the planner keeps its current plan.
+    // The demand file of release 0.5 (squeue's text, owner-trusted): still read where it is set.
     if (const char* file = std::getenv("VGPU_DEMAND_FILE"); file && *file) {
       auto text = contract::read_demand_file(posix_file_system(), file, ::geteuid(),
                                              static_cast<std::int64_t>(std::time(nullptr)));
       if (!text) return std::unexpected(text.error());
       return parse_pending_jobs(*text);
+    }
+    auto view = published("demand", demand_budget_);
+    if (!view) return std::unexpected(view.error());
+    if (*view) {
+      std::string text;
+      for (const auto& line : (*view)->pending) text += line + "\n";
+      return parse_pending_jobs(text);
     }
     auto out = squeue_pending_text();
     if (!out) return std::unexpected(out.error());
@@ -66,9 +125,56 @@ class CommandSlurmClient final : public SlurmClient {
   }
 
   Result<NodeGres> node_gres(const std::string& node) override {
+    auto view = published("node " + node, node_budget_);
+    if (!view) return std::unexpected(view.error());
+    if (*view) {
+      auto line = (*view)->nodes.find(node);
+      if (line != (*view)->nodes.end()) {
+        auto gres = parse_scontrol_node(line->second, "vgpu");
+        if (gres) gres->published_at = (*view)->taken_at;
+        return gres;
+      }
+      if (!node_budget_.take(std::chrono::steady_clock::now()))
+        return fail(ErrorCode::unavailable, fmt::format("node {}: not in the cluster view yet", node));
+    }
+    return node_gres_now(node);
+  }
+
+  Result<NodeGres> node_gres_now(const std::string& node) override {
     auto out = run_ok({tool("scontrol"), "-o", "-d", "show", "node", node});
     if (!out) return std::unexpected(out.error());
     return parse_scontrol_node(*out, "vgpu");
+  }
+
+  Result<NodeJobs> jobs_on_node(const std::string& node) override {
+    auto view = published("jobs on " + node, jobs_budget_);
+    if (!view) return std::unexpected(view.error());
+    if (*view) {
+      NodeJobs on{.jobs = {}, .published_at = (*view)->taken_at};
+      for (const auto& r : (*view)->running)
+        if (NodeList(r.nodes).contains(node)) on.jobs.insert(r.job);
+      return on;
+    }
+    auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
+    if (!out) return std::unexpected(out.error());
+    auto jobs = parse_job_id_lines(*out, fmt::format("squeue -w {}", node));
+    if (!jobs) return std::unexpected(jobs.error());
+    return NodeJobs{.jobs = std::move(*jobs), .published_at = std::nullopt};
+  }
+
+  [[nodiscard]] std::optional<ClusterViewStatus> cluster_view_status() const override {
+    if (!view_.configured()) return std::nullopt;
+    const auto now = static_cast<std::int64_t>(std::time(nullptr));
+    ClusterViewStatus s;
+    if (const auto* source = view_.opened()) s = source->status(now);
+    else
+      s = {.source = std::getenv("VGPU_CLUSTER_VIEW"),
+           .age_s = {},
+           .usable = false,
+           .problem = view_.problem(),
+           .direct_queries = 0};
+    s.direct_queries = demand_budget_.taken() + node_budget_.taken() + jobs_budget_.taken();
+    return s;
   }
 
   Result<std::string> job_tres_per_node(JobId job) override {
@@ -110,12 +216,6 @@ class CommandSlurmClient final : public SlurmClient {
     return {};
   }
 
-  Result<std::set<JobId>> jobs_on_node(const std::string& node) override {
-    auto out = run_ok({tool("squeue"), "-h", "-w", node, "-t", "R,CF,CG,S", "-o", "%A"});
-    if (!out) return std::unexpected(out.error());
-    return parse_job_id_lines(*out, fmt::format("squeue -w {}", node));
-  }
-
   Result<void> reject_job(JobId job, const std::string& reason) override {
     const std::string id = name_for_slurm(job);
     auto commented = comment(id, reason);
@@ -134,6 +234,24 @@ class CommandSlurmClient final : public SlurmClient {
   }
 
  private:
+  // The fresh cluster view; null where there is none to ask (slurmctld is asked, as without a
+  // publisher) or where the view is stale and `budget` allows one direct question; `unavailable`
+  // where it is stale and the budget is spent: the planner keeps its plan.
+  Result<const contract::ClusterView*> published(const std::string& what, DirectQueryBudget& budget) {
+    if (!view_.configured()) return nullptr;
+    const auto tick = std::chrono::steady_clock::now();
+    auto source = view_.source(tick);
+    auto view = source ? (*source)->fresh_view(static_cast<std::int64_t>(std::time(nullptr)), tick)
+                       : Result<const contract::ClusterView*>(std::unexpected(source.error()));
+    if (view) return *view;
+    if (budget.take(tick)) return nullptr;
+    return fail(ErrorCode::unavailable, fmt::format("{}: {}; slurmctld was asked directly less than {} s ago", what,
+                                                    view.error().message, DirectQueryBudget::kRefill.count()));
+  }
+
+  ViewSetting view_;
+  DirectQueryBudget demand_budget_, node_budget_, jobs_budget_;
+
   // The name slurmctld takes for this job in scancel/scontrol. An array task: slurmctld refuses
   // its own number, and the array's number names every task. The prolog's environment says which
   // task this is when Slurm puts it there (not for every launch path), else slurmctld does.

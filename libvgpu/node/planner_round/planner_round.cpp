@@ -23,6 +23,7 @@
 #include "vgpu/node/mig_mode_switch.h"
 #include "vgpu/node/node_state.h"
 #include "vgpu/node/planner.h"
+#include "vgpu/node/published_view.h"
 #include "vgpu/policy/policy_hostlist.h"
 
 namespace vgpu {
@@ -283,7 +284,14 @@ bool same_counts(std::map<std::string, int> a, std::map<std::string, int> b) {
   return a == b;
 }
 
-Result<void> publish(NodeContext& ctx, const PlannerState& state, const Ledger& l, PlannerRoundResult& result) {
+// Hands `counts` to slurmctld (docs/slurm.md), remembering when: a published view taken before
+// then does not show it yet (published_view.h).
+Result<void> hand_over(NodeContext& ctx, PlannerState& state, const std::map<std::string, int>& counts) {
+  state.split_handed_over_at = ctx.now();
+  return ctx.publisher->publish(counts);
+}
+
+Result<void> publish(NodeContext& ctx, PlannerState& state, const Ledger& l, PlannerRoundResult& result) {
   auto counts = node_advertisement(ctx, l, state.slurm_uncounted, state.slurm_total);
   auto current = read_advertised_counts(ctx);
   result.advertised = counts;
@@ -303,13 +311,14 @@ Result<void> publish(NodeContext& ctx, const PlannerState& state, const Ledger& 
   if (auto ok = write_advertisement(ctx, l.plan.generation, counts); !ok) return ok;
   crash_point("planner.before_notify_slurmd");
   result.advertisement_changed = true;
-  if (auto ok = ctx.publisher->publish(counts); !ok) result.notes.push_back(ok.error().message);
+  if (auto ok = hand_over(ctx, state, counts); !ok) result.notes.push_back(ok.error().message);
   return {};
 }
 
 // Has slurmctld taken the shrunk split, and does every allocation it made have a claim or instance?
-Result<bool> slurm_caught_up(NodeContext& ctx, const PlannerState& state, const std::vector<PlanSlot>& dropped) {
-  auto node = ctx.slurm->node_gres(ctx.node);
+// Asked of slurmctld itself: a published view may be older than the shrink.
+Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped) {
+  auto node = ctx.slurm->node_gres_now(ctx.node);
   if (!node) return std::unexpected(node.error());
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
@@ -333,7 +342,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const PlannerState& state, const 
     // its running jobs hold until a later round.
     if (auto published = read_advertised_counts(ctx); published && !same_counts(*published, want)) {
       if (auto ok = write_advertisement(ctx, l->plan.generation, want); !ok) return std::unexpected(ok.error());
-      if (auto ok = ctx.publisher->publish(want); !ok) return std::unexpected(ok.error());
+      if (auto ok = hand_over(ctx, state, want); !ok) return std::unexpected(ok.error());
     }
     return false;
   }
@@ -344,7 +353,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, const PlannerState& state, const 
 }
 
 // Polls slurm_caught_up until it holds or ctx.confirm_timeout_ms has passed.
-bool wait_until_slurm_caught_up(NodeContext& ctx, const PlannerState& state, const std::vector<PlanSlot>& dropped) {
+bool wait_until_slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto c = slurm_caught_up(ctx, state, dropped); c && *c) return true;
@@ -377,14 +386,16 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state,
   if (!l) return std::unexpected(l.error());
   auto published = read_advertised_counts(ctx);
   const auto now_counts = node_advertisement(ctx, *l, state.slurm_uncounted, state.slurm_total);
-  const bool slurm_above = slurm_view && has_more(slurm_view->configured, now_counts);
+  // A published view older than the last handover shows the split before it.
+  const bool slurm_above = slurm_view && !view_predates(slurm_view->published_at, state.split_handed_over_at) &&
+                           has_more(slurm_view->configured, now_counts);
   if (!state.shrink_unconfirmed && !slurm_above && !(published && has_more(*published, now_counts))) return true;
   const bool file_current = published && same_counts(*published, now_counts);
   if (auto ok = publish(ctx, state, *l, result); !ok) return std::unexpected(ok.error());
   // The file already says it but slurmctld does not: the notice was lost (a planner killed between
   // the two), so give it again.
   if (slurm_above && file_current)
-    if (auto ok = ctx.publisher->publish(now_counts); !ok) result.notes.push_back(ok.error().message);
+    if (auto ok = hand_over(ctx, state, now_counts); !ok) result.notes.push_back(ok.error().message);
   if (wait_until_slurm_caught_up(ctx, state, {})) {
     state.shrink_unconfirmed = false;
     return true;
@@ -400,7 +411,7 @@ void refresh_slurm_uncounted(NodeContext& ctx, PlannerState& state, const NodeGr
                              PlannerRoundResult& result) {
   auto ledger = ctx.ledger->load();
   if (!ledger) return;
-  auto seen = uncounted_by_slurm(*ledger, node);
+  auto seen = uncounted_by_slurm(without_holders_newer_than(*ledger, state, node.published_at), node);
   std::map<std::string, int> both;
   for (const auto& [profile, n] : seen)
     if (auto before = state.slurm_uncounted_last_seen.find(profile); before != state.slurm_uncounted_last_seen.end())
@@ -426,6 +437,7 @@ void refresh_slurm_uncounted(NodeContext& ctx, PlannerState& state, const NodeGr
 void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& node, PlannerRoundResult& result) {
   auto published = read_advertised_counts(ctx);
   if (!published || state.shrink_unconfirmed) return;
+  if (view_predates(node.published_at, state.split_handed_over_at)) return;  // says nothing of the last one
   auto configured = node.configured;
   configured.erase("never");
   configured.erase("free");
@@ -436,7 +448,7 @@ void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& n
   if (++state.split_mismatch_rounds < 2) return;
   state.split_mismatch_rounds = 0;
   result.notes.push_back("slurmctld's split differs from the advertisement: handed over again");
-  if (auto ok = ctx.publisher->publish(*published); !ok) result.notes.push_back(ok.error().message);
+  if (auto ok = hand_over(ctx, state, *published); !ok) result.notes.push_back(ok.error().message);
 }
 
 // NVIDIA GPUs of a MIG model whose MIG mode is not on now (off, or only pending): no MIG instance

@@ -114,6 +114,7 @@ TEST(NodeMetrics, SlurmsViewBesideTheAdvertisement) {
                       {{"1g.10gb", 3}, {"3g.40gb", 1}},
                       "MIXED",
                       std::nullopt,
+                      std::nullopt,
                       std::nullopt};
   const auto text = render_node_metrics(in);
   EXPECT_TRUE(has_line(text, R"(vgpu_advertised_instances{node="n1",type="2g.20gb"} 2)")) << text;

@@ -120,7 +120,24 @@ class FakeSlurm final : public SlurmClient {
  public:
   explicit FakeSlurm(std::string advertisement_path) : path_(std::move(advertisement_path)) {}
   Result<PendingJobs> pending_jobs() override { return parse_pending_jobs(squeue); }
-  Result<NodeGres> node_gres(const std::string&) override {
+  Result<NodeGres> node_gres(const std::string& node) override {
+    if (view_taken_at) return *view_node;
+    return node_gres_now(node);
+  }
+  // A published cluster view (contract/cluster_view.h): after take_view(at), node_gres and
+  // jobs_on_node answer what slurmctld showed then, as a view up to a period old does, until
+  // drop_view(); node_gres_now always asks the live one.
+  void take_view(std::int64_t at) {
+    view_node = *node_gres_now("");
+    view_node->published_at = at;
+    view_running = running;
+    view_taken_at = at;
+  }
+  void drop_view() { view_taken_at.reset(); }
+  std::optional<std::int64_t> view_taken_at;
+  std::optional<NodeGres> view_node;
+  std::set<JobId> view_running;
+  Result<NodeGres> node_gres_now(const std::string&) override {
     ++polls;
     if (polls_until_adopt > 0) {
       --polls_until_adopt;
@@ -145,7 +162,7 @@ class FakeSlurm final : public SlurmClient {
       if (auto l = ledger->load(); l) {
         for (const auto& [profile, n] : held_by_jobs(*l)) counted[profile] = std::max(counted[profile], n);
       }
-    return NodeGres{configured, counted, "MIXED", weight, features};
+    return NodeGres{configured, counted, "MIXED", weight, features, std::nullopt};
   }
   Result<void> set_node_weight(const std::string& node, std::uint32_t w) override {
     if (!weight_refusal.empty()) return fail(ErrorCode::unavailable, weight_refusal);
@@ -184,9 +201,10 @@ class FakeSlurm final : public SlurmClient {
   }
   std::vector<std::pair<JobId, std::string>> requeued;
   std::string requeue_refusal;  // set: scontrol requeue fails with this
-  Result<std::set<JobId>> jobs_on_node(const std::string&) override {
+  Result<NodeJobs> jobs_on_node(const std::string&) override {
+    if (view_taken_at) return NodeJobs{view_running, view_taken_at};
     ++node_job_queries;
-    return running;
+    return NodeJobs{running, std::nullopt};
   }
   Result<std::string> job_tres_per_node(JobId job) override {
     auto it = tres_per_node.find(job);

@@ -361,8 +361,8 @@ TEST_F(NodeSharedInstances, ShareInstancesArePlannedOnlyAsFarAsTheNodesTotalAllo
   EXPECT_EQ(cap_to_node_total({{"quarter", 4}, {"7g.80gb", 1}}, {}, {"quarter"}, 4),
             (std::map<std::string, int>{{"quarter", 3}, {"7g.80gb", 1}}));
   // The total is known only from a split padded with `free` (every split the plugin reports is).
-  EXPECT_EQ(node_total_of(NodeGres{{{"1g.10gb", 3}, {"free", 6}, {"never", 0}}, {}, "IDLE", {}, {}}), 9);
-  EXPECT_EQ(node_total_of(NodeGres{{{"1g.10gb", 3}}, {}, "IDLE", {}, {}}), std::nullopt);
+  EXPECT_EQ(node_total_of(NodeGres{{{"1g.10gb", 3}, {"free", 6}, {"never", 0}}, {}, "IDLE", {}, {}, {}}), 9);
+  EXPECT_EQ(node_total_of(NodeGres{{{"1g.10gb", 3}}, {}, "IDLE", {}, {}, {}}), std::nullopt);
 }
 
 TEST_F(NodeSharedInstances, AShareIsAskedAloneAndOnePerNode) {

@@ -45,6 +45,13 @@ struct PlannerState {
   std::optional<int> slurm_total;
   // Rounds in a row that found slurmctld's split differing from the advertisement.
   int split_mismatch_rounds = 0;
+  // For a published cluster view, up to a period old (contract/cluster_view.h): what it shows is
+  // compared only with what happened here before it was taken. When this planner last handed a
+  // split to slurmctld, when it first saw each job hold something here (a claim is at or before
+  // that), and which view the ended-job check last read (one view never counts as two answers).
+  std::int64_t split_handed_over_at = 0;
+  std::map<JobId, std::int64_t> holder_first_seen;
+  std::optional<std::int64_t> ended_job_check_view;
   // Whether this node is in each reservation the demand publisher booked for a pending wide job
   // (vgpu/node/wide_booking.h), asked once per reservation: they never move.
   std::map<std::string, bool> in_wide_reservation;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,11 +18,35 @@
 
 namespace vgpu {
 
+// Where a planner's view of slurmctld comes from, for its log and metrics (docs/metrics.md).
+struct ClusterViewStatus {
+  std::string source;                 // "tcp:ctl1:6828", "/shared/slurm-vgpu/view"
+  std::optional<std::int64_t> age_s;  // of the view last read; none before the first
+  bool usable = false;                // fresh enough to steer by
+  std::string problem;                // why not usable; "" when it is
+  std::uint64_t direct_queries = 0;   // questions asked of slurmctld itself instead (rate-limited)
+};
+
+// The jobs slurmctld runs on a node, and when it said so.
+struct NodeJobs {
+  std::set<JobId> jobs;
+  // Set when read from the published cluster view: the controller's clock when it was taken (a
+  // job that started here after it is not in it). None: asked of slurmctld just now.
+  std::optional<std::int64_t> published_at;
+};
+
 class SlurmClient {
  public:
   virtual ~SlurmClient() = default;
   virtual Result<PendingJobs> pending_jobs() = 0;
+  // slurmctld's view of the node: from the published cluster view where there is one (then
+  // NodeGres::published_at says when it was taken), else asked.
   virtual Result<NodeGres> node_gres(const std::string& node) = 0;
+  // Asked of slurmctld now, whatever the cluster view: a shrink's confirmation cannot wait for the
+  // next view (bounded per layout change).
+  virtual Result<NodeGres> node_gres_now(const std::string& node) { return node_gres(node); }
+  // None where the client asks slurmctld itself every time.
+  [[nodiscard]] virtual std::optional<ClusterViewStatus> cluster_view_status() const { return std::nullopt; }
   // Cancels a job that must not run, leaving `reason` in its Comment for squeue/scontrol.
   virtual Result<void> reject_job(JobId job, const std::string& reason) = 0;
   // Puts a valid job Slurm started where the node had no room back in the queue, `reason` in its
@@ -30,7 +55,7 @@ class SlurmClient {
     return fail(ErrorCode::unavailable, "this Slurm client cannot requeue jobs");
   }
   // Jobs Slurm has running (or configuring, completing) on `node`: who may keep a viz VM.
-  virtual Result<std::set<JobId>> jobs_on_node(const std::string& /*node*/) {
+  virtual Result<NodeJobs> jobs_on_node(const std::string& /*node*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot list a node's jobs");
   }
   // What the job asked for per node (`squeue -j <job> -o %b`: "gres/vgpu:1g.10gb:2"), for a prolog

@@ -61,6 +61,9 @@ struct NodeGres {
   // From AvailableFeatures=, when shown (planner.node_features keeps its two in it and in
   // ActiveFeatures); empty for "(null)".
   std::optional<std::vector<std::string>> features;
+  // Set when read from the published cluster view: the controller's clock when it was taken
+  // (what happened here since is not in it). None: asked of slurmctld just now.
+  std::optional<std::int64_t> published_at;
 };
 // One line of `scontrol show node -o -d <node>`.
 Result<NodeGres> parse_scontrol_node(std::string_view line, std::string_view gres_name);
@@ -79,6 +82,9 @@ struct SlurmVersion {
 };
 Result<SlurmVersion> parse_slurm_version(std::string_view dotted);
 Result<SlurmVersion> parse_show_config_version(std::string_view show_config);
+// The first controller's address (or host name) in `scontrol show config`: where the cluster view's
+// publisher runs by default (VGPU_CLUSTER_VIEW=service).
+Result<std::string> parse_show_config_controller(std::string_view show_config);
 
 // The name scancel and `scontrol update` need for job `job`, from `scontrol -o show job <job>`:
 // "<ArrayJobId>_<ArrayTaskId>" for an array task (slurmctld refuses a task's own id as

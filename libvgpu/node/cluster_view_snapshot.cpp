@@ -1,0 +1,90 @@
+#include "vgpu/node/cluster_view_snapshot.h"
+
+#include <fmt/format.h>
+
+#include "vgpu/contract/node_files.h"
+
+namespace vgpu {
+namespace {
+
+// Each line of `text` without its newline; a last line without one too.
+template <class F>
+Result<void> for_each_line(std::string_view text, F&& f) {
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    auto line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    ++line_no;
+    if (line.empty()) continue;
+    if (auto ok = f(line, line_no); !ok) return ok;
+  }
+  return {};
+}
+
+// Field `index` (from 0) of a '|'-separated line, or "" where it has fewer.
+std::string_view field(std::string_view line, std::size_t index) {
+  for (std::size_t i = 0; i < index; ++i) {
+    const auto bar = line.find('|');
+    if (bar == std::string_view::npos) return {};
+    line = line.substr(bar + 1);
+  }
+  return line.substr(0, line.find('|'));
+}
+
+}  // namespace
+
+Result<contract::ClusterView> cluster_view_from_slurm(std::string_view squeue, std::string_view nodes,
+                                                      std::int64_t taken_at, std::int64_t period_s) {
+  contract::ClusterView view;
+  view.taken_at = taken_at;
+  view.period_s = period_s;
+  auto jobs = for_each_line(squeue, [&](std::string_view line, std::size_t no) -> Result<void> {
+    // The last three fields are ours; what comes before is the pending format, whatever a
+    // reason or a GRES string holds.
+    const auto nodes_bar = line.rfind('|');
+    const auto job_bar = nodes_bar == std::string_view::npos ? nodes_bar : line.rfind('|', nodes_bar - 1);
+    const auto state_bar =
+        job_bar == std::string_view::npos || job_bar == 0 ? std::string_view::npos : line.rfind('|', job_bar - 1);
+    if (state_bar == std::string_view::npos)
+      return fail(ErrorCode::corrupt,
+                  fmt::format("squeue line {}: \"{}\": not {}", no, line.substr(0, 80), kSqueueViewFormat));
+    const auto state = line.substr(state_bar + 1, job_bar - state_bar - 1);
+    if (state == "PENDING") {
+      // Only a vgpu job's demand moves a layout (%b, the sixth field, names its GRES).
+      if (field(line, 5).find(kVgpuGresMark) != std::string_view::npos)
+        view.pending.emplace_back(line.substr(0, state_bar));
+      return {};
+    }
+    const auto where = line.substr(nodes_bar + 1);
+    if (where.empty()) return {};  // configuring, not yet placed: nothing runs on any node
+    auto job = contract::parse_job_id(line.substr(job_bar + 1, nodes_bar - job_bar - 1));
+    if (!job)
+      return fail(ErrorCode::corrupt, fmt::format("squeue line {}: \"{}\" is not a job number", no,
+                                                  line.substr(job_bar + 1, nodes_bar - job_bar - 1)));
+    view.running.push_back({*job, std::string(where)});
+    return {};
+  });
+  if (!jobs) return std::unexpected(jobs.error());
+  auto shown = for_each_line(nodes, [&](std::string_view line, std::size_t no) -> Result<void> {
+    constexpr std::string_view key = "NodeName=";
+    const auto name = line.starts_with(key) ? line.substr(key.size(), line.find(' ') - key.size()) : "";
+    if (name.empty())
+      return fail(
+          ErrorCode::corrupt,
+          fmt::format("scontrol show node line {}: \"{}\" does not start with NodeName=", no, line.substr(0, 80)));
+    if (line.find(kVgpuGresMark) != std::string_view::npos)  // a node without vgpu has no planner
+      view.nodes.insert_or_assign(std::string(name), std::string(line));
+    return {};
+  });
+  if (!shown) return std::unexpected(shown.error());
+  return view;
+}
+
+std::string pending_text(const contract::ClusterView& view) {
+  std::string text;
+  for (const auto& line : view.pending) text += line + "\n";
+  return text;
+}
+
+}  // namespace vgpu

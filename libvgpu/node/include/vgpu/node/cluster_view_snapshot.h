@@ -1,0 +1,31 @@
+// The publisher's two queries, made into one cluster view (contract/cluster_view.h): what every
+// node's planner would otherwise ask slurmctld itself each round.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "vgpu/base/error.h"
+#include "vgpu/contract/cluster_view.h"
+
+namespace vgpu {
+
+// One squeue over the states a planner cares about: the pending fields (kSqueuePendingFormat)
+// first, then the state, the job's number and its nodes.
+inline constexpr std::string_view kSqueueViewStates = "PD,R,CF,CG,S";
+inline constexpr std::string_view kSqueueViewFormat = "%i|%P|%Q|%V|%r|%b|%D|%u|%l|%v|%T|%A|%N";
+
+// What marks a pending job's GRES or a node's line as ours ("gres/vgpu:1g.10gb:2", "Gres=vgpu:...").
+inline constexpr std::string_view kVgpuGresMark = "vgpu:";
+
+// `squeue -h -t kSqueueViewStates -o kSqueueViewFormat` and `scontrol -o -d show node`, taken at
+// `taken_at`: `corrupt` naming the line that is not theirs. Kept: pending jobs that ask for vgpu,
+// nodes that have it, every running job (a viz VM's or a share's job may not be a vgpu job's name).
+// What the rest of the cluster waits for or runs on costs the nodes nothing to read.
+Result<contract::ClusterView> cluster_view_from_slurm(std::string_view squeue, std::string_view nodes,
+                                                      std::int64_t taken_at, std::int64_t period_s);
+
+// The pending lines of a view as one squeue text (kSqueuePendingFormat), for the wide-job bookings.
+std::string pending_text(const contract::ClusterView& view);
+
+}  // namespace vgpu
