@@ -32,6 +32,8 @@
 #include "hook_process.h"
 #include "hook_socket.h"
 #include "hook_work.h"
+#include "view_publisher.h"
+#include "view_signature.h"
 #include "vgpu/contract/node_files.h"
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/demand_file.h"
@@ -174,6 +176,8 @@ struct Options {
   bool once = false;
   bool verify = false;
   std::string publish;
+  vgpu::agent::ViewPublishing view;
+  std::vector<std::string> make_view_key;
   int period = 0;
   int reserve_wide_after = 600;
 };
@@ -182,8 +186,17 @@ struct Options {
 std::optional<int> parse_options(int argc, char** argv, Options& opt) {
   CLI::App app{"vgpu-planner - re-plans this node's GPU partitions toward pending Slurm demand"};
   app.add_flag("--once", opt.once, "Run one planning round and exit");
+  app.add_option("--publish-view", opt.view.file,
+                 "Controller mode: write the cluster view to FILE every period (VGPU_CLUSTER_VIEW=FILE)");
+  app.add_option("--serve-view", opt.view.port,
+                 "Controller mode: serve the cluster view on PORT (6828 by default for VGPU_CLUSTER_VIEW=service)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--view-key", opt.view.private_key,
+                 "Controller mode: sign the cluster view with this ed25519 private key (PEM, mode 0600)");
+  app.add_option("--make-view-key", opt.make_view_key, "Write a new ed25519 key pair: PRIVATE PUBLIC, then exit")
+      ->expected(2);
   app.add_option("--publish-demand", opt.publish,
-                 "Controller mode: write pending demand to FILE every period for VGPU_DEMAND_FILE readers");
+                 "Controller mode of release 0.5: pending demand only, to FILE (VGPU_DEMAND_FILE)");
   app.add_option("--reserve-wide-after", opt.reserve_wide_after,
                  "Controller mode: book a Slurm reservation for a job needing several nodes or whole GPUs "
                  "once it has waited this many seconds (0: never; default 600)")
@@ -376,6 +389,16 @@ int main(int argc, char** argv) {
   for (int s : {SIGUSR1, SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
   sigprocmask(SIG_BLOCK, &signals, nullptr);
   try {
+    if (!opt.make_view_key.empty()) {
+      auto made = vgpu::agent::make_view_key_pair(opt.make_view_key[0], opt.make_view_key[1]);
+      if (!made) std::fprintf(stderr, "vgpu-planner: make-view-key: %s\n", made.error().message.c_str());
+      return made ? 0 : 1;
+    }
+    if (!opt.view.file.empty() || opt.view.port >= 0) {
+      opt.view.period_s = opt.period > 0 ? opt.period : 5;
+      opt.view.reserve_wide_after_s = opt.reserve_wide_after;
+      return vgpu::agent::publish_cluster_view(opt.view, signals);
+    }
     if (!opt.publish.empty())
       return publish_demand(opt.publish, opt.period > 0 ? opt.period : 5, opt.reserve_wide_after, signals);
     // --verify only looks: it must not set aside a ledger it cannot read (that starts a rebuild).
