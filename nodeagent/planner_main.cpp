@@ -158,6 +158,7 @@ void write_metrics(const std::string& path, vgpu::NodeContext& ctx, const vgpu::
   in.slurm = slurm;
   in.handover_pending = state.shrink_unconfirmed;
   in.split_mismatch_rounds = state.split_mismatch_rounds;
+  in.cluster_view = ctx.slurm->cluster_view_status();
   in.planner = &metrics;
   in.activity = activity;
   auto hooks = vgpu::read_hook_tally(ctx);

@@ -223,12 +223,31 @@ void histogram(Writer& w, std::string_view name, std::vector<std::pair<std::stri
   w.sample(std::string(name) + "_count", labels, static_cast<double>(count));
 }
 
+// Only where the planner reads a published cluster view (VGPU_CLUSTER_VIEW): a planner that asks
+// slurmctld itself has none to age.
+void cluster_view_metrics(Writer& w, const NodeMetricsInput& in) {
+  if (!in.cluster_view) return;
+  const auto& v = *in.cluster_view;
+  w.family("vgpu_cluster_view_usable", "gauge",
+           "1 while the published cluster view is genuine and fresh enough to plan by, 0 while the plan is kept");
+  w.sample("vgpu_cluster_view_usable", {{"node", in.node}, {"source", v.source}}, v.usable ? 1 : 0);
+  if (v.age_s) {
+    w.family("vgpu_cluster_view_age_seconds", "gauge", "Age of the last genuine cluster view the planner read");
+    w.sample("vgpu_cluster_view_age_seconds", {{"node", in.node}}, static_cast<double>(*v.age_s));
+  }
+  w.family("vgpu_cluster_view_direct_queries_total", "counter",
+           "Questions the planner asked slurmctld itself because the cluster view was not usable (one a minute "
+           "per kind at most)");
+  w.sample("vgpu_cluster_view_direct_queries_total", {{"node", in.node}}, static_cast<double>(v.direct_queries));
+}
+
 void planner_metrics(Writer& w, const NodeMetricsInput& in) {
   w.family("vgpu_handover_pending", "gauge", "1 while a shrink of the advertisement waits for slurmctld to confirm it");
   w.sample("vgpu_handover_pending", {{"node", in.node}}, in.handover_pending ? 1 : 0);
   w.family("vgpu_split_mismatch_rounds", "gauge",
            "Planner rounds in a row that found slurmctld's split differing from the advertisement");
   w.sample("vgpu_split_mismatch_rounds", {{"node", in.node}}, in.split_mismatch_rounds);
+  cluster_view_metrics(w, in);
   if (!in.planner) return;
   const PlannerMetrics& p = *in.planner;
   w.family("vgpu_planner_rounds_total", "counter", "Planner rounds since the planner started, by outcome");

@@ -235,6 +235,20 @@ TEST(NodeMetrics, AWholeGpuWithMigOffAndNvmlErrorsByCall) {
   EXPECT_TRUE(has_line(text, "# TYPE vgpu_nvml_errors_total counter")) << text;
 }
 
+TEST(NodeMetrics, TheClusterViewsAgeAndUseWhereThePlannerReadsOne) {
+  NodeMetricsInput in;
+  in.node = "n1";
+  EXPECT_EQ(render_node_metrics(in).find("vgpu_cluster_view"), std::string::npos) << "none asked of slurmctld";
+  in.cluster_view = ClusterViewStatus{
+      .source = "tcp:ctl1:6828", .age_s = 40, .usable = false, .problem = "stale (40 s old)", .direct_queries = 3};
+  const auto text = render_node_metrics(in);
+  EXPECT_TRUE(has_line(text, R"(vgpu_cluster_view_usable{node="n1",source="tcp:ctl1:6828"} 0)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_cluster_view_age_seconds{node="n1"} 40)")) << text;
+  EXPECT_TRUE(has_line(text, R"(vgpu_cluster_view_direct_queries_total{node="n1"} 3)")) << text;
+  in.cluster_view->age_s.reset();  // nothing genuine read yet: no age is better than a made-up one
+  EXPECT_EQ(render_node_metrics(in).find("vgpu_cluster_view_age_seconds"), std::string::npos);
+}
+
 TEST(NodeMetrics, LabelValuesAreEscaped) {
   NodeMetricsInput in;
   in.node = "n\"1\\\n";

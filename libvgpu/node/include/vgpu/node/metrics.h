@@ -17,6 +17,7 @@
 #include "vgpu/backend/backend.h"
 #include "vgpu/contract/hook_tally.h"
 #include "vgpu/ledger/ledger.h"
+#include "vgpu/node/ports.h"
 #include "vgpu/node/slurm_text.h"
 #include "vgpu/policy/policy.h"
 
@@ -53,12 +54,13 @@ struct PlannerMetrics {
 
 struct NodeMetricsInput {
   std::string node;
-  const Ledger* ledger = nullptr;         // null: unreadable, only the planner's own metrics
-  const PolicyFile* policy = nullptr;     // for stranded slices (the node's allowed profiles)
-  std::map<std::string, int> advertised;  // the advertisement file's counts
-  std::optional<NodeGres> slurm;          // slurmctld's configured / used split, when it answered
-  bool handover_pending = false;          // a shrink slurmctld has not confirmed yet
-  int split_mismatch_rounds = 0;          // rounds in a row slurmctld's split differed
+  const Ledger* ledger = nullptr;                 // null: unreadable, only the planner's own metrics
+  const PolicyFile* policy = nullptr;             // for stranded slices (the node's allowed profiles)
+  std::map<std::string, int> advertised;          // the advertisement file's counts
+  std::optional<NodeGres> slurm;                  // slurmctld's configured / used split, when it answered
+  bool handover_pending = false;                  // a shrink slurmctld has not confirmed yet
+  int split_mismatch_rounds = 0;                  // rounds in a row slurmctld's split differed
+  std::optional<ClusterViewStatus> cluster_view;  // where the planner reads a published view
   const PlannerMetrics* planner = nullptr;
   const contract::HookTally* hooks = nullptr;  // the prolog's and epilog's runs (hook_tally_store.h)
   const ActivitySample* activity = nullptr;    // utilisation since the previous round, where sampled
