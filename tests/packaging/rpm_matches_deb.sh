@@ -81,8 +81,8 @@ fi
 # Upgrade restarts running planners, removal stops them: the same command in both formats.
 scripts=$(rpm -qp --scripts "$node_rpm")
 section() { echo "$scripts" | awk -v s="$1 scriptlet" 'index($0, s) == 1 {on=1; next} /scriptlet \(using/ {on=0} on'; }
-for pair in "postuninstall:postinst:systemctl try-restart 'vgpu-planner@*.service'" \
-            "preuninstall:prerm:systemctl stop 'vgpu-planner@*.service'"; do
+for pair in "postuninstall:postinst:systemctl try-restart 'vgpu-planner@*.service' vgpu-cluster-view.service" \
+            "preuninstall:prerm:systemctl stop 'vgpu-planner@*.service' vgpu-cluster-view.service"; do
   rpm_part=${pair%%:*} rest=${pair#*:} deb_part=${rest%%:*} command=${rest#*:}
   section "$rpm_part" | grep -qF "$command" || fail "the RPM's $rpm_part scriptlet lacks: $command"
   grep -qF "$command" "$src/packaging/debian/slurm-vgpu/$deb_part" || fail "the deb's $deb_part lacks: $command"
