@@ -2,9 +2,10 @@
 # Controller load as the cluster grows: N emulated nodes on one real slurmctld (several slurmd on
 # this host, as the e2e harness runs them), each with its vgpu-planner daemon, its prolog and epilog
 # and 8 simulated H100-80GB (fake NVML), driven by a slice of the openb trace. For each size and each
-# way the planners learn the demand (`squeue`: every planner asks slurmctld each period, the
-# default; `publish`: one `vgpu-planner --publish-demand` on the controller writes it to a file the
-# planners read), it reports:
+# way the planners learn slurmctld's view (`squeue`: every planner asks slurmctld each period, as
+# without a publisher; `view`: one `vgpu-planner --serve-view` on the controller makes two queries
+# per period for the whole cluster and the planners fetch its signed view over TCP; `none`: the
+# same cluster without planners or publisher, idle only, what slurmctld costs by itself), it reports:
 #   - slurmctld's RPC load from `sdiag`, in two phases: *idle* (IDLE_S seconds with no job: what the
 #     product costs the controller by itself) and *busy* (from the first submission until the last
 #     job left the queue; this includes the driver's own sbatch calls and its squeue poll every 5 s,
@@ -14,10 +15,17 @@
 #   - that every node ended consistent (vp_check: ledger == hardware == Slurm, no drain).
 #
 #   VP_BIN=<build dir> benchmarks/scale.sh [--nodes "8 16 32 64"] [--jobs-per-node 3] \
-#       [--modes "squeue publish"] [--period 5] [--publish-period S] [--json FILE]
-# --publish-period: the demand publisher's own period (default: the planners'); it costs slurmctld
-# one squeue per period whatever the number of nodes, and fresher demand means fewer slots offered
+#       [--modes "squeue view"] [--period 5] [--publish-period S] [--json FILE] [--check-idle-rpcs] [--restart]
+# --publish-period: the publisher's own period (default: the planners'); it costs slurmctld two
+# queries per period whatever the number of nodes, and a fresher view means fewer slots offered
 # to jobs that already started.
+# --restart: once the jobs are in, restart slurmctld and run `scontrol reconfigure` while they run,
+# then check that no node drained, every job completed (requeues are counted: a prolog requeues a
+# job slurmctld placed where the node had no room after all), and the view is fresh again within
+# two periods. slurmctld's busy CPU then counts from the restart.
+# --check-idle-rpcs (the test command's smoke): FAIL when, idle with the view, slurmctld answered
+# more node, job or partition queries than the publisher's periods account for (two each at most,
+# plus one): what per-node polling would multiply by the nodes.
 #
 # The slice: the first GPU tasks of data/openb/openb_pod_list_default.csv that ran, in trace order,
 # as many as jobs-per-node x N. A sharing task asks for the smallest H100 profile covering its
@@ -28,7 +36,7 @@
 # so submit -> start at large N also measures this host's contention, not only slurmctld's.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-sizes="8 16 32 64" jobs_per_node=3 modes="squeue publish" period=5 json_out=""
+sizes="8 16 32 64" jobs_per_node=3 modes="squeue view" period=5 json_out="" check_idle=0 restart=0
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) sizes=$2; shift 2 ;;
@@ -37,6 +45,8 @@ while [ $# -gt 0 ]; do
     --period) period=$2; shift 2 ;;
     --publish-period) export VP_PUBLISH_PERIOD=$2; shift 2 ;;
     --json) json_out=$2; shift 2 ;;
+    --check-idle-rpcs) check_idle=1; shift ;;
+    --restart) restart=1; shift ;;
     *) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -79,6 +89,34 @@ cpu_ticks() { # utime + stime of a pid, in clock ticks (0 when it is gone)
   awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 planner_pids() { for n in $VC_NODES; do cat "$VGPU_STATE_DIR/$n/planner.pid" 2>/dev/null; done; }
+slurmd_pids() { for n in $VC_NODES; do cat "$VC_RUN/run/slurmd.$n.pid" 2>/dev/null; done; }
+rss_kib() { # resident memory of the pids given, summed, in KiB
+  local p sum=0 kib
+  for p in "$@"; do kib=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null); sum=$((sum + ${kib:-0})); done
+  echo "$sum"
+}
+# slurmctld restarted and reconfigured while jobs run: nothing drains, the view is fresh again.
+restart_check() {
+  local running taken0 taken1 lim drained
+  running=$(squeue -h -t R -o %A | wc -l)
+  taken0=$(sed -n 's/^taken_at //p' "$VGPU_STATE_DIR/cluster-view" 2>/dev/null)
+  vc_ctld_stop
+  vc_ctld_start || { echo "FAIL: restart check: slurmctld did not start again"; return; }
+  vc_wait_idle 120 || echo "WARNING: restart check: nodes not back within 120 s of the restart"
+  scontrol reconfigure || echo "FAIL: restart check: scontrol reconfigure failed"
+  sleep 3
+  vc_wait_idle 120 || echo "WARNING: restart check: nodes not back within 120 s of the reconfigure"
+  lim=$((SECONDS + 2 * period + 5))
+  while :; do
+    taken1=$(sed -n 's/^taken_at //p' "$VGPU_STATE_DIR/cluster-view" 2>/dev/null)
+    [ "${taken1:-0}" -ge $(($(date +%s) - 2 * period)) ] && break
+    [ $SECONDS -ge $lim ] && { echo "FAIL: restart check: the view is not fresh again (taken_at $taken0 -> $taken1)"; break; }
+    sleep 1
+  done
+  drained=$(sinfo -h -N -t drain,drng,fail,down -o %N | sort -u | wc -l)
+  [ "$drained" = 0 ] || echo "FAIL: restart check: $drained node(s) drained or down: $(sinfo -h -N -t drain,drng,fail,down -o '%N %E' | sort -u | head -3)"
+  echo "restart check: slurmctld restarted and reconfigured with $running job(s) running: $drained node(s) drained, view fresh again"
+}
 
 run_size() { # $1 nodes $2 mode
   local nodes=$1 mode=$2 jobs=$(($1 * jobs_per_node)) i ids=() t0 t1 ctld pub=""
@@ -86,15 +124,20 @@ run_size() { # $1 nodes $2 mode
   VC_NODES=$(for i in $(seq "$nodes"); do printf 'n%d ' "$i"; done)
   VC_NODES=${VC_NODES% }
   export VC_NODES
-  [ "$mode" = publish ] && export VP_PUBLISH_DEMAND=1 || export VP_PUBLISH_DEMAND=0
+  case $mode in
+    squeue) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=0 ;;
+    view) export VP_CLUSTER_VIEW=tcp VP_NO_PLANNERS=0 ;;
+    none) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=1 ;;
+    *) echo "FAIL: scale.sh: mode '$mode': expected squeue, view or none"; exit 2 ;;
+  esac
   unset VC_INITIALIZED VC_CTLD_PORT
   VC_RUN=$(mktemp -d /tmp/vgpu-cluster.XXXXXX)
   export VC_RUN
-  echo "== $nodes nodes x 8 H100-80GB, demand by $mode, $jobs jobs"
+  echo "== $nodes nodes x 8 H100-80GB, slurmctld's view by $mode, $jobs jobs"
   ( . "$here/../tests/e2e/lib.sh"
     vp_start
     ctld=$(cat "$VC_RUN/run/slurmctld.pid")
-    [ "$mode" = publish ] && pub=$(cat "$VC_RUN/run/publisher.pid")
+    [ "$mode" = view ] && pub=$(cat "$VC_RUN/run/publisher.pid")
     sleep "$((2 * period))"  # the planners' first rounds are start-up, not load
     local phase c0 pc0 t0 t1 wall planner_ticks polls=0
     measure_begin() {
@@ -113,11 +156,17 @@ run_size() { # $1 nodes $2 mode
       c1=$(cpu_ticks "$ctld")
       [ -n "$pub" ] && pc1=$(cpu_ticks "$pub")
       sdiag > "$results/sdiag.$nodes.$mode.$1.txt" 2>&1
-      echo "$nodes $mode $1 ${#ids[@]} $wall $((c1 - c0)) $planner_ticks $((pc1 - pc0)) $(getconf CLK_TCK) $polls" >> "$results/runs.txt"
+      local rss_nodes rss_ctld
+      rss_nodes=$(rss_kib $(planner_pids) $(slurmd_pids)) rss_ctld=$(rss_kib "$ctld")
+      echo "$nodes $mode $1 ${#ids[@]} $wall $((c1 - c0)) $planner_ticks $((pc1 - pc0)) $(getconf CLK_TCK) $polls $rss_nodes $rss_ctld" >> "$results/runs.txt"
     }
     measure_begin
     sleep "$IDLE_S"
     measure_end idle
+    if [ "$mode" = none ]; then  # nothing serves vgpu jobs here: no busy phase
+      vp_stop >/dev/null 2>&1
+      exit 0
+    fi
     measure_begin
     local start=$EPOCHREALTIME delay part gres run id
     while read -r delay part gres run; do
@@ -129,10 +178,16 @@ run_size() { # $1 nodes $2 mode
       id=$(sbatch --parsable -p "$part" --gres="$gres" -o /dev/null --wrap "sleep $run") || id=""
       [ -n "$id" ] && ids+=("$id")
     done < "$results/slice.txt"
+    if [ "$restart" = 1 ]; then
+      restart_check
+      ctld=$(cat "$VC_RUN/run/slurmctld.pid") c0=0  # slurmctld's busy CPU counts from its restart
+    fi
     local lim=$((SECONDS + 900)) left
     while :; do  # one squeue every 5 s: the driver's own load stays small and counted
       polls=$((polls + 1))
+      local q0=$EPOCHREALTIME
       left=$(squeue -h -o %A 2>/dev/null | wc -l)
+      echo "$q0 $EPOCHREALTIME" >> "$results/squeue-latency.$nodes.$mode.txt"
       [ "$left" -eq 0 ] && break
       [ $SECONDS -ge $lim ] && { echo "WARNING: $left job(s) still queued after 15 minutes"; break; }
       sleep 5
@@ -150,10 +205,11 @@ for n in $sizes; do
 done
 
 machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build $(grep -m1 '^CMAKE_BUILD_TYPE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2) sanitizers $(grep -m1 '^VGPU_SANITIZE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2)"
-python3 - "$results" "$machine" "$json_out" "$0 --nodes \"$sizes\" --jobs-per-node $jobs_per_node --modes \"$modes\" --period $period${VP_PUBLISH_PERIOD:+ --publish-period $VP_PUBLISH_PERIOD}" <<'PY'
+python3 - "$results" "$machine" "$json_out" "$0 --nodes \"$sizes\" --jobs-per-node $jobs_per_node --modes \"$modes\" --period $period${VP_PUBLISH_PERIOD:+ --publish-period $VP_PUBLISH_PERIOD}$([ "$restart" = 1 ] && echo " --restart")$([ "$check_idle" = 1 ] && echo " --check-idle-rpcs") (IDLE_S=$IDLE_S ARRIVAL_S=$ARRIVAL_S)" "$check_idle" "${VP_PUBLISH_PERIOD:-$period}" <<'PY'
 import json, re, statistics, sys
 from datetime import datetime
-d, machine, json_out, command = sys.argv[1:]
+d, machine, json_out, command, check_idle, publish_period = sys.argv[1:]
+check_idle, publish_period = check_idle == "1", float(publish_period)
 def pct(v, q):
     v = sorted(v)
     return v[round(q * (len(v) - 1))] if v else 0
@@ -165,7 +221,7 @@ def rpc_types(path):
             re.findall(r"^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)", section, re.M)}
 runs = {}
 for line in open(f"{d}/runs.txt"):
-    nodes, mode, phase, jobs, wall, ctld, planners, pub, hz, polls = line.split()
+    nodes, mode, phase, jobs, wall, ctld, planners, pub, hz, polls, rss_nodes, rss_ctld = line.split()
     nodes, jobs, wall, hz, polls = int(nodes), int(jobs), float(wall), int(hz), int(polls)
     types = rpc_types(f"{d}/sdiag.{nodes}.{mode}.{phase}.txt")
     total = sum(types.values())
@@ -176,31 +232,57 @@ for line in open(f"{d}/runs.txt"):
                 "driver_squeue_polls": polls if phase == "busy" else 0,
                 "ctld_cpu_pct": round(100 * int(ctld) / hz / wall, 2),
                 "planner_cpu_pct_per_node": round(100 * int(planners) / hz / wall / nodes, 3),
-                "publisher_cpu_pct": round(100 * int(pub) / hz / wall, 3)}
+                "publisher_cpu_pct": round(100 * int(pub) / hz / wall, 3),
+                "rss_mib_per_node": round(int(rss_nodes) / 1024 / nodes, 1),
+                "ctld_rss_mib": round(int(rss_ctld) / 1024, 1)}
 out = {"machine": machine, "command": command, "runs": []}
 print(f"machine: {machine}\ncommand: {command}")
-print(f"{'nodes':>5} {'demand':>7} | {'idle RPC/s':>10} {'planner CPU %/node':>18} | {'busy RPC/s':>10} "
+print(f"{'nodes':>5} {'view by':>7} | {'idle RPC/s':>10} {'ctld CPU %':>10} {'planner CPU %/node':>18} | {'busy RPC/s':>10} "
       f"{'ctld CPU %':>10} {'planner CPU %/node':>18} | {'ran':>7} {'submit->start p50/p95/max s':>27} | top idle RPCs")
+top_of = lambda phase: ", ".join(f"{k} {v}" for k, v in sorted(phase["rpc_by_type"].items(), key=lambda kv: -kv[1])[:3])
 for (nodes, mode), r in sorted(runs.items()):
-    waits, ran = [], 0
+    if "busy" not in r:  # the baseline without slurm-vgpu: idle only
+        out["runs"].append(r)
+        idle = r["idle"]
+        print(f"{nodes:>5} {mode:>7} | {idle['rpc_per_s']:>10.2f} {idle['ctld_cpu_pct']:>10.2f} {'-':>18} | "
+              f"{'(idle only)':>73} | {top_of(idle)}")
+        continue
+    waits, ran, failed, requeued = [], 0, 0, 0
     for l in open(f"{d}/jobs.{nodes}.{mode}.txt"):
         f = dict(re.findall(r"(\w+)=(\S*)", l))
+        failed += f.get("JobState") != "COMPLETED"
+        requeued += f.get("Restarts", "0") != "0"
         if f.get("StartTime", "Unknown") in ("Unknown", "None"):
             continue
         t = lambda s: datetime.strptime(s, "%Y-%m-%dT%H:%M:%S")
         ran += 1
         waits.append((t(f["StartTime"]) - t(f["SubmitTime"])).total_seconds())
     r["ran"] = ran
+    r["not_completed"], r["requeued"] = failed, requeued
+    lat = [1000 * (float(b) - float(a)) for a, b in (l.split() for l in open(f"{d}/squeue-latency.{nodes}.{mode}.txt"))]
+    r["user_squeue_ms_p50"], r["user_squeue_ms_p95"] = round(pct(lat, 0.5), 1), round(pct(lat, 0.95), 1)
+    if failed:
+        print(f"FAIL: {nodes} nodes ({mode}): {failed} job(s) did not complete (failed or cancelled)")
     r["submit_to_start_s_p50"] = pct(waits, 0.5)
     r["submit_to_start_s_p95"] = pct(waits, 0.95)
     r["submit_to_start_s_max"] = max(waits) if waits else None
     out["runs"].append(r)
     idle, busy = r["idle"], r["busy"]
     top = sorted(idle["rpc_by_type"].items(), key=lambda kv: -kv[1])[:3]
-    print(f"{nodes:>5} {mode:>7} | {idle['rpc_per_s']:>10.2f} {idle['planner_cpu_pct_per_node']:>18.3f} | "
+    print(f"{nodes:>5} {mode:>7} | {idle['rpc_per_s']:>10.2f} {idle['ctld_cpu_pct']:>10.2f} {idle['planner_cpu_pct_per_node']:>18.3f} | "
           f"{busy['rpc_per_s']:>10.2f} {busy['ctld_cpu_pct']:>10.2f} {busy['planner_cpu_pct_per_node']:>18.3f} | "
           f"{ran:>3}/{r['jobs']:<3} {r['submit_to_start_s_p50']:>9.0f}/{r['submit_to_start_s_p95']:.0f}/"
           f"{r['submit_to_start_s_max'] or 0:.0f}{'':>12} | " + ", ".join(f"{k} {v}" for k, v in top))
+    if check_idle and mode == "view":
+        # The publisher's squeue is a REQUEST_JOB_INFO, its scontrol a REQUEST_NODE_INFO and a
+        # REQUEST_PARTITION_INFO; each planner asking for itself would add one per node per period.
+        periods = idle["wall_s"] / publish_period
+        allowed = 2 * periods + 1
+        for kind in ("REQUEST_NODE_INFO", "REQUEST_JOB_INFO", "REQUEST_PARTITION_INFO"):
+            got = idle["rpc_by_type"].get(kind, 0)
+            verdict = "ok" if got <= allowed else "FAIL:"
+            print(f"idle check: {nodes} nodes: {kind} {got} in {idle['wall_s']} s, at most {allowed:.0f} "
+                  f"for {periods:.1f} publisher periods: {verdict}")
     if ran < r["jobs"]:
         print(f"WARNING: {nodes} nodes ({mode}): {r['jobs'] - ran} job(s) never started")
 if json_out:

@@ -23,8 +23,9 @@ VP_INFER_PROFILES='{"H100-80GB": ["1g.10gb", "1g.20gb", "2g.20gb", "small"], "MI
 VC_PROFILES="$VC_PROFILES small"
 VP_TRAIN_PROFILES='{"H100-80GB": ["3g.40gb", "4g.40gb", "7g.80gb"], "MI300X-192GB": ["dpx.96gb", "spx.192gb"]}'
 VP_IDLE_LAYOUT='["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb", "cpx.24gb", "cpx.24gb", "cpx.24gb", "cpx.24gb"]'
-# As a large site would run it: demand is published once per period for all node planners.
-VP_PUBLISH_DEMAND=${VP_PUBLISH_DEMAND:-1}
+# As a large site would run it: one publisher on the controller asks slurmctld for the whole
+# cluster once per period, and every node's planner fetches its signed view (docs/admin.md).
+VP_CLUSTER_VIEW=${VP_CLUSTER_VIEW:-tcp}
 vp_start 2>/dev/null
 echo "== the admin's check of this cluster's slurm.conf against the policy (vgpuctl slurm-check)"
 "$VP_VGPUCTL" slurm-check "$VC_RUN/etc/vgpu-policy.json" | sed 's/^/   /'
@@ -94,7 +95,7 @@ PY
 gens=""
 for n in $VC_NODES; do gens+=" $n:$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$VGPU_STATE_DIR/$n/advertisement.json")"; done
 echo "layout changes (plan generations):$gens"
-echo "slurmctld load from vgpu: one squeue per ${VP_PERIOD}s period for the whole cluster (published demand), one scontrol show node per node per round, and shrink confirmations per layout change (docs/benchmarks.md)"
+echo "slurmctld load from vgpu: one squeue and one scontrol show node per ${VP_PERIOD}s period for the whole cluster (the signed cluster view every planner fetches), and shrink confirmations per layout change (docs/benchmarks.md)"
 # Utilisation over the run per node and per profile, from the nodes' ledger history.
 "$VP_VGPUCTL" report --state-dir "$VGPU_STATE_DIR" --since "$t0" --buckets 40 --png "$out/utilisation.png" ||
   echo "FAIL: vgpuctl report could not draw $out/utilisation.png"

@@ -255,7 +255,7 @@ export ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
 ENV
   # An AMD node: the backend finds the fake driver's GPUs in its sysfs (VGPU_BACKEND=auto).
   [ "$kind" = mi300x ] && echo "export VGPU_SYSFS_ROOT=$VC_RUN/amdgpu/$n" >> "$VC_RUN/etc/vgpu-env/$n.sh"
-  [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && echo "export VGPU_DEMAND_FILE=$VGPU_STATE_DIR/demand.txt" >> "$VC_RUN/etc/vgpu-env/$n.sh"
+  _vp_cluster_view_env >> "$VC_RUN/etc/vgpu-env/$n.sh"
   [ "$VP_METRICS" = 1 ] && echo "export VGPU_METRICS_FILE=$(vp_metrics_file "$n")" >> "$VC_RUN/etc/vgpu-env/$n.sh"
   # MIG changes that take time, as on real hardware (docs/backends.md): VP_NVML_LATENCY=h100.
   [ -n "${VP_NVML_LATENCY:-}" ] && echo "export VGPU_FAKE_NVML_LATENCY_MS=$VP_NVML_LATENCY" >> "$VC_RUN/etc/vgpu-env/$n.sh"
@@ -273,16 +273,33 @@ ENV
   return 0
 }
 
-# Controller-side demand publisher: one squeue per period for all nodes (VP_PUBLISH_DEMAND=1), its
-# period VP_PUBLISH_PERIOD (default: the planners'); it books reservations for wide jobs waiting
-# longer than VP_RESERVE_WIDE_AFTER seconds (default: the product's 600).
+# The controller's cluster view (VP_CLUSTER_VIEW=tcp or file; 0, the default, for planners that
+# ask slurmctld themselves): one publisher makes two queries per period for all nodes, its period
+# VP_PUBLISH_PERIOD (default: the planners'), signs the view and serves it on VP_VIEW_PORT and in
+# a file; the planners read it over TCP or from the file, checking the signature either way. It
+# books reservations for wide jobs waiting longer than VP_RESERVE_WIDE_AFTER s (default: 600).
+_vp_cluster_view_env() {
+  local pub=$VC_RUN/etc/cluster-view.pub
+  case ${VP_CLUSTER_VIEW:-0} in
+    0) ;;
+    tcp) printf 'export VGPU_CLUSTER_VIEW=tcp:127.0.0.1:%s\nexport VGPU_CLUSTER_VIEW_KEY=%s\n' "$VP_VIEW_PORT" "$pub" ;;
+    file) printf 'export VGPU_CLUSTER_VIEW=%s\nexport VGPU_CLUSTER_VIEW_KEY=%s\n' "$VGPU_STATE_DIR/cluster-view" "$pub" ;;
+    *) vc_fail "VP_CLUSTER_VIEW='$VP_CLUSTER_VIEW': expected 0, tcp or file" ;;
+  esac
+}
 vp_publisher_start() {
+  local key=$VC_RUN/etc/cluster-view.key
+  [ -f "$key" ] || "$VP_PLANNER" --make-view-key "$key" "$VC_RUN/etc/cluster-view.pub" ||
+    vc_fail "could not make the cluster view's key pair"
   ( export SLURM_CONF ASAN_OPTIONS=log_path=$VC_RUN/log/asan:detect_leaks=1
-    setsid "$VP_PLANNER" --publish-demand "$VGPU_STATE_DIR/demand.txt" --period "${VP_PUBLISH_PERIOD:-$VP_PERIOD}" \
-      --reserve-wide-after "${VP_RESERVE_WIDE_AFTER:-600}" \
+    setsid "$VP_PLANNER" --publish-view "$VGPU_STATE_DIR/cluster-view" --serve-view "$VP_VIEW_PORT" --view-key "$key" \
+      --period "${VP_PUBLISH_PERIOD:-$VP_PERIOD}" --reserve-wide-after "${VP_RESERVE_WIDE_AFTER:-600}" \
       >> "$VC_RUN/log/publisher.log" 2>&1 < /dev/null &
     echo $! > "$VC_RUN/run/publisher.pid" )
+  for _ in $(seq 100); do [ -s "$VGPU_STATE_DIR/cluster-view" ] && return 0; sleep 0.1; done
+  vc_fail "the cluster view publisher wrote no view: $(tail -3 "$VC_RUN/log/publisher.log")"
 }
+vp_publisher_stop() { _vc_stop_pidfile "$VC_RUN/run/publisher.pid"; }
 
 # slurmd's Prolog/Epilog: load the node's environment and run the product. The wrapper exits 0
 # whatever happens (the binaries already do; this also covers a sanitizer abort, which
@@ -357,6 +374,7 @@ vp_start() {
   # Accounting (VC_ACCOUNTING=1) records every type the policy offers, as docs/accounting.md says.
   [ "$VC_ACCOUNTING" = 1 ] && VC_ACCOUNTING_TRES=$("$VP_VGPUCTL" accounting-tres "$VC_RUN/etc/vgpu-policy.json")
   local n
+  VP_VIEW_PORT=${VP_VIEW_PORT:-$(_vc_free_port)}
   for n in $VC_NODES; do
     _vp_node_env_write "$n"
     case $(vp_kind_of "$n") in
@@ -378,8 +396,10 @@ $([ "$VP_VIZ" = 1 ] && echo "PartitionName=viz Nodes=n1 MaxTime=INFINITE State=U
   vc_ctld_start -c -i || vc_fail "slurmctld did not start"
   for n in $VC_NODES; do vc_slurmd_start "$n" || vc_fail "slurmd $n did not start"; done
   vc_wait_idle 60 || vc_fail "nodes did not become idle"
-  [ "${VP_PUBLISH_DEMAND:-0}" = 1 ] && vp_publisher_start
+  [ "${VP_CLUSTER_VIEW:-0}" != 0 ] && vp_publisher_start
   vp_metrics_start || vc_fail "node_exporter + Prometheus did not start"
+  # VP_NO_PLANNERS=1 (benchmarks/scale.sh's baseline): the cluster without slurm-vgpu's daemons.
+  [ "${VP_NO_PLANNERS:-0}" = 1 ] && return 0
   for n in $VC_NODES; do vp_planner_start "$n"; done
   vp_wait_settled 30 || vc_fail "planners did not publish a first advertisement"
 }
@@ -388,7 +408,7 @@ vp_stop() {
   local n
   for n in $VC_NODES; do vp_planner_stop "$n"; done
   for n in $VC_NODES; do [ "$(vp_kind_of "$n")" = mi300x ] && _vp_amdgpu_stop "$n"; done
-  _vc_stop_pidfile "$VC_RUN/run/publisher.pid"
+  vp_publisher_stop
   vp_metrics_stop
   vc_stop
   if [ "$VP_VIZ" = 1 ] && [ -f "$VC_RUN/etc/viz.json" ]; then

@@ -6,7 +6,7 @@
 # other nodes keep serving the stream, nothing is drained, and the wide job starts there. Once it
 # runs the publisher takes it out of the reservation and deletes it, while it runs on to completion.
 set -u
-VP_PUBLISH_DEMAND=1
+VP_CLUSTER_VIEW=file  # the view from a shared file, signed (the demo serves it over TCP)
 VP_RESERVE_WIDE_AFTER=${VP_RESERVE_WIDE_AFTER:-10}
 # The node-local guard (each node drains a GPU for a starving request) stays out of the way, so
 # what lets the wide job start here is the reservation.
