@@ -197,7 +197,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& opt) {
   app.add_option("--make-view-key", opt.make_view_key, "Write a new ed25519 key pair: PRIVATE PUBLIC, then exit")
       ->expected(2);
   app.add_option("--publish-demand", opt.publish,
-                 "Controller mode of release 0.5: pending demand only, to FILE (VGPU_DEMAND_FILE)");
+                 "Controller mode, older: pending demand only, to FILE (VGPU_DEMAND_FILE); see --serve-view");
   app.add_option("--reserve-wide-after", opt.reserve_wide_after,
                  "Controller mode: book a Slurm reservation for a job needing several nodes or whole GPUs "
                  "once it has waited this many seconds (0: never; default 600)")

@@ -105,7 +105,7 @@ class ViewSetting {
 class CommandSlurmClient final : public SlurmClient {
  public:
   Result<PendingJobs> pending_jobs() override {
-    // The demand file of release 0.5 (squeue's text, owner-trusted): still read where it is set.
+    // The older demand file (--publish-demand: squeue's text, owner-trusted), still read where set.
     if (const char* file = std::getenv("VGPU_DEMAND_FILE"); file && *file) {
       auto text = contract::read_demand_file(posix_file_system(), file, ::geteuid(),
                                              static_cast<std::int64_t>(std::time(nullptr)));
