@@ -130,6 +130,8 @@ run_size() { # $1 nodes $2 mode
     none) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=1 ;;
     *) echo "FAIL: scale.sh: mode '$mode': expected squeue, view or none"; exit 2 ;;
   esac
+  # Every planner's first round, and the check of every node, on this host's few cores.
+  export VP_SETTLE_S=$((30 + nodes))
   unset VC_INITIALIZED VC_CTLD_PORT
   VC_RUN=$(mktemp -d /tmp/vgpu-cluster.XXXXXX)
   export VC_RUN

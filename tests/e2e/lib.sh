@@ -401,7 +401,8 @@ $([ "$VP_VIZ" = 1 ] && echo "PartitionName=viz Nodes=n1 MaxTime=INFINITE State=U
   # VP_NO_PLANNERS=1 (benchmarks/scale.sh's baseline): the cluster without slurm-vgpu's daemons.
   [ "${VP_NO_PLANNERS:-0}" = 1 ] && return 0
   for n in $VC_NODES; do vp_planner_start "$n"; done
-  vp_wait_settled 30 || vc_fail "planners did not publish a first advertisement"
+  # VP_SETTLE_S: a large emulated cluster on a few cores needs longer (benchmarks/scale.sh).
+  vp_wait_settled "${VP_SETTLE_S:-30}" || vc_fail "planners did not publish a first advertisement"
 }
 
 vp_stop() {
