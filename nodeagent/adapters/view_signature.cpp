@@ -59,6 +59,13 @@ Result<std::shared_ptr<void>> parse_key(const std::string& pem, const std::strin
   return owned;
 }
 
+// A key file read with the guards above and parsed: the one path of both kinds of key.
+Result<std::shared_ptr<void>> load_key(const std::string& path, std::string_view what, bool secret) {
+  auto pem = read_key_file(path, what, secret);
+  if (!pem) return std::unexpected(pem.error());
+  return parse_key(*pem, path, what, secret);
+}
+
 Result<void> write_pem(const std::string& path, mode_t mode, EVP_PKEY* key, bool secret) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return fail(ErrorCode::io, fmt::format("{}: {}", path, std::strerror(errno)));
@@ -79,9 +86,7 @@ Result<void> write_pem(const std::string& path, mode_t mode, EVP_PKEY* key, bool
 }  // namespace
 
 Result<ViewSigner> ViewSigner::from_private_key_file(const std::string& path) {
-  auto pem = read_key_file(path, "cluster view private key", true);
-  if (!pem) return std::unexpected(pem.error());
-  auto key = parse_key(*pem, path, "cluster view private key", true);
+  auto key = load_key(path, "cluster view private key", true);
   if (!key) return std::unexpected(key.error());
   ViewSigner s;
   s.key_ = std::move(*key);
@@ -101,9 +106,7 @@ Result<std::string> ViewSigner::sign(std::string_view body) const {
 }
 
 Result<ViewVerifier> ViewVerifier::from_public_key_file(const std::string& path) {
-  auto pem = read_key_file(path, "cluster view public key", false);
-  if (!pem) return std::unexpected(pem.error());
-  auto key = parse_key(*pem, path, "cluster view public key", false);
+  auto key = load_key(path, "cluster view public key", false);
   if (!key) return std::unexpected(key.error());
   ViewVerifier v;
   v.key_ = std::move(*key);
