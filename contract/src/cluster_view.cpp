@@ -80,6 +80,18 @@ std::optional<std::string_view> node_name_of(std::string_view line) {
   return name;
 }
 
+// "for <node name>" or "for *".
+Result<std::string_view> for_line(LineReader& in) {
+  auto line = in.next("for");
+  if (!line) return line;
+  constexpr std::string_view key = "for ";
+  const auto name = line->starts_with(key) ? line->substr(key.size()) : std::string_view();
+  if (!is_view_node_name(name))
+    return in.corrupt(
+        in.at("expected \"for <node name>\" or \"for *\", found \"" + std::string(line->substr(0, 60)) + "\""));
+  return name;
+}
+
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -87,6 +99,12 @@ int hex_digit(char c) {
 }
 
 }  // namespace
+
+bool is_view_node_name(std::string_view name) {
+  return !name.empty() && name.size() < 256 && std::ranges::none_of(name, [](char c) {
+    return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '/' || c == '|';
+  });
+}
 
 std::int64_t ClusterView::stale_after_s() const {
   return std::max(kClusterViewMinStaleS, kClusterViewStalePeriods * period_s);
@@ -96,6 +114,7 @@ std::string render_cluster_view(const ClusterView& view) {
   std::string out = std::string(kClusterViewFormat) + " " + std::to_string(kClusterViewVersion) + "\n";
   out += "taken_at " + std::to_string(view.taken_at) + "\n";
   out += "period_s " + std::to_string(view.period_s) + "\n";
+  out += "for " + view.for_node + "\n";
   out += "pending " + std::to_string(view.pending.size()) + "\n";
   for (const auto& line : view.pending) out += line + "\n";
   out += "nodes " + std::to_string(view.nodes.size()) + "\n";
@@ -141,7 +160,8 @@ Result<ClusterView> parse_cluster_view(std::string_view body, std::string_view w
   auto header = in.next("the header");
   if (!header) return std::unexpected(header.error());
   const std::string want = std::string(kClusterViewFormat) + " " + std::to_string(kClusterViewVersion);
-  if (*header != want)
+  const bool whole_only = *header == std::string(kClusterViewFormat) + " 1";
+  if (*header != want && !whole_only)
     return in.corrupt("line 1: \"" + std::string(header->substr(0, 60)) + "\" is not \"" + want +
                       "\" (a publisher of another release?)");
   ClusterView view;
@@ -152,6 +172,11 @@ Result<ClusterView> parse_cluster_view(std::string_view body, std::string_view w
   if (!period) return std::unexpected(period.error());
   if (*period < 1) return in.corrupt(in.at("period_s: 0 is not a period"));
   view.period_s = *period;
+  if (!whole_only) {
+    auto owner = for_line(in);
+    if (!owner) return std::unexpected(owner.error());
+    view.for_node = std::string(*owner);
+  }
 
   auto pending = keyed_number(in, "pending", kClusterViewMaxBytes);
   if (!pending) return std::unexpected(pending.error());

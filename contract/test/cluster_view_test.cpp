@@ -48,6 +48,31 @@ TEST(ClusterView, AnEmptyClusterIsAView) {
   EXPECT_EQ(*back, empty);
 }
 
+TEST(ClusterView, ANodesOwnViewSaysWhoseItIs) {
+  auto view = sample_view();
+  view.for_node = "n1";
+  const auto text = render_cluster_view(view);
+  EXPECT_NE(text.find("\nfor n1\n"), std::string::npos);
+  auto back = parse_cluster_view(text, "view");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->for_node, "n1");
+  EXPECT_TRUE(is_view_node_name("gpu-07.rack2"));
+  for (std::string_view bad : {"", "a b", "n|1", "../n1", "n\x01"}) EXPECT_FALSE(is_view_node_name(bad)) << bad;
+  EXPECT_FALSE(is_view_node_name(std::string(256, 'n')));
+}
+
+TEST(ClusterView, AWholeViewOfTheReleaseBeforeIsStillRead) {
+  std::string v1 = render_cluster_view(sample_view());
+  v1.replace(v1.find("cluster-view 2"), 14, "cluster-view 1");
+  v1.erase(v1.find("for *\n"), 6);
+  auto back = parse_cluster_view(v1, "view");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, sample_view());
+  EXPECT_EQ(back->for_node, kWholeCluster);
+  v1.insert(v1.find("pending"), "for n1\n");  // version 1 has no such line
+  EXPECT_NE(error_of(v1).find("line 4: expected \"pending <number>\""), std::string::npos) << error_of(v1);
+}
+
 TEST(ClusterView, EveryDepartureFromTheFormatIsRefusedNamingItsLine) {
   const std::string good = render_cluster_view(sample_view());
   auto replaced = [&](std::string_view from, std::string_view to) {
@@ -56,12 +81,15 @@ TEST(ClusterView, EveryDepartureFromTheFormatIsRefusedNamingItsLine) {
     EXPECT_NE(at, std::string::npos) << from;
     return text.replace(at, from.size(), to);
   };
-  EXPECT_NE(error_of(replaced("cluster-view 1", "cluster-view 2")).find("line 1:"), std::string::npos);
+  EXPECT_NE(error_of(replaced("cluster-view 2", "cluster-view 3")).find("line 1:"), std::string::npos);
   EXPECT_NE(error_of(replaced("taken_at 1764790000", "taken_at soon")).find("line 2: taken_at: \"soon\""),
             std::string::npos);
   EXPECT_NE(error_of(replaced("period_s 5", "period_s 0")).find("line 3: period_s: 0 is not a period"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced("pending 1", "pending 2")).find("line 7: expected \"nodes <number>\""), std::string::npos)
+  EXPECT_NE(error_of(replaced("for *", "for a b")).find("line 4: expected \"for <node name>\""), std::string::npos);
+  EXPECT_NE(error_of(replaced("for *", "for ../n1")).find("line 4: expected"), std::string::npos);
+  EXPECT_NE(error_of(replaced("for *\n", "")).find("line 4: expected \"for"), std::string::npos);
+  EXPECT_NE(error_of(replaced("pending 1", "pending 2")).find("line 8: expected \"nodes <number>\""), std::string::npos)
       << error_of(replaced("pending 1", "pending 2"));
   EXPECT_NE(error_of(replaced("NodeName=n2", "NodeName=n1")).find("node n1 listed twice"), std::string::npos);
   EXPECT_NE(error_of(replaced("43|n1", "43x|n1")).find("is not <job id>|<nodes>"), std::string::npos);

@@ -3,9 +3,10 @@
 // the nodes (docs/design.md, "One reader on the controller"). Two queries make it, whatever the
 // cluster's size: one squeue over every job state we use and one `scontrol -o -d show node`.
 //
-//   slurm-vgpu-cluster-view 1
+//   slurm-vgpu-cluster-view 2
 //   taken_at 1764790000                      the controller's clock when the queries were made
 //   period_s 5                               the publisher's period: the view is stale after 3
+//   for n1                                   whose view it is: * for the whole cluster
 //   pending 1
 //   42|infer|4294|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:2|1|alice|60|(null)
 //   nodes 2
@@ -17,7 +18,11 @@
 //
 // Pending lines are squeue's text in kSqueuePendingFormat (vgpu/node/slurm_text.h reads them),
 // node lines scontrol's one-line form. Every section is present and counted; nothing else is
-// accepted. The signature is what makes a view genuine where its file or its sender cannot be
+// accepted. A node's own view (`for n1`) is what its planner reads of the whole one: its own
+// line, the pending jobs of its partitions and the running jobs on it, so that what the publisher
+// sends each period grows with the nodes, not with their square (cluster_view_snapshot.h cuts it).
+// The name is signed with the rest: one node's view cannot be passed off as another's. Version 1
+// is the whole cluster's view without a `for` line, still read (a publisher of the release before). The signature is what makes a view genuine where its file or its sender cannot be
 // trusted by owner (NFS root squash, the network): only root on the controller holds the private
 // key (nodeagent/adapters/view_signature.h).
 #pragma once
@@ -38,7 +43,9 @@
 namespace vgpu::contract {
 
 inline constexpr std::string_view kClusterViewFormat = "slurm-vgpu-cluster-view";
-inline constexpr std::uint64_t kClusterViewVersion = 1;
+inline constexpr std::uint64_t kClusterViewVersion = 2;
+// `for *`: every node's lines.
+inline constexpr std::string_view kWholeCluster = "*";
 // About 250,000 pending jobs, or 5,000 nodes' lines and 100,000 running jobs: a planner's round
 // is linear in it (docs/benchmarks.md).
 inline constexpr std::uint64_t kClusterViewMaxBytes = 32u << 20;
@@ -61,14 +68,19 @@ struct RunningJob {
 struct ClusterView {
   std::int64_t taken_at = 0;  // Unix seconds, the controller's clock
   std::int64_t period_s = 5;
-  std::vector<std::string> pending;          // squeue lines, in squeue's order
-  std::map<std::string, std::string> nodes;  // NodeName -> its scontrol line
+  std::string for_node = std::string(kWholeCluster);  // a node's name, or kWholeCluster
+  std::vector<std::string> pending;                   // squeue lines, in squeue's order
+  std::map<std::string, std::string> nodes;           // NodeName -> its scontrol line
   std::vector<RunningJob> running;
   bool operator==(const ClusterView&) const = default;
 
   // Seconds after which this view no longer steers anything.
   [[nodiscard]] std::int64_t stale_after_s() const;
 };
+
+// What a view's `for` line and a publisher's request may name: a node name as Slurm takes it (no
+// blank, control character, '/' or '|', under 256 bytes), or kWholeCluster.
+bool is_view_node_name(std::string_view name);
 
 // The view's text without a signature line.
 std::string render_cluster_view(const ClusterView& view);
