@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "vgpu/base/text_split.h"
 #include "vgpu/contract/node_files.h"
+#include "vgpu/node/wide_booking.h"
 
 namespace vgpu {
 namespace {
@@ -78,6 +82,46 @@ Result<contract::ClusterView> cluster_view_from_slurm(std::string_view squeue, s
     return {};
   });
   if (!shown) return std::unexpected(shown.error());
+  return view;
+}
+
+ClusterViewCuts::ClusterViewCuts(contract::ClusterView whole) : whole_(std::move(whole)) {
+  for (std::size_t i = 0; i < whole_.pending.size(); ++i)
+    for (auto partition : split_view(field(whole_.pending[i], 1), ','))
+      if (!partition.empty()) pending_by_partition_[std::string(partition)].push_back(i);
+  for (std::size_t i = 0; i < whole_.running.size(); ++i) {
+    const auto& nodes = whole_.running[i].nodes;
+    if (nodes.find_first_of("[,") == std::string::npos) running_by_node_[nodes].push_back(i);
+    else
+      running_on_lists_.emplace_back(NodeList(nodes), i);
+  }
+}
+
+contract::ClusterView ClusterViewCuts::cut(const std::string& node) const {
+  contract::ClusterView view;
+  view.taken_at = whole_.taken_at;
+  view.period_s = whole_.period_s;
+  view.for_node = node;
+  // Its jobs whether or not its line is there: a planner must never read "no jobs" from a view
+  // that merely lacks its line.
+  std::vector<std::size_t> running;
+  if (auto jobs = running_by_node_.find(node); jobs != running_by_node_.end()) running = jobs->second;
+  for (const auto& [list, i] : running_on_lists_)
+    if (list.contains(node)) running.push_back(i);
+  std::ranges::sort(running);
+  for (auto i : running) view.running.push_back(whole_.running[i]);
+  const auto line = whole_.nodes.find(node);
+  if (line == whole_.nodes.end()) return view;
+  view.nodes.insert(*line);
+  std::vector<std::size_t> pending;
+  const auto states = parse_scontrol_nodes(line->second);
+  for (const auto& partition : states.nodes.empty() ? std::vector<std::string>{} : states.nodes[0].partitions)
+    if (auto jobs = pending_by_partition_.find(partition); jobs != pending_by_partition_.end())
+      pending.insert(pending.end(), jobs->second.begin(), jobs->second.end());
+  std::ranges::sort(pending);  // squeue's order, each job once
+  const auto [last, end] = std::ranges::unique(pending);
+  pending.erase(last, end);
+  for (auto i : pending) view.pending.push_back(whole_.pending[i]);
   return view;
 }
 

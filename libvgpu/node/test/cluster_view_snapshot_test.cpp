@@ -39,6 +39,58 @@ TEST(ClusterViewSnapshot, PendingRunningAndNodesAreSortedOutOfTheTwoAnswers) {
   EXPECT_EQ(*back, *view);
 }
 
+// Three nodes: n1 in infer, n2 in infer and train, n3 in train; jobs of either partition or
+// both pending, jobs on one node, on a range and on a list of them running.
+ClusterViewCuts three_node_cuts() {
+  contract::ClusterView whole;
+  whole.taken_at = 1764790000;
+  whole.pending = {"50|train|9|2026-12-03T10:00:00|Resources|gres/vgpu:7g.80gb:1|1|bob|60|(null)",
+                   "51|infer|9|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:1|1|amy|60|(null)",
+                   "52|infer,train|9|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:1|1|amy|60|(null)"};
+  whole.nodes = {{"n1", "NodeName=n1 Gres=vgpu:1g.10gb:2 State=IDLE Partitions=infer"},
+                 {"n2", "NodeName=n2 Gres=vgpu:1g.10gb:2 State=IDLE Partitions=infer,train"},
+                 {"n3", "NodeName=n3 Gres=vgpu:7g.80gb:1 State=IDLE Partitions=train"}};
+  whole.running = {{60, "n1"}, {61, "n[2-3]"}, {62, "n1,n3"}, {63, "n2"}, {64, "n[8-9]"}};
+  return ClusterViewCuts(whole);
+}
+
+std::vector<JobId> jobs_of(const contract::ClusterView& view) {
+  std::vector<JobId> jobs;
+  for (const auto& r : view.running) jobs.push_back(r.job);
+  return jobs;
+}
+
+TEST(ClusterViewCuts, ANodeGetsItsLineItsPartitionsDemandAndItsJobs) {
+  const auto cuts = three_node_cuts();
+  const auto n1 = cuts.cut("n1");
+  EXPECT_EQ(n1.for_node, "n1");
+  EXPECT_EQ(n1.taken_at, 1764790000);
+  ASSERT_EQ(n1.nodes.size(), 1u);
+  EXPECT_TRUE(n1.nodes.contains("n1"));
+  ASSERT_EQ(n1.pending.size(), 2u);
+  EXPECT_TRUE(n1.pending[0].starts_with("51|"));
+  EXPECT_TRUE(n1.pending[1].starts_with("52|"));
+  EXPECT_EQ(jobs_of(n1), (std::vector<JobId>{60, 62}));
+  const auto n2 = cuts.cut("n2");  // both partitions: job 52 once, in squeue's order
+  ASSERT_EQ(n2.pending.size(), 3u);
+  EXPECT_TRUE(n2.pending[0].starts_with("50|"));
+  EXPECT_TRUE(n2.pending[2].starts_with("52|"));
+  EXPECT_EQ(jobs_of(n2), (std::vector<JobId>{61, 63}));
+  EXPECT_EQ(jobs_of(cuts.cut("n3")), (std::vector<JobId>{61, 62}));
+  auto back = contract::parse_cluster_view(contract::render_cluster_view(n2), "view");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, n2);
+}
+
+TEST(ClusterViewCuts, ANodeWithoutItsLineGetsItsJobsAndNothingOfTheOthers) {
+  const auto n9 = three_node_cuts().cut("n9");
+  EXPECT_EQ(n9.for_node, "n9");
+  EXPECT_TRUE(n9.nodes.empty());
+  EXPECT_TRUE(n9.pending.empty());
+  EXPECT_EQ(jobs_of(n9), (std::vector<JobId>{64}));
+  EXPECT_TRUE(three_node_cuts().cut("n7").running.empty());
+}
+
 TEST(ClusterViewSnapshot, LinesThatAreNotTheQueriesAreRefusedNamingThem) {
   auto short_line = cluster_view_from_slurm("42|infer\n", kNodes, 1, 5);
   ASSERT_FALSE(short_line);

@@ -3,10 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "vgpu/base/error.h"
 #include "vgpu/contract/cluster_view.h"
+#include "vgpu/policy/policy_hostlist.h"
 
 namespace vgpu {
 
@@ -24,6 +29,25 @@ inline constexpr std::string_view kVgpuGresMark = "vgpu:";
 // What the rest of the cluster waits for or runs on costs the nodes nothing to read.
 Result<contract::ClusterView> cluster_view_from_slurm(std::string_view squeue, std::string_view nodes,
                                                       std::int64_t taken_at, std::int64_t period_s);
+
+// One whole view cut per node (`for <node>`, contract/cluster_view.h): the node's own line, the
+// pending jobs of the partitions that line names (a job asking for several partitions is in each
+// one's), the running jobs whose nodes include it. The publisher answers each node with its cut, so
+// a period's bytes grow with the nodes instead of with their square; a planner reads nothing else
+// of the view. Indexed once per view: a job on one node (most of them) is found by its name, only
+// a multi-node job's hostlist is matched against each node asked about.
+class ClusterViewCuts {
+ public:
+  explicit ClusterViewCuts(contract::ClusterView whole);
+  [[nodiscard]] contract::ClusterView cut(const std::string& node) const;
+  [[nodiscard]] const contract::ClusterView& whole() const { return whole_; }
+
+ private:
+  contract::ClusterView whole_;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> pending_by_partition_;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> running_by_node_;
+  std::vector<std::pair<NodeList, std::size_t>> running_on_lists_;
+};
 
 // The pending lines of a view as one squeue text (kSqueuePendingFormat), for the wide-job bookings.
 std::string pending_text(const contract::ClusterView& view);
