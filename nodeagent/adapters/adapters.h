@@ -22,6 +22,9 @@ namespace vgpu::agent {
 // per period for the whole cluster by `vgpu-planner --publish-view`/`--serve-view`) instead of
 // every node asking slurmctld; with $VGPU_DEMAND_FILE set, pending jobs from that file.
 std::unique_ptr<SlurmClient> make_command_slurm_client();
+// This node's Slurm name by the contract's one rule (contract/node_files.h) from the environment
+// and the host name: a hook or planner is never slurmd, so its own command line names no node.
+Result<std::string> this_node_name();
 // The pending-job listing in the format parse_pending_jobs() reads (one squeue call).
 Result<std::string> squeue_pending_text();
 // The cluster view's two queries (vgpu/node/cluster_view_snapshot.h): one squeue, one scontrol.

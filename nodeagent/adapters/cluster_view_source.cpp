@@ -44,7 +44,7 @@ std::string ViewSourceSpec::name() const {
   return "?";
 }
 
-Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_view public_key) {
+Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_view public_key, std::string_view node) {
   ViewSourceSpec spec;
   if (value.empty() || value == "slurmctld") {
     spec.kind = ViewSourceSpec::Kind::slurmctld;
@@ -61,6 +61,7 @@ Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_vie
                                                          value));
   }
   spec.public_key = std::string(public_key);
+  spec.node = std::string(node);
   if (spec.kind == ViewSourceSpec::Kind::tcp && spec.public_key.empty())
     return fail(ErrorCode::invalid_argument,
                 fmt::format("VGPU_CLUSTER_VIEW={}: a view over the network needs "
@@ -71,7 +72,7 @@ Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_vie
 
 Result<std::string> fetch_view_text(const ViewSourceSpec& spec) {
   if (spec.kind == ViewSourceSpec::Kind::tcp)
-    return fetch_view(spec.host, spec.port, contract::kClusterViewMaxBytes, kFetchTimeout);
+    return fetch_view(spec.host, spec.port, spec.node, contract::kClusterViewMaxBytes, kFetchTimeout);
   const auto trust = spec.public_key.empty() ? contract::ViewTrust::owner : contract::ViewTrust::signature;
   return contract::read_cluster_view_file(posix_file_system(), spec.path, ::geteuid(), trust);
 }
@@ -100,7 +101,13 @@ Result<contract::ClusterView> ClusterViewSource::read_view() {
                   fmt::format("{}: signature does not verify with {}: not the publisher's, or altered", where,
                               spec_.public_key));
   }
-  return contract::parse_cluster_view(split->body, where);
+  auto view = contract::parse_cluster_view(split->body, where);
+  // A node's view holds nothing of the others: taken for another node it would read as a node
+  // without jobs or demand.
+  if (view && view->for_node != contract::kWholeCluster && view->for_node != spec_.node)
+    return fail(ErrorCode::unavailable, fmt::format("{}: the view of node {}, not of {}", where, view->for_node,
+                                                    spec_.node.empty() ? "the whole cluster" : spec_.node));
+  return view;
 }
 
 Result<const contract::ClusterView*> ClusterViewSource::fresh_view(std::int64_t now,

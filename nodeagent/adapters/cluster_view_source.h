@@ -35,13 +35,17 @@ struct ViewSourceSpec {
   std::string host;  // tcp
   int port = contract::kClusterViewPort;
   std::string public_key;  // a path; "" for none
+  // The node whose own view is asked for over TCP and accepted from any source; "" asks for the
+  // whole cluster's.
+  std::string node;
   // The name it goes by in the log and metrics: "tcp:ctl1:6828", the file's path, "slurmctld".
   [[nodiscard]] std::string name() const;
 };
 
-// VGPU_CLUSTER_VIEW's value (`service` already resolved to tcp:<controller>) and the key's path,
-// checked: `invalid` naming the variable and the value.
-Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_view public_key);
+// VGPU_CLUSTER_VIEW's value (`service` already resolved to tcp:<controller>), the key's path and
+// the node reading it, checked: `invalid` naming the variable and the value.
+Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_view public_key,
+                                         std::string_view node = "");
 
 // One source of views, read again at most once a second (a round asks it several times), keeping
 // the last good view while a read fails so that one lost connection costs nothing until the view

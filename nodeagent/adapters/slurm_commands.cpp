@@ -19,6 +19,7 @@
 #include "vgpu/policy/policy_hostlist.h"
 #include "vgpu/contract/job_record.h"
 #include "vgpu/contract/demand_file.h"
+#include "vgpu/contract/node_files.h"
 #include "process.h"
 #include "vgpu/base/text_split.h"
 #include "vgpu/node/cluster_view_snapshot.h"
@@ -52,6 +53,12 @@ Result<std::string> squeue_pending_text() {
 
 Result<std::string> squeue_view_text() {
   return run_ok({tool("squeue"), "-h", "-t", std::string(kSqueueViewStates), "-o", std::string(kSqueueViewFormat)});
+}
+
+Result<std::string> this_node_name() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return contract::resolve_node_name({std::getenv("VGPU_NODENAME"), std::getenv("SLURMD_NODENAME"), {}, host});
 }
 
 Result<std::string> scontrol_nodes_text() { return run_ok({tool("scontrol"), "-o", "-d", "show", "node"}); }
@@ -92,7 +99,9 @@ class ViewSetting {
       if (!host) return std::unexpected(host.error().within("VGPU_CLUSTER_VIEW=service"));
       value = "tcp:" + *host;
     }
-    auto spec = parse_view_source(value, key ? key : "");
+    auto node = this_node_name();
+    if (!node) return std::unexpected(node.error().within("VGPU_CLUSTER_VIEW"));
+    auto spec = parse_view_source(value, key ? key : "", *node);
     if (!spec) return std::unexpected(spec.error());
     return ClusterViewSource::open(std::move(*spec), fetch_view_text);
   }

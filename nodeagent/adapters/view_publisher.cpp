@@ -4,13 +4,11 @@
 
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <optional>
 
 #include "adapters.h"
-#include "view_signature.h"
-#include "view_transport.h"
-#include "vgpu/contract/cluster_view.h"
 #include "vgpu/node/cluster_view_snapshot.h"
 #include "vgpu/node/wide_booking.h"
 
@@ -19,9 +17,42 @@ namespace {
 
 void say(const std::string& line) { std::fprintf(stderr, "vgpu-planner: publish-view: %s\n", line.c_str()); }
 
+Result<std::string> signed_text(const contract::ClusterView& view, const ViewSigner* signer) {
+  std::string text = contract::render_cluster_view(view);
+  if (signer) {
+    auto signature = signer->sign(text);
+    if (!signature) return std::unexpected(signature.error());
+    text += contract::signature_line(*signature);
+  }
+  return text;
+}
+
+class PeriodAnswers final : public ViewAnswers {
+ public:
+  PeriodAnswers(const contract::ClusterView& whole, std::string whole_text, const ViewSigner* signer)
+      : cuts_(whole), whole_(std::make_shared<const std::string>(std::move(whole_text))), signer_(signer) {}
+
+  std::shared_ptr<const std::string> answer(const std::string& node) override {
+    if (node.empty()) return whole_;
+    auto& text = by_node_[node];
+    if (!text) {
+      auto made = signed_text(cuts_.cut(node), signer_);
+      if (!made) return nullptr;  // the node reads "no view" and the whole view's signing says why
+      text = std::make_shared<const std::string>(std::move(*made));
+    }
+    return text;
+  }
+
+ private:
+  ClusterViewCuts cuts_;
+  std::shared_ptr<const std::string> whole_;
+  const ViewSigner* signer_;
+  std::map<std::string, std::shared_ptr<const std::string>> by_node_;
+};
+
 // One period's view, signed where there is a key; an error leaves the last one to age, so the
 // nodes see it go stale rather than trust a half-read cluster.
-Result<std::pair<contract::ClusterView, std::string>> take_view(int period_s, const std::optional<ViewSigner>& signer) {
+Result<std::pair<contract::ClusterView, std::string>> take_view(int period_s, const ViewSigner* signer) {
   const auto taken_at = static_cast<std::int64_t>(std::time(nullptr));
   auto jobs = squeue_view_text();
   if (!jobs) return std::unexpected(jobs.error());
@@ -29,16 +60,17 @@ Result<std::pair<contract::ClusterView, std::string>> take_view(int period_s, co
   if (!nodes) return std::unexpected(nodes.error());
   auto view = cluster_view_from_slurm(*jobs, *nodes, taken_at, period_s);
   if (!view) return std::unexpected(view.error());
-  std::string text = contract::render_cluster_view(*view);
-  if (signer) {
-    auto signature = signer->sign(text);
-    if (!signature) return std::unexpected(signature.error());
-    text += contract::signature_line(*signature);
-  }
-  return std::pair{std::move(*view), std::move(text)};
+  auto text = signed_text(*view, signer);
+  if (!text) return std::unexpected(text.error());
+  return std::pair{std::move(*view), std::move(*text)};
 }
 
 }  // namespace
+
+std::shared_ptr<ViewAnswers> period_answers(const contract::ClusterView& whole, std::string whole_text,
+                                            const ViewSigner* signer) {
+  return std::make_shared<PeriodAnswers>(whole, std::move(whole_text), signer);
+}
 
 int publish_cluster_view(const ViewPublishing& how, const sigset_t& signals) {
   std::optional<ViewSigner> signer;
@@ -58,10 +90,10 @@ int publish_cluster_view(const ViewPublishing& how, const sigset_t& signals) {
   BookingRetries booking_retries;
   std::string last_problem;
   while (true) {
-    auto taken = take_view(how.period_s, signer);
+    auto taken = take_view(how.period_s, signer ? &*signer : nullptr);
     std::string problem = taken ? "" : taken.error().message;
     if (taken) {
-      if (server) server->publish(taken->second);
+      if (server) server->publish(period_answers(taken->first, taken->second, signer ? &*signer : nullptr));
       if (!how.file.empty())
         if (auto ok = contract::write_cluster_view_file(posix_file_system(), how.file, taken->second); !ok)
           problem = ok.error().message;

@@ -11,6 +11,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+
+#include "vgpu/contract/cluster_view.h"
 
 namespace vgpu::agent {
 namespace {
@@ -39,10 +42,56 @@ struct Fd {
   }
 };
 
+// Writes all of `text` before `deadline`; false when the peer is gone or too slow.
+bool send_all(int fd, std::string_view text, Clock::time_point deadline) {
+  std::size_t sent = 0;
+  while (sent < text.size() && wait_for(fd, POLLOUT, deadline)) {
+    const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno != EINTR && errno != EAGAIN) return false;
+    if (n > 0) sent += static_cast<std::size_t>(n);
+  }
+  return sent == text.size();
+}
+
+// The node a client names ("node n1\n"); "" where it sends nothing within kRequestWait or
+// closes its end first; nullopt for anything else, which is not answered.
+std::optional<std::string> read_request(int fd) {
+  const auto deadline = Clock::now() + kRequestWait;
+  std::string line;
+  char buf[kMaxRequestBytes];
+  while (line.find('\n') == std::string::npos) {
+    if (line.size() >= kMaxRequestBytes) return std::nullopt;
+    if (!wait_for(fd, POLLIN, deadline)) return line.empty() ? std::optional<std::string>("") : std::nullopt;
+    const ssize_t n = ::read(fd, buf, kMaxRequestBytes - line.size());
+    if (n == 0) return line.empty() ? std::optional<std::string>("") : std::nullopt;
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return std::nullopt;
+    }
+    line.append(buf, static_cast<std::size_t>(n));
+  }
+  constexpr std::string_view key = "node ";
+  const auto request = std::string_view(line).substr(0, line.find('\n'));
+  if (!request.starts_with(key) || !contract::is_view_node_name(request.substr(key.size()))) return std::nullopt;
+  return std::string(request.substr(key.size()));
+}
+
+// The same text for every question.
+class FixedAnswers final : public ViewAnswers {
+ public:
+  explicit FixedAnswers(std::string text) : text_(std::make_shared<const std::string>(std::move(text))) {}
+  std::shared_ptr<const std::string> answer(const std::string&) override { return text_; }
+
+ private:
+  std::shared_ptr<const std::string> text_;
+};
+
 }  // namespace
 
-Result<std::string> fetch_view(const std::string& host, int port, std::size_t max_bytes,
+Result<std::string> fetch_view(const std::string& host, int port, const std::string& node, std::size_t max_bytes,
                                std::chrono::milliseconds timeout) {
+  if (!node.empty() && !contract::is_view_node_name(node))
+    return fail(ErrorCode::invalid_argument, fmt::format("cluster view: \"{}\" is not a node name", node));
   const auto where = fmt::format("cluster view from {}:{}", host, port);
   const auto deadline = Clock::now() + timeout;
   addrinfo hints{};
@@ -66,6 +115,8 @@ Result<std::string> fetch_view(const std::string& host, int port, std::size_t ma
       last_error = err ? std::strerror(err) : "connect timed out";
       continue;
     }
+    if (!node.empty() && !send_all(sock.fd, "node " + node + "\n", deadline))
+      return fail(ErrorCode::unavailable, fmt::format("{}: the request for node {} could not be sent", where, node));
     std::string text;
     char buf[65536];
     while (true) {
@@ -113,11 +164,12 @@ ViewServer::~ViewServer() {
   ::close(fd_);
 }
 
-void ViewServer::publish(std::string text) {
-  auto shared = std::make_shared<const std::string>(std::move(text));
+void ViewServer::publish(std::shared_ptr<ViewAnswers> answers) {
   std::lock_guard lock(mutex_);
-  text_ = std::move(shared);
+  answers_ = std::move(answers);
 }
+
+void ViewServer::publish(std::string text) { publish(std::make_shared<FixedAnswers>(std::move(text))); }
 
 void ViewServer::serve() {
   while (!stop_) {
@@ -125,20 +177,16 @@ void ViewServer::serve() {
     if (::poll(&p, 1, 500) <= 0) continue;
     Fd client{::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
     if (client.fd < 0) continue;
-    std::shared_ptr<const std::string> text;
+    const auto node = read_request(client.fd);
+    if (!node) continue;
+    std::shared_ptr<ViewAnswers> answers;
     {
       std::lock_guard lock(mutex_);
-      text = text_;
+      answers = answers_;
     }
-    if (!text) continue;  // nothing taken yet: the node reads "no view" from the empty answer
-    const auto deadline = Clock::now() + std::chrono::seconds(1);
-    std::size_t sent = 0;
-    while (sent < text->size() && wait_for(client.fd, POLLOUT, deadline)) {
-      const ssize_t n = ::send(client.fd, text->data() + sent, text->size() - sent, MSG_NOSIGNAL);
-      if (n < 0 && errno != EINTR && errno != EAGAIN) break;
-      if (n > 0) sent += static_cast<std::size_t>(n);
-    }
-    if (sent == text->size()) ++served_;
+    // Nothing taken yet: the node reads "no view" from the empty answer.
+    const auto text = answers ? answers->answer(*node) : nullptr;
+    if (text && send_all(client.fd, *text, Clock::now() + std::chrono::seconds(1))) ++served_;
   }
 }
 

@@ -30,14 +30,6 @@ std::string env_or(const char* name, std::string fallback) {
   return v && *v ? std::string(v) : std::move(fallback);
 }
 
-// The contract's one rule for which node this is (node_files.h), as the hooks' front end asks it;
-// a hook or planner is never slurmd, so its own command line names no node.
-Result<std::string> node_name() {
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  return contract::resolve_node_name({std::getenv("VGPU_NODENAME"), std::getenv("SLURMD_NODENAME"), {}, host});
-}
-
 // NVML unless told otherwise or the node has partitionable AMD GPUs: a few stat calls, no driver
 // initialisation, because every prolog and epilog pays for this choice.
 Result<std::unique_ptr<GpuBackend>> open_backend() {
@@ -95,7 +87,7 @@ void NodeRuntime::append_to_node_log(const NodeContext& ctx, std::string_view pr
 void NodeRuntime::poke_planner() const { (void)signal_pidfile(planner_pidfile(), SIGUSR1); }
 
 Result<NodeContext> NodeRuntime::bare_context() {
-  auto node = node_name();
+  auto node = this_node_name();
   if (!node) return std::unexpected(node.error());
   NodeContext ctx;
   ctx.node = *node;
@@ -106,7 +98,7 @@ Result<NodeContext> NodeRuntime::bare_context() {
 Result<std::unique_ptr<NodeRuntime>> NodeRuntime::from_environment(std::string_view program, Use use) {
   std::unique_ptr<NodeRuntime> rt(new NodeRuntime());
   rt->program_ = std::string(program);
-  auto node = node_name();
+  auto node = this_node_name();
   if (!node) return std::unexpected(node.error());
   rt->ctx_.node = *node;
   rt->ctx_.state_dir = contract::resolve_state_dir(std::getenv("VGPU_STATE_DIR"));

@@ -14,6 +14,7 @@
 #include "adapters.h"
 #include "cluster_view_source.h"
 #include "view_signature.h"
+#include "view_publisher.h"
 #include "view_transport.h"
 #include "vgpu/contract/cluster_view.h"
 
@@ -99,12 +100,67 @@ TEST_F(ClusterViewTrust, AServedViewArrivesWholeAndAnOversizedOneIsRefused) {
   std::string big = signed_text(view_at(1000));
   big.insert(0, std::string(3 << 20, 'x'));  // several socket buffers: the reader must loop
   (*server)->publish(big);
-  auto fetched = fetch_view("127.0.0.1", (*server)->port(), 8 << 20, std::chrono::milliseconds(5000));
+  auto fetched = fetch_view("127.0.0.1", (*server)->port(), "n1", 8 << 20, std::chrono::milliseconds(5000));
   ASSERT_TRUE(fetched) << fetched.error().message;
   EXPECT_EQ(*fetched, big);
-  auto capped = fetch_view("127.0.0.1", (*server)->port(), 1 << 20, std::chrono::milliseconds(5000));
+  auto capped = fetch_view("127.0.0.1", (*server)->port(), "n1", 1 << 20, std::chrono::milliseconds(5000));
   ASSERT_FALSE(capped);
   EXPECT_NE(capped.error().message.find("over the 1048576 byte limit"), std::string::npos) << capped.error().message;
+}
+
+TEST_F(ClusterViewTrust, EachNodeIsServedItsOwnSignedViewAndANodeThatNamesNoneTheWhole) {
+  auto server = ViewServer::listen(0);
+  ASSERT_TRUE(server) << server.error().message;
+  auto whole = view_at(1000);
+  whole.nodes.emplace("n2", "NodeName=n2 Gres=vgpu:7g.80gb:1 State=IDLE");
+  auto signer = ViewSigner::from_private_key_file(dir + "/view.key");
+  auto verifier = ViewVerifier::from_public_key_file(dir + "/view.pub");
+  ASSERT_TRUE(signer && verifier);
+  const std::string whole_text = signed_text(whole);
+  (*server)->publish(period_answers(whole, whole_text, &*signer));
+  auto own_view = [&](const std::string& node) -> contract::ClusterView {
+    auto text = fetch_view("127.0.0.1", (*server)->port(), node, 1 << 20, std::chrono::milliseconds(5000));
+    EXPECT_TRUE(text) << text.error().message;
+    auto split = contract::split_view_signature(*text, "answer");
+    EXPECT_TRUE(split && split->signature && verifier->verify(split->body, *split->signature)) << *text;
+    auto view = contract::parse_cluster_view(split->body, "answer");
+    EXPECT_TRUE(view) << view.error().message;
+    return *view;
+  };
+  const auto n2 = own_view("n2");
+  EXPECT_EQ(n2.for_node, "n2");
+  ASSERT_EQ(n2.nodes.size(), 1u);
+  EXPECT_TRUE(n2.nodes.contains("n2"));
+  EXPECT_EQ(n2.running, (std::vector<contract::RunningJob>{{41, "n[1-2]"}}));
+  EXPECT_EQ(own_view("n1").for_node, "n1");
+  EXPECT_EQ(own_view("").for_node, contract::kWholeCluster);  // a planner of the release before
+  auto again = fetch_view("127.0.0.1", (*server)->port(), "", 1 << 20, std::chrono::milliseconds(5000));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, whole_text);
+  EXPECT_EQ((*server)->served(), 4u);
+  auto bad = fetch_view("127.0.0.1", (*server)->port(), "n1 n2", 1 << 20, std::chrono::milliseconds(5000));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::invalid_argument);
+}
+
+TEST_F(ClusterViewTrust, AnotherNodesViewIsNotTaken) {
+  auto other = view_at(1000);
+  other.for_node = "n2";
+  std::vector<Result<std::string>> answers{signed_text(other)};
+  int reads = 0;
+  ViewSourceSpec spec = *parse_view_source("tcp:ctl1", dir + "/view.pub", "n1");
+  auto source = ClusterViewSource::open(spec, [&](const ViewSourceSpec&) {
+    ++reads;
+    return answers.front();
+  });
+  ASSERT_TRUE(source);
+  auto view = source->fresh_view(1001, Tick{seconds(100)});
+  ASSERT_FALSE(view);
+  EXPECT_NE(view.error().message.find("cluster view tcp:ctl1:6828: the view of node n2, not of n1"), std::string::npos)
+      << view.error().message;
+  other.for_node = "n1";
+  answers = {signed_text(other)};
+  EXPECT_TRUE(source->fresh_view(1001, Tick{seconds(200)}));
 }
 
 TEST_F(ClusterViewTrust, NoPublisherListeningIsAnErrorNotAWait) {
@@ -115,7 +171,7 @@ TEST_F(ClusterViewTrust, NoPublisherListeningIsAnErrorNotAWait) {
     port = (*server)->port();
   }
   const auto start = std::chrono::steady_clock::now();
-  auto fetched = fetch_view("127.0.0.1", port, 1 << 20, std::chrono::milliseconds(2000));
+  auto fetched = fetch_view("127.0.0.1", port, "n1", 1 << 20, std::chrono::milliseconds(2000));
   ASSERT_FALSE(fetched);
   EXPECT_EQ(fetched.error().code, ErrorCode::unavailable);
   EXPECT_NE(fetched.error().message.find("cluster view from 127.0.0.1:"), std::string::npos);
