@@ -90,6 +90,11 @@ cpu_ticks() { # utime + stime of a pid, in clock ticks (0 when it is gone)
 }
 planner_pids() { for n in $VC_NODES; do cat "$VGPU_STATE_DIR/$n/planner.pid" 2>/dev/null; done; }
 slurmd_pids() { for n in $VC_NODES; do cat "$VC_RUN/run/slurmd.$n.pid" 2>/dev/null; done; }
+view_answer_bytes() { # $1 the request line ("" for none: the whole view, as for a planner of the release before)
+  ( exec 3<>"/dev/tcp/127.0.0.1/$VP_VIEW_PORT" || exit 1
+    [ -n "$1" ] && printf '%s\n' "$1" >&3
+    wc -c <&3 )
+}
 rss_kib() { # resident memory of the pids given, summed, in KiB
   local p sum=0 kib
   for p in "$@"; do kib=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null); sum=$((sum + ${kib:-0})); done
@@ -165,6 +170,8 @@ run_size() { # $1 nodes $2 mode
     measure_begin
     sleep "$IDLE_S"
     measure_end idle
+    # What one planner's fetch costs the publisher's link, against the whole view it once was.
+    [ "$mode" = view ] && echo "$nodes $(view_answer_bytes "node n1") $(view_answer_bytes "")" >> "$results/view-bytes.txt"
     if [ "$mode" = none ]; then  # nothing serves vgpu jobs here: no busy phase
       vp_stop >/dev/null 2>&1
       exit 0
@@ -237,6 +244,18 @@ for line in open(f"{d}/runs.txt"):
                 "publisher_cpu_pct": round(100 * int(pub) / hz / wall, 3),
                 "rss_mib_per_node": round(int(rss_nodes) / 1024 / nodes, 1),
                 "ctld_rss_mib": round(int(rss_ctld) / 1024, 1)}
+try:
+    view_bytes = {int(n): (int(own), int(whole)) for n, own, whole in (l.split() for l in open(f"{d}/view-bytes.txt"))}
+except FileNotFoundError:
+    view_bytes = {}
+for (nodes, mode), r in runs.items():
+    if mode == "view" and nodes in view_bytes:
+        own, whole = view_bytes[nodes]
+        # Every planner fetches its own view about once per round.
+        r["view_answer_bytes"], r["whole_view_bytes"] = own, whole
+        r["publisher_bytes_per_s"] = round(own * nodes / publish_period)
+        print(f"{nodes} nodes: a node's view {own} bytes, the whole view {whole}: the publisher sends about "
+              f"{own * nodes / publish_period / 1e6:.2f} MB/s (the whole view to every node: {whole * nodes / publish_period / 1e6:.2f})")
 out = {"machine": machine, "command": command, "runs": []}
 print(f"machine: {machine}\ncommand: {command}")
 print(f"{'nodes':>5} {'view by':>7} | {'idle RPC/s':>10} {'ctld CPU %':>10} {'planner CPU %/node':>18} | {'busy RPC/s':>10} "
