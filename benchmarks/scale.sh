@@ -5,7 +5,11 @@
 # way the planners learn slurmctld's view (`squeue`: every planner asks slurmctld each period, as
 # without a publisher; `view`: one `vgpu-planner --serve-view` on the controller makes two queries
 # per period for the whole cluster and the planners fetch its signed view over TCP; `none`: the
-# same cluster without planners or publisher, idle only, what slurmctld costs by itself), it reports:
+# same cluster without planners or publisher, idle only, what slurmctld costs by itself; `count`:
+# the same cluster and jobs as a site without slurm-vgpu runs them, a count-only GRES of 8 per node
+# (`countgpu`) and `--gres=countgpu:<n>` per job, no prolog, epilog, planner or publisher: the busy
+# baseline),
+# it reports:
 #   - slurmctld's RPC load from `sdiag`, in two phases: *idle* (IDLE_S seconds with no job: what the
 #     product costs the controller by itself) and *busy* (from the first submission until the last
 #     job left the queue; this includes the driver's own sbatch calls and its squeue poll every 5 s,
@@ -130,10 +134,13 @@ run_size() { # $1 nodes $2 mode
   VC_NODES=${VC_NODES% }
   export VC_NODES
   case $mode in
-    squeue) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=0 ;;
-    view) export VP_CLUSTER_VIEW=tcp VP_NO_PLANNERS=0 ;;
-    none) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=1 ;;
-    *) echo "FAIL: scale.sh: mode '$mode': expected squeue, view or none"; exit 2 ;;
+    squeue) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=0 VP_COUNT_GRES= ;;
+    view) export VP_CLUSTER_VIEW=tcp VP_NO_PLANNERS=0 VP_COUNT_GRES= ;;
+    none) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=1 VP_COUNT_GRES= ;;
+    # gres/gpu drops a GPU without File= ("Removing file-less GPU"), and this host has no GPU
+    # device files to give it: a GRES of another name is the count-only GRES Slurm keeps.
+    count) export VP_CLUSTER_VIEW=0 VP_NO_PLANNERS=1 VP_COUNT_GRES=countgpu:8 ;;
+    *) echo "FAIL: scale.sh: mode '$mode': expected squeue, view, none or count"; exit 2 ;;
   esac
   # Every planner's first round, and the check of every node, on this host's few cores.
   export VP_SETTLE_S=$((30 + nodes))
@@ -184,10 +191,12 @@ run_size() { # $1 nodes $2 mode
       local wait_s
       wait_s=$(echo "$start + $delay - $EPOCHREALTIME" | bc)
       [ "${wait_s:0:1}" != "-" ] && sleep "$wait_s"
+      # The count-only baseline runs the same jobs on whole GPUs: vgpu:<profile>:<n> -> countgpu:<n>.
+      [ "$mode" = count ] && gres=countgpu:${gres##*:}
       id=$(sbatch --parsable -p "$part" --gres="$gres" -o /dev/null --wrap "sleep $run") || id=""
       [ -n "$id" ] && ids+=("$id")
     done < "$results/slice.txt"
-    if [ "$restart" = 1 ]; then
+    if [ "$restart" = 1 ] && [ "$mode" = view ]; then  # what comes back is the view and the planners
       restart_check
       ctld=$(cat "$VC_RUN/run/slurmctld.pid") c0=0  # slurmctld's busy CPU counts from its restart
     fi
@@ -203,7 +212,7 @@ run_size() { # $1 nodes $2 mode
     done
     measure_end busy
     for id in "${ids[@]}"; do scontrol show job -o "$id"; done > "$results/jobs.$nodes.$mode.txt"
-    vp_check >/dev/null 2>&1 || echo "WARNING: $nodes nodes ($mode): a node ended inconsistent"
+    [ "$mode" = count ] || vp_check >/dev/null 2>&1 || echo "WARNING: $nodes nodes ($mode): a node ended inconsistent"
     vp_stop >/dev/null 2>&1
   )
   rm -rf "$VC_RUN"

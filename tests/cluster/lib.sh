@@ -133,6 +133,8 @@ _vc_munge_start() {
 # placeholder declares every profile at its maximum so valid requests pend instead of being rejected.
 _vc_gres_line() { # $1 node
   local total p n
+  # VC_GRES_LINE (with VC_GRES_TYPES): every node's Gres= as a site without slurm-vgpu has it.
+  [ -n "${VC_GRES_LINE:-}" ] && { echo "$VC_GRES_LINE"; return 0; }
   total=$(vc_total_of "$1")
   if [ "${1:-}" = future ]; then
     # The placeholder declares every type at the largest node total (docs/slurm.md), so a mixed
@@ -171,7 +173,7 @@ SlurmUser=root
 SlurmdUser=root
 $auth
 PluginDir=$VC_PLUGIN_DIR:$VC_SLURM_LIBDIR
-GresTypes=vgpu
+GresTypes=${VC_GRES_TYPES:-vgpu}
 StateSaveLocation=$VC_RUN/ctld-state
 SlurmdSpoolDir=$VC_RUN/spool/%n
 SlurmctldPidFile=$VC_RUN/run/slurmctld.pid

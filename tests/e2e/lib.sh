@@ -370,7 +370,15 @@ vp_planner_stop() { _vc_stop_pidfile "$VGPU_STATE_DIR/$1/planner.pid"; }
 vp_start() {
   vc_init
   _vp_policy_write
-  _vp_hooks_write
+  # VP_COUNT_GRES=countgpu:8 (benchmarks/scale.sh's busy baseline): the same cluster as a site without
+  # slurm-vgpu runs it, count-only GRES and no prolog, epilog, planners or publisher.
+  if [ -n "${VP_COUNT_GRES:-}" ]; then
+    VC_GRES_TYPES=${VP_COUNT_GRES%%:*} VC_GRES_LINE=$VP_COUNT_GRES VP_NO_PLANNERS=1 VP_CLUSTER_VIEW=0
+    # A GRES without File= and without a plugin is a count (gres.conf(5)), as slurmd reports it.
+    echo "Name=${VP_COUNT_GRES%%:*} Count=${VP_COUNT_GRES##*:}" > "$VC_RUN/etc/gres.conf"
+  else
+    _vp_hooks_write
+  fi
   # Accounting (VC_ACCOUNTING=1) records every type the policy offers, as docs/accounting.md says.
   [ "$VC_ACCOUNTING" = 1 ] && VC_ACCOUNTING_TRES=$("$VP_VGPUCTL" accounting-tres "$VC_RUN/etc/vgpu-policy.json")
   local n
