@@ -25,5 +25,6 @@ void add_policy_command(CLI::App& app, int& exit_code);
 void add_status_command(CLI::App& app, int& exit_code);
 void add_slurm_check_command(CLI::App& app, int& exit_code);
 void add_submit_table_command(CLI::App& app, int& exit_code);
+void add_offers_commands(CLI::App& app, int& exit_code);
 
 }  // namespace vgpuctl

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   vgpuctl::add_job_command(app, exit_code);
   vgpuctl::add_report_command(app, exit_code);
   vgpuctl::add_submit_table_command(app, exit_code);
+  vgpuctl::add_offers_commands(app, exit_code);
   vgpuctl::add_policy_command(app, exit_code);
   vgpuctl::add_accounting_tres_command(app, exit_code);
   vgpuctl::add_slurm_check_command(app, exit_code);

@@ -11,15 +11,14 @@
 
 namespace vgpu {
 
-namespace {
-
-// Node states in which Slurm would not run a new job, or an admin has other plans for the node.
 bool usable_state(std::string_view state) {
   for (std::string_view bad : {"DOWN", "DRAIN", "FAIL", "MAINT", "RESERVED", "NOT_RESPONDING", "POWER", "REBOOT",
                                "FUTURE", "UNKNOWN", "INVAL", "PLANNED"})
     if (state.find(bad) != std::string_view::npos) return false;
   return true;
 }
+
+namespace {
 
 std::string utc_text(std::int64_t t) {
   std::time_t tt = static_cast<std::time_t>(t);

@@ -80,4 +80,33 @@ out=$("$vgpuctl" slurm-check "$example" --from "$captured" 2>&1); rc=$?
 rm -r "$captured"
 out=$("$vgpuctl" slurm-check "$example" --scontrol false 2>&1); rc=$?
 [ $rc = 2 ] && [[ $out == *"slurm-check: \`false show config\` failed (exit status 1)"* ]] || fail "slurm-check failing scontrol: rc=$rc $out"
+# offers / why: what a user sees, from Slurm's own text (here a fake squeue and scontrol).
+fake=$(mktemp -d)
+cat > "$fake/scontrol" <<'EOF'
+#!/bin/bash
+echo "NodeName=gpu17 Arch=x86_64 Gres=vgpu:free:10,vgpu:1g.10gb:3 GresUsed=vgpu:1g.10gb:3 State=MIXED Partitions=infer"
+EOF
+cat > "$fake/squeue" <<'EOF'
+#!/bin/bash
+case "$*" in
+  *"-j 42 -t PD"*) echo "42|infer|4294|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:2|1|alice|60|(null)" ;;
+  *"-j 43 -o %T"*) echo RUNNING ;;
+esac
+EOF
+chmod 755 "$fake/scontrol" "$fake/squeue"
+out=$("$vgpuctl" offers infer --policy "$example" --slurm-bin "$fake" 2>&1); rc=$?
+[ $rc = 0 ] && [[ $out == *"partition infer: 1 vgpu node(s), 1 can start jobs now, at most 4 instances per job"* ]] &&
+  [[ $out == *"on H100-80GB: 1g.10gb, 1g.20gb, 2g.20gb"* ]] && [[ $out == *"free now: none"* ]] || fail "offers: rc=$rc $out"
+out=$("$vgpuctl" offers nosuch --policy "$example" --slurm-bin "$fake" 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"partition nosuch: not in"* ]] || fail "offers unknown partition: rc=$rc $out"
+out=$("$vgpuctl" why 42 --policy "$example" --slurm-bin "$fake" 2>&1); rc=$?
+[ $rc = 0 ] && [[ $out == *"job 42 (alice) pends in infer: Slurm's reason: Resources"* ]] &&
+  [[ $out == *"vgpu:1g.10gb:2 in infer: 0 of the 1 node(s) it needs have 2 x 1g.10gb free now"* ]] || fail "why: rc=$rc $out"
+out=$("$vgpuctl" why 43 --policy "$example" --slurm-bin "$fake" 2>&1); rc=$?
+[ $rc = 0 ] && [[ $out == "job 43 is RUNNING, not pending" ]] || fail "why running: rc=$rc $out"
+out=$("$vgpuctl" why 44 --policy "$example" --slurm-bin "$fake" 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"job 44: Slurm knows no such job"* ]] || fail "why unknown job: rc=$rc $out"
+out=$("$vgpuctl" why '42;rm' --policy "$example" --slurm-bin "$fake" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == *"not a job id"* ]] || fail "why hostile job id: rc=$rc $out"
+rm -rf "$fake"
 echo "vgpuctl CLI: all checks passed"

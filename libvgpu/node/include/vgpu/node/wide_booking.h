@@ -44,6 +44,9 @@ struct SlurmNodeStates {
   std::vector<std::string> errors;
 };
 SlurmNodeStates parse_scontrol_nodes(std::string_view output);
+// Whether Slurm would start a new job on a node in `state` ("MIXED", "IDLE+DRAIN", ...): not one
+// that is down, draining, reserved, powered off or otherwise spoken for.
+bool usable_state(std::string_view state);
 
 // The squeue format of the running-job listing parse_running_job_ends() reads.
 inline constexpr std::string_view kSqueueRunningFormat = "%i|%N|%e|%t";
