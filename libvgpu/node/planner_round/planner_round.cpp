@@ -352,14 +352,21 @@ Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::v
   return true;
 }
 
-// Polls slurm_caught_up until it holds or ctx.confirm_timeout_ms has passed.
+// Polls slurm_caught_up until it holds or ctx.confirm_timeout_ms has passed, the wait between two
+// questions doubling from ctx.confirm_poll_ms to 8 times that: each question is two RPCs that
+// slurmctld answers to every node shrinking at once, and a slurmctld slow to take a split is the
+// one that most needs fewer of them (256 nodes polling every 250 ms made slurmctld time out an
+// sbatch; docs/benchmarks.md). At the defaults: at most 7 questions per shrink instead of 32.
 bool wait_until_slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.confirm_timeout_ms);
+  using std::chrono::milliseconds;
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(ctx.confirm_timeout_ms);
+  auto wait = milliseconds(ctx.confirm_poll_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto c = slurm_caught_up(ctx, state, dropped); c && *c) return true;
     if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();  // dropped slots stay claimable meanwhile
     if (ctx.stop_requested()) return false;                  // unconfirmed: the dropped slots stay claimable
-    std::this_thread::sleep_for(std::chrono::milliseconds(ctx.confirm_poll_ms));
+    std::this_thread::sleep_for(wait);
+    wait = std::min(wait * 2, milliseconds(ctx.confirm_poll_ms) * 8);
   }
   return false;
 }
