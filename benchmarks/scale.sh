@@ -109,7 +109,9 @@ restart_check() {
   local running taken0 taken1 lim drained
   running=$(squeue -h -t R -o %A | wc -l)
   taken0=$(sed -n 's/^taken_at //p' "$VGPU_STATE_DIR/cluster-view" 2>/dev/null)
-  vc_ctld_stop
+  local stop0=$SECONDS
+  vc_ctld_stop 90
+  echo "restart check: slurmctld took $((SECONDS - stop0)) s to stop"
   vc_ctld_start || { echo "FAIL: restart check: slurmctld did not start again"; return; }
   vc_wait_idle 120 || echo "WARNING: restart check: nodes not back within 120 s of the restart"
   scontrol reconfigure || echo "FAIL: restart check: scontrol reconfigure failed"

@@ -245,19 +245,21 @@ vc_slurmd_start() { # $1 node
   slurmd -f "$SLURM_CONF" -N "$1" || return 1
 }
 
-_vc_stop_pidfile() {
+_vc_stop_pidfile() { # $1 pid file, $2 seconds to wait for SIGTERM before SIGKILL (10)
   local f=$1 pid
   # The daemon removes its own pid file as it exits: it may be gone between test and read.
   pid=$(cat "$f" 2>/dev/null) && [ -n "$pid" ] || return 0
   if proc_alive "$pid"; then
     kill "$pid" 2>/dev/null
-    for _ in $(seq 100); do proc_alive "$pid" || break; sleep 0.1; done
+    for _ in $(seq $((${2:-10} * 10))); do proc_alive "$pid" || break; sleep 0.1; done
     proc_alive "$pid" && kill -9 "$pid" 2>/dev/null
   fi
   rm -f "$f"
 }
 
-vc_ctld_stop() { _vc_stop_pidfile "$VC_RUN/run/slurmctld.pid"; }
+# $1: seconds to wait before SIGKILL. A restart that means to keep the jobs waits as systemd does
+# (TimeoutStopSec=90 s by default): a SIGKILLed slurmctld loses what it had not saved yet.
+vc_ctld_stop() { _vc_stop_pidfile "$VC_RUN/run/slurmctld.pid" "${1:-10}"; }
 vc_slurmd_stop() { _vc_stop_pidfile "$VC_RUN/run/slurmd.$1.pid"; }
 vc_slurmd_pid() { cat "$VC_RUN/run/slurmd.$1.pid"; }
 vc_hup() { kill -HUP "$(vc_slurmd_pid "$1")"; }
