@@ -57,6 +57,9 @@ done
 ARRIVAL_S=${ARRIVAL_S:-60}
 IDLE_S=${IDLE_S:-30}
 export VP_GPUS=8 VP_PERIOD=$period VP_STARVATION=120
+# Ended jobs stay in slurmctld for the whole run, so that each job's end state is read at the end
+# (with the default 300 s, a long busy phase read its first jobs back as "Invalid job id").
+export VC_MIN_JOB_AGE=3600
 results=$(mktemp -d /tmp/vgpu-scale.XXXXXX)
 
 # The slice as "delay_s partition gres run_s" lines, for the largest size (smaller sizes take a prefix).

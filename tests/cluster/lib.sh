@@ -196,7 +196,7 @@ ReturnToService=2
 SlurmdTimeout=$VC_SLURMD_TIMEOUT
 InactiveLimit=0
 KillWait=2
-MinJobAge=300
+MinJobAge=${VC_MIN_JOB_AGE:-300}
 MailProg=/bin/true
 JobSubmitPlugins=lua
 EOF
