@@ -5,14 +5,13 @@
 #include <algorithm>
 
 #include "vgpu/base/text_split.h"
+#include "vgpu/contract/names.h"
+#include "vgpu/node/cluster_view_snapshot.h"
 #include "vgpu/node/wide_booking.h"
 #include "vgpu/policy/submit_table.h"
 
 namespace vgpuctl {
 namespace {
-
-// The padding types every node carries (docs/slurm.md): never a job's.
-bool padding(const std::string& type) { return type == "free" || type == "never"; }
 
 // "small (3g.40gb)", "quarter (1/4 of 1g.10gb)", "3g.40gb".
 std::string type_on_model(const vgpu::GpuModel& model, const std::string& name) {
@@ -77,9 +76,9 @@ std::string explain_request(const vgpu::PendingJob& job, const vgpu::GresRequest
 SlurmNodes parse_slurm_nodes(std::string_view scontrol_output) {
   SlurmNodes out;
   for (auto line : vgpu::split_view(scontrol_output, '\n')) {
-    if (line.empty() || line.find("vgpu:") == std::string_view::npos) continue;  // a node without vgpu
+    if (line.empty() || line.find(vgpu::kVgpuGresMark) == std::string_view::npos) continue;  // a node without vgpu
     auto state = vgpu::parse_scontrol_nodes(line);
-    auto gres = vgpu::parse_scontrol_node(line, "vgpu");
+    auto gres = vgpu::parse_scontrol_node(line, vgpu::contract::kGresName);
     if (state.nodes.size() != 1 || !gres) {
       out.errors.push_back(!gres ? gres.error().message
                                  : (state.errors.empty() ? "a node line without NodeName or State" : state.errors[0]));
@@ -90,7 +89,7 @@ SlurmNodes parse_slurm_nodes(std::string_view scontrol_output) {
     node.partitions = state.nodes[0].partitions;
     node.state = state.nodes[0].state;
     for (const auto& [type, n] : gres->configured) {
-      if (padding(type)) continue;
+      if (vgpu::contract::is_reserved_type(type)) continue;  // padding (docs/slurm.md): never a job's
       const auto used = gres->used.find(type);
       node.free[type] = n - (used == gres->used.end() ? 0 : used->second);
     }

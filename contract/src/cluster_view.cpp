@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "vgpu/base/text_split.h"
+#include "vgpu/contract/names.h"
 #include "vgpu/contract/node_files.h"
 
 namespace vgpu::contract {
@@ -100,11 +101,7 @@ int hex_digit(char c) {
 
 }  // namespace
 
-bool is_view_node_name(std::string_view name) {
-  return !name.empty() && name.size() < 256 && std::ranges::none_of(name, [](char c) {
-    return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '/' || c == '|';
-  });
-}
+bool is_view_node_name(std::string_view name) { return name == kWholeCluster || is_valid_node_name(name); }
 
 std::int64_t ClusterView::stale_after_s() const {
   return std::max(kClusterViewMinStaleS, kClusterViewStalePeriods * period_s);

@@ -78,8 +78,8 @@ struct ClusterView {
   [[nodiscard]] std::int64_t stale_after_s() const;
 };
 
-// What a view's `for` line and a publisher's request may name: a node name as Slurm takes it (no
-// blank, control character, '/' or '|', under 256 bytes), or kWholeCluster.
+// What a view's `for` line and a publisher's request may name: a node name by the contract's one
+// rule (names.h, is_valid_node_name), or kWholeCluster.
 bool is_view_node_name(std::string_view name);
 
 // The view's text without a signature line.
