@@ -6,6 +6,7 @@
 
 #include "vgpu/base/text_split.h"
 #include "vgpu/contract/node_files.h"
+#include "vgpu/node/demand_spread.h"
 #include "vgpu/node/wide_booking.h"
 
 namespace vgpu {
@@ -86,14 +87,43 @@ Result<contract::ClusterView> cluster_view_from_slurm(std::string_view squeue, s
 }
 
 ClusterViewCuts::ClusterViewCuts(contract::ClusterView whole) : whole_(std::move(whole)) {
-  for (std::size_t i = 0; i < whole_.pending.size(); ++i)
-    for (auto partition : split_view(field(whole_.pending[i], 1), ','))
-      if (!partition.empty()) pending_by_partition_[std::string(partition)].push_back(i);
+  spread_pending();
   for (std::size_t i = 0; i < whole_.running.size(); ++i) {
     const auto& nodes = whole_.running[i].nodes;
     if (nodes.find_first_of("[,") == std::string::npos) running_by_node_[nodes].push_back(i);
     else
       running_on_lists_.emplace_back(NodeList(nodes), i);
+  }
+}
+
+void ClusterViewCuts::spread_pending() {
+  // Each partition's nodes, in name order (the view's), and those of them to prepare on.
+  std::map<std::string, std::vector<std::string>, std::less<>> members, usable;
+  for (const auto& [name, line] : whole_.nodes) {
+    const auto parsed = parse_scontrol_nodes(line);
+    if (parsed.nodes.empty()) continue;
+    for (const auto& partition : parsed.nodes[0].partitions) {
+      members[partition].push_back(name);
+      if (may_prepare(parsed.nodes[0].state)) usable[partition].push_back(name);
+    }
+  }
+  for (std::size_t i = 0; i < whole_.pending.size(); ++i) {
+    const auto jobs = parse_pending_jobs(whole_.pending[i]);
+    const auto* job = jobs.jobs.size() == 1 ? &jobs.jobs[0] : nullptr;
+    for (auto partition : split_view(field(whole_.pending[i], 1), ',')) {
+      const auto all = members.find(partition);
+      if (all == members.end()) continue;
+      const auto ready = usable.find(partition);
+      const auto& nodes = ready == usable.end() ? all->second : ready->second;
+      // A line no planner could read goes to all, whose planners say why; a reservation's job can
+      // start only on its nodes, which the view does not name.
+      std::size_t count = nodes.size();
+      if (job && job->reservation.empty())
+        count = preparer_count(std::int64_t{job->nodes} * job->array_tasks, whole_.taken_at - job->submit_time,
+                               whole_.period_s, nodes.size());
+      for (auto chosen : preparers(job ? std::string_view(job->id) : std::string_view(whole_.pending[i]), nodes, count))
+        pending_by_node_[nodes[chosen]].push_back(i);
+    }
   }
 }
 
@@ -114,10 +144,7 @@ contract::ClusterView ClusterViewCuts::cut(const std::string& node) const {
   if (line == whole_.nodes.end()) return view;
   view.nodes.insert(*line);
   std::vector<std::size_t> pending;
-  const auto states = parse_scontrol_nodes(line->second);
-  for (const auto& partition : states.nodes.empty() ? std::vector<std::string>{} : states.nodes[0].partitions)
-    if (auto jobs = pending_by_partition_.find(partition); jobs != pending_by_partition_.end())
-      pending.insert(pending.end(), jobs->second.begin(), jobs->second.end());
+  if (auto jobs = pending_by_node_.find(node); jobs != pending_by_node_.end()) pending = jobs->second;
   std::ranges::sort(pending);  // squeue's order, each job once
   const auto [last, end] = std::ranges::unique(pending);
   pending.erase(last, end);

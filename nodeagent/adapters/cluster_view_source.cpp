@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "view_transport.h"
+#include "vgpu/node/cluster_view_snapshot.h"
 
 namespace vgpu::agent {
 namespace {
@@ -107,6 +108,10 @@ Result<contract::ClusterView> ClusterViewSource::read_view() {
   if (view && view->for_node != contract::kWholeCluster && view->for_node != spec_.node)
     return fail(ErrorCode::unavailable, fmt::format("{}: the view of node {}, not of {}", where, view->for_node,
                                                     spec_.node.empty() ? "the whole cluster" : spec_.node));
+  // A whole view (a file, a publisher of the release before) is cut here as the publisher would
+  // have: the same jobs to prepare for, whichever way the view came.
+  if (view && view->for_node == contract::kWholeCluster && !spec_.node.empty())
+    return ClusterViewCuts(std::move(*view)).cut(spec_.node);
   return view;
 }
 

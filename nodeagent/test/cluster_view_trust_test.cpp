@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -17,6 +20,7 @@
 #include "view_publisher.h"
 #include "view_transport.h"
 #include "vgpu/contract/cluster_view.h"
+#include "vgpu/node/cluster_view_snapshot.h"
 
 namespace vgpu::agent {
 namespace {
@@ -41,8 +45,8 @@ class ClusterViewTrust : public ::testing::Test {
     view.taken_at = taken_at;
     view.period_s = 5;
     view.pending = {"42|infer|4294|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:2|1|alice|60|(null)"};
-    view.nodes = {{"n1", "NodeName=n1 Gres=vgpu:1g.10gb:2 GresUsed=vgpu:1g.10gb:0 State=IDLE"}};
-    view.running = {{41, "n[1-2]"}};
+    view.nodes = {{"n1", "NodeName=n1 Gres=vgpu:1g.10gb:2 GresUsed=vgpu:1g.10gb:0 State=IDLE Partitions=infer"}};
+    view.running = {{41, "n[1-2]"}, {43, "n3"}};
     return view;
   }
   std::string signed_text(const contract::ClusterView& view, const std::string& key = "view.key") const {
@@ -286,9 +290,11 @@ class ClusterViewClient : public ClusterViewTrust {
     ::setenv("VGPU_SLURM_BIN", (dir + "/bin").c_str(), 1);
     ::setenv("VGPU_CLUSTER_VIEW", (dir + "/view").c_str(), 1);
     ::setenv("VGPU_CLUSTER_VIEW_KEY", (dir + "/view.pub").c_str(), 1);
+    ::setenv("VGPU_NODENAME", "n1", 1);
   }
   void TearDown() override {
-    for (const char* v : {"VGPU_SLURM_BIN", "VGPU_CLUSTER_VIEW", "VGPU_CLUSTER_VIEW_KEY"}) ::unsetenv(v);
+    for (const char* v : {"VGPU_SLURM_BIN", "VGPU_CLUSTER_VIEW", "VGPU_CLUSTER_VIEW_KEY", "VGPU_NODENAME"})
+      ::unsetenv(v);
     ClusterViewTrust::TearDown();
   }
   void publish(std::int64_t taken_at) {
@@ -304,6 +310,38 @@ class ClusterViewClient : public ClusterViewTrust {
   static std::int64_t now() { return static_cast<std::int64_t>(std::time(nullptr)); }
 };
 
+// Slurm's time text for `t` in UTC, as squeue prints it for the planner (TZ=UTC).
+std::string utc_time(std::int64_t t) {
+  const auto tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+  return text;
+}
+
+TEST_F(ClusterViewClient, AWholeViewFromAFileIsCutForThisNodeAsThePublisherWould) {
+  auto whole = view_at(now());
+  for (int i = 2; i <= 9; ++i)
+    whole.nodes.emplace(fmt::format("n{}", i),
+                        fmt::format("NodeName=n{} Gres=vgpu:free:14 State=IDLE Partitions=infer", i));
+  whole.pending.clear();
+  for (int job = 100; job < 140; ++job)
+    whole.pending.push_back(
+        fmt::format("{}|infer|9|{}|Resources|gres/vgpu:1g.10gb:1|1|amy|60|(null)", job, utc_time(whole.taken_at)));
+  std::ofstream(dir + "/view") << signed_text(whole);
+  auto slurm = make_command_slurm_client();
+  auto pending = slurm->pending_jobs();
+  ASSERT_TRUE(pending) << pending.error().message;
+  const auto mine = ClusterViewCuts(whole).cut("n1").pending.size();
+  EXPECT_EQ(pending->jobs.size(), mine);
+  EXPECT_LT(mine, 40u);  // four preparers of nine nodes: about 18 of the 40 new jobs
+  EXPECT_GT(mine, 0u);
+  auto jobs = slurm->jobs_on_node("n3");  // another node's jobs are not in this node's share
+  ASSERT_TRUE(jobs) << jobs.error().message;
+  EXPECT_TRUE(jobs->jobs.empty());
+}
+
 TEST_F(ClusterViewClient, AFreshViewAnswersEveryQuestionWithoutAskingSlurmctld) {
   publish(now());
   auto slurm = make_command_slurm_client();
@@ -315,7 +353,7 @@ TEST_F(ClusterViewClient, AFreshViewAnswersEveryQuestionWithoutAskingSlurmctld) 
   ASSERT_TRUE(gres) << gres.error().message;
   EXPECT_EQ(gres->configured.at("1g.10gb"), 2);
   EXPECT_TRUE(gres->published_at);
-  auto jobs = slurm->jobs_on_node("n2");
+  auto jobs = slurm->jobs_on_node("n1");
   ASSERT_TRUE(jobs) << jobs.error().message;
   EXPECT_EQ(jobs->jobs, (std::set<JobId>{41}));
   EXPECT_TRUE(jobs->published_at);

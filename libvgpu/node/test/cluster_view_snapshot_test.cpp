@@ -2,7 +2,10 @@
 // fields exactly, running jobs keep their nodes, every node its line; anything else is refused.
 #include "vgpu/node/cluster_view_snapshot.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "vgpu/node/slurm_text.h"
 
@@ -89,6 +92,56 @@ TEST(ClusterViewCuts, ANodeWithoutItsLineGetsItsJobsAndNothingOfTheOthers) {
   EXPECT_TRUE(n9.pending.empty());
   EXPECT_EQ(jobs_of(n9), (std::vector<JobId>{64}));
   EXPECT_TRUE(three_node_cuts().cut("n7").running.empty());
+}
+
+// 64 nodes of one partition, the first drained; jobs pending for different times.
+constexpr std::int64_t kTakenAt = 1796292000;  // 2026-12-03T10:00:00 UTC
+contract::ClusterView busy_partition() {
+  contract::ClusterView whole;
+  whole.taken_at = kTakenAt;
+  whole.period_s = 5;
+  for (int i = 1; i <= 64; ++i) {
+    const auto name = fmt::format("g{:02}", i);
+    whole.nodes[name] =
+        fmt::format("NodeName={} Gres=vgpu:free:14 State={} Partitions=infer", name, i == 1 ? "IDLE+DRAIN" : "IDLE");
+  }
+  whole.pending = {"70|infer|9|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:1|1|amy|60|(null)",        // just now
+                   "71|infer|9|2026-12-03T09:59:45|Resources|gres/vgpu:1g.10gb:1|1|amy|60|(null)",        // 15 s
+                   "72|infer|9|2026-12-03T09:50:00|Resources|gres/vgpu:1g.10gb:1|1|amy|60|(null)",        // 10 min
+                   "73|infer|9|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:1|1|amy|60|maint",         // reserved
+                   "74_[1-4]|infer|9|2026-12-03T10:00:00|Resources|gres/vgpu:1g.10gb:1|2|amy|60|(null)",  // 4 x 2 nodes
+                   "75|infer|9|someday|Resources|gres/vgpu:1g.10gb:1|1|amy|60|(null)"};                   // unreadable
+  return whole;
+}
+
+std::map<std::string, int> cuts_holding_each_job(const contract::ClusterView& whole) {
+  const ClusterViewCuts cuts(whole);
+  std::map<std::string, int> held;
+  for (const auto& [name, line] : whole.nodes)
+    for (const auto& pending : cuts.cut(name).pending) ++held[pending.substr(0, pending.find('|'))];
+  return held;
+}
+
+TEST(ClusterViewCuts, AFewNodesPrepareForANewJobAndMoreTheLongerItWaits) {
+  const auto held = cuts_holding_each_job(busy_partition());
+  EXPECT_EQ(held.at("70"), 4);
+  EXPECT_EQ(held.at("71"), 8);
+  EXPECT_EQ(held.at("72"), 63);  // every node that may start it; not the drained one
+  EXPECT_EQ(held.at("74_[1-4]"), 16);
+}
+
+TEST(ClusterViewCuts, AReservedJobAndALineNoPlannerReadsGoToEveryNode) {
+  const auto held = cuts_holding_each_job(busy_partition());
+  EXPECT_EQ(held.at("73"), 63);
+  EXPECT_EQ(held.at("75"), 63);  // each planner reports the line, as before
+}
+
+TEST(ClusterViewCuts, ADrainedNodeIsNoPreparerUnlessItsWholePartitionIs) {
+  auto whole = busy_partition();
+  EXPECT_TRUE(ClusterViewCuts(whole).cut("g01").pending.empty());
+  for (auto& [name, line] : whole.nodes)
+    line = fmt::format("NodeName={} Gres=vgpu:free:14 State=DOWN Partitions=infer", name);
+  EXPECT_EQ(cuts_holding_each_job(whole).at("70"), 4);  // Slurm's view may lag; someone prepares
 }
 
 TEST(ClusterViewSnapshot, LinesThatAreNotTheQueriesAreRefusedNamingThem) {

@@ -31,11 +31,13 @@ Result<contract::ClusterView> cluster_view_from_slurm(std::string_view squeue, s
                                                       std::int64_t taken_at, std::int64_t period_s);
 
 // One whole view cut per node (`for <node>`, contract/cluster_view.h): the node's own line, the
-// pending jobs of the partitions that line names (a job asking for several partitions is in each
-// one's), the running jobs whose nodes include it. The publisher answers each node with its cut, so
-// a period's bytes grow with the nodes instead of with their square; a planner reads nothing else
-// of the view. Indexed once per view: a job on one node (most of them) is found by its name, only
-// a multi-node job's hostlist is matched against each node asked about.
+// pending jobs it is a preparer for (demand_spread.h: a few nodes of the job's partitions, more
+// the longer it waits; every node of them for a job held to a reservation or one whose line
+// another release prints differently), the running jobs whose nodes include it. The publisher
+// answers each node with its cut, so a period's bytes and a burst's reshapes grow with the jobs
+// instead of with the nodes times the jobs; a planner reads nothing else of the view. Indexed once
+// per view: a job on one node (most of them) is found by its name, only a multi-node job's
+// hostlist is matched against each node asked about.
 class ClusterViewCuts {
  public:
   explicit ClusterViewCuts(contract::ClusterView whole);
@@ -43,8 +45,10 @@ class ClusterViewCuts {
   [[nodiscard]] const contract::ClusterView& whole() const { return whole_; }
 
  private:
+  void spread_pending();
+
   contract::ClusterView whole_;
-  std::map<std::string, std::vector<std::size_t>, std::less<>> pending_by_partition_;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> pending_by_node_;
   std::map<std::string, std::vector<std::size_t>, std::less<>> running_by_node_;
   std::vector<std::pair<NodeList, std::size_t>> running_on_lists_;
 };
