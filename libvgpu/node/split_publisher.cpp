@@ -1,5 +1,6 @@
 // How a node's split reaches slurmctld, per Slurm release (vgpu/node/split_publisher.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <optional>
@@ -7,6 +8,7 @@
 
 #include "vgpu/contract/node_files.h"
 #include "vgpu/contract/slurmd_report.h"
+#include "vgpu/node/launch_watch.h"
 #include "vgpu/node/split_publisher.h"
 
 namespace vgpu {
@@ -88,6 +90,36 @@ class SlurmSplitPublisher final : public SplitPublisher {
     return report;
   }
 
+  // Lets the prologs of jobs slurmctld already started here reach the planner before slurmd stops
+  // accepting connections to reconfigure (launch_watch.h says what a SIGHUP between a job's two
+  // launch RPCs costs). Asks nothing of slurmctld: without a cluster view it does not wait.
+  void wait_for_launches() {
+    if (!ctx_.ledger || !ctx_.slurm->cluster_view_status()) return;
+    auto on_node = ctx_.slurm->jobs_on_node(ctx_.node);
+    if (!on_node || !on_node->published_at) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timing_.launch_wait_ms);
+    std::set<JobId> waited_for;
+    while (true) {
+      auto ledger = ctx_.ledger->load();
+      if (!ledger) return;
+      auto coming = launches_.in_flight(on_node->jobs, *ledger, ctx_.now());
+      if (coming.empty()) break;
+      waited_for.insert(coming.begin(), coming.end());
+      if (std::chrono::steady_clock::now() >= deadline || ctx_.stop_requested()) {
+        ctx_.log(
+            fmt::format("vgpu: node {}: no prolog yet for job(s) {} that slurmctld shows here; signalling "
+                        "slurmd after waiting {} ms",
+                        ctx_.node, fmt::join(coming, ","), timing_.launch_wait_ms));
+        return;
+      }
+      if (ctx_.serve_waiting_hooks) ctx_.serve_waiting_hooks();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!waited_for.empty())
+      ctx_.log(fmt::format("vgpu: node {}: signalled slurmd once the prolog of job(s) {} had arrived", ctx_.node,
+                           fmt::join(waited_for, ",")));
+  }
+
   // The total slurmd reports at every registration. slurmctld's `Gres=` may sum to more for a
   // while (contract/slurmd_report.h says why), so it is only the fallback when slurmd has
   // written no report at all.
@@ -107,6 +139,7 @@ class SlurmSplitPublisher final : public SplitPublisher {
     auto h = handover();
     if (!h) return std::unexpected(h.error());
     if (*h == SplitHandover::sighup) {
+      wait_for_launches();
       if (signal_slurmd_()) return {};
       return fail(ErrorCode::unavailable, "could not SIGHUP slurmd");
     }
@@ -123,6 +156,7 @@ class SlurmSplitPublisher final : public SplitPublisher {
   SplitPublisherTiming timing_;
   std::optional<SplitHandover> handover_;
   std::optional<std::int64_t> asked_at_;
+  LaunchWatch launches_;
 };
 
 }  // namespace

@@ -134,6 +134,10 @@ class FakeSlurm final : public SlurmClient {
     view_taken_at = at;
   }
   void drop_view() { view_taken_at.reset(); }
+  [[nodiscard]] std::optional<ClusterViewStatus> cluster_view_status() const override {
+    if (!view_taken_at) return std::nullopt;
+    return ClusterViewStatus{.source = "test", .age_s = 0, .usable = true, .problem = "", .direct_queries = 0};
+  }
   std::optional<std::int64_t> view_taken_at;
   std::optional<NodeGres> view_node;
   std::set<JobId> view_running;

@@ -10,6 +10,7 @@
 
 #include "vgpu/contract/slurmd_report.h"
 #include "vgpu/node/split_publisher.h"
+#include "held_ledger.h"
 #include "node_doubles.h"
 
 namespace vgpu {
@@ -59,6 +60,70 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311SlurmdIsSignalled) {
   ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
   EXPECT_EQ(sighups, 1);
   EXPECT_TRUE(slurm.gres_updates.empty());
+}
+
+// A SIGHUP between a job's batch launch and its prolog launch can make slurmd 22.05 fail the launch
+// and slurmctld drain the node (vgpu/node/launch_watch.h): the SIGHUP waits for the prolog of a
+// job the cluster view shows here unclaimed, serving hooks meanwhile so that the prolog can claim.
+TEST_F(SplitPublisherTest, BeforeSlurm2311TheSignalWaitsForThePrologOfAJobStartedHere) {
+  LedgerStore store((dir / "n1").string());
+  ASSERT_TRUE(store.replace(node::test::two_h100s()));
+  ctx.ledger = &store;
+  slurm.controller = SlurmVersion{22, 5, 8};
+  slurm.running = {7};
+  slurm.take_view(clock);
+  int served = 0;
+  ctx.serve_waiting_hooks = [&] {
+    if (++served != 3) return;
+    EXPECT_EQ(sighups, 0) << "slurmd was signalled before job 7's prolog arrived";
+    ASSERT_TRUE(store.update([](Ledger& l) {  // job 7's prolog arrives and claims
+      l.plan.slots.push_back(PlanSlot{0, "1g.10gb", {0, 1}, JobId{7}});
+      return Result<void>{};
+    }));
+  };
+  ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
+  EXPECT_EQ(served, 3);
+  EXPECT_EQ(sighups, 1);
+  EXPECT_NE(logs.find("signalled slurmd once the prolog of job(s) 7 had arrived"), std::string::npos) << logs;
+}
+
+TEST_F(SplitPublisherTest, BeforeSlurm2311APrologThatNeverComesHoldsTheSignalOnlyForAWhile) {
+  LedgerStore store((dir / "n1").string());
+  ASSERT_TRUE(store.replace(node::test::two_h100s()));
+  ctx.ledger = &store;
+  publisher = make_split_publisher(ctx,
+                                   [this] {
+                                     ++sighups;
+                                     return true;
+                                   },
+                                   {.recheck_s = 600, .slurmd_report_ms = 300, .launch_wait_ms = 200});
+  slurm.running = {7, 8};
+  slurm.take_view(clock);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+  EXPECT_EQ(sighups, 1);
+  EXPECT_NE(logs.find("no prolog yet for job(s) 7,8 that slurmctld shows here; signalling slurmd after waiting 200 ms"),
+            std::string::npos)
+      << logs;
+  // Still unclaimed a window later: a job without vgpu, which no prolog of ours claims for.
+  clock += 20;
+  logs.clear();
+  start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(publisher->publish({{"1g.10gb", 1}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
+  EXPECT_EQ(sighups, 2);
+  EXPECT_EQ(logs.find("no prolog yet"), std::string::npos) << logs;
+}
+
+TEST_F(SplitPublisherTest, WithoutAClusterViewTheSignalAsksNothingAndWaitsForNothing) {
+  LedgerStore store((dir / "n1").string());
+  ASSERT_TRUE(store.replace(node::test::two_h100s()));
+  ctx.ledger = &store;
+  slurm.running = {7};
+  ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
+  EXPECT_EQ(sighups, 1);
+  EXPECT_EQ(slurm.node_job_queries, 0) << "per-node polling must not gain a query per handover";
 }
 
 TEST_F(SplitPublisherTest, FromSlurm2311TheSplitIsSetWithScontrolUpdateOnceSlurmdReportsIt) {

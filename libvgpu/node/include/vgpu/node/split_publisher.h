@@ -36,6 +36,9 @@ std::optional<int> node_total_of(const NodeContext& ctx, const NodeGres& slurm);
 struct SplitPublisherTiming {
   int recheck_s = 600;
   int slurmd_report_ms = 5000;  // how long to wait for slurmd to report a new split
+  // Before 23.11, how long a SIGHUP waits for the prologs of jobs slurmctld shows here unclaimed
+  // (launch_watch.h). Only where a cluster view tells the planner its node's jobs without a query.
+  int launch_wait_ms = 10000;
 };
 std::unique_ptr<SplitPublisher> make_split_publisher(NodeContext& ctx, std::function<bool()> signal_slurmd,
                                                      SplitPublisherTiming timing = {});

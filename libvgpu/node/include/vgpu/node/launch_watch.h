@@ -1,0 +1,41 @@
+// Which of a node's jobs may have a launch on its way to slurmd right now, so that a handover by
+// SIGHUP (Slurm before 23.11, split_publisher.h) waits for it.
+//
+// Why: slurmd 22.05 accepts no connection while it reconfigures on SIGHUP. It first waits up to
+// max(5 s, MessageTimeout / 2) for its running RPCs, then re-reads its configuration (10.6 s on
+// the 256-node scale host, docs/benchmarks.md). With PrologFlags=Alloc a batch launch that arrives
+// before the job's REQUEST_LAUNCH_PROLOG waits at most 2 x MessageTimeout for it
+// (_wait_for_request_launch_prolog, src/slurmd/slurmd/req.c), then fails as ESLURMD_PROLOG_FAILED:
+// slurmctld drains the node ("Prolog error") and holds the job (launch failed requeued held). A
+// SIGHUP that lands between the two RPCs can make that wait run out. The planner sees the second
+// RPC arrive (its prolog reaches the planner's socket and claims), so it waits, a bounded time,
+// while slurmctld shows a job here that no prolog has claimed for yet.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+
+#include "vgpu/base/job_id.h"
+#include "vgpu/ledger/ledger.h"
+
+namespace vgpu {
+
+class LaunchWatch {
+ public:
+  // A job unknown to the ledger for `window_s` has no prolog of ours on its way: a job that asks
+  // for no vgpu, one whose prolog requeued it, one that ended here already. 20 s is slurmd's own
+  // wait at the default MessageTimeout of 10 s.
+  explicit LaunchWatch(std::int64_t window_s = 20) : window_s_(window_s) {}
+
+  // Of `on_node` (the jobs slurmctld shows on this node), those whose launch may be on its way:
+  // the ledger names none of them (no claim, instance, share or viz VM yet) and each was first
+  // seen so here less than window_s before `now`.
+  std::set<JobId> in_flight(const std::set<JobId>& on_node, const Ledger& ledger, std::int64_t now);
+
+ private:
+  std::int64_t window_s_;
+  std::map<JobId, std::int64_t> unknown_since_;
+};
+
+}  // namespace vgpu
