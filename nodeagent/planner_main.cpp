@@ -38,6 +38,7 @@
 #include "vgpu/contract/atomic_file.h"
 #include "vgpu/contract/demand_file.h"
 #include "vgpu/node/hook_tally_store.h"
+#include "vgpu/node/launch_watch.h"
 #include "vgpu/node/metrics.h"
 #include "vgpu/node/note_log.h"
 #include "vgpu/node/node_state.h"
@@ -113,6 +114,7 @@ void serve_hook(vgpu::agent::NodeRuntime& rt, const vgpu::contract::HookRequest&
   auto started = vgpu::agent::from_monotonic_ns(request.since_ns);
   // Not a time this hook can have started at (ahead of now, or an hour before): timed from now.
   if (started > now || now - started > std::chrono::hours(1)) started = now;
+  if (auto* launches = rt.context().launches) launches->hook_arrived(request.job, rt.context().now());
   if (request.kind == vgpu::contract::HookKind::prolog) {
     vgpu::agent::prolog_with(rt, vgpu::agent::prolog_request_of(request), started);
   } else {
@@ -354,6 +356,8 @@ int run_planner(vgpu::agent::NodeRuntime& rt, const Options& opt, const sigset_t
   }
   const Waiter waiter(signal_fd, hooks.listener(), [&hooks] { hooks.serve_ready(); });
   if (hooks.listener()) ctx.serve_waiting_hooks = [&hooks] { hooks.serve_ready(); };
+  vgpu::LaunchWatch launches;  // every hook served below tells it which job's launch arrived
+  ctx.launches = &launches;
   if (!opt.once) std::ofstream(rt.planner_pidfile()) << ::getpid() << "\n";
   rt.log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
   // A planner killed between writing the advertisement and handing it to slurmctld left a file

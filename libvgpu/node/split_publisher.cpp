@@ -94,7 +94,7 @@ class SlurmSplitPublisher final : public SplitPublisher {
   // accepting connections to reconfigure (launch_watch.h says what a SIGHUP between a job's two
   // launch RPCs costs). Asks nothing of slurmctld: without a cluster view it does not wait.
   void wait_for_launches() {
-    if (!ctx_.ledger || !ctx_.slurm->cluster_view_status()) return;
+    if (!ctx_.launches || !ctx_.ledger || !ctx_.slurm->cluster_view_status()) return;
     auto on_node = ctx_.slurm->jobs_on_node(ctx_.node);
     if (!on_node || !on_node->published_at) return;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timing_.launch_wait_ms);
@@ -102,7 +102,7 @@ class SlurmSplitPublisher final : public SplitPublisher {
     while (true) {
       auto ledger = ctx_.ledger->load();
       if (!ledger) return;
-      auto coming = launches_.in_flight(on_node->jobs, *ledger, ctx_.now());
+      auto coming = ctx_.launches->in_flight(on_node->jobs, *ledger, ctx_.now());
       if (coming.empty()) break;
       waited_for.insert(coming.begin(), coming.end());
       if (std::chrono::steady_clock::now() >= deadline || ctx_.stop_requested()) {
@@ -156,7 +156,6 @@ class SlurmSplitPublisher final : public SplitPublisher {
   SplitPublisherTiming timing_;
   std::optional<SplitHandover> handover_;
   std::optional<std::int64_t> asked_at_;
-  LaunchWatch launches_;
 };
 
 }  // namespace

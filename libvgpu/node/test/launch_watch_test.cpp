@@ -18,10 +18,36 @@ TEST(LaunchWatch, AJobTheLedgerDoesNotNameIsInFlight) {
   EXPECT_EQ(watch.in_flight({41, 42}, claimed_by(41), 1000), std::set<JobId>{42});
 }
 
-TEST(LaunchWatch, ItsClaimEndsTheWait) {
+TEST(LaunchWatch, ItsPrologArrivingEndsTheWait) {
+  LaunchWatch watch;
+  ASSERT_EQ(watch.in_flight({42}, Ledger{}, 1000), std::set<JobId>{42});
+  watch.hook_arrived(42, 1001);
+  EXPECT_TRUE(watch.in_flight({42}, Ledger{}, 1001).empty());
+}
+
+TEST(LaunchWatch, AClaimMadeWithoutThePlannerEndsTheWaitToo) {
   LaunchWatch watch;
   ASSERT_EQ(watch.in_flight({42}, Ledger{}, 1000), std::set<JobId>{42});
   EXPECT_TRUE(watch.in_flight({42}, claimed_by(42), 1001).empty());
+}
+
+// A job that ran and ended between two handovers is still listed by a view up to a period old,
+// and the ledger no longer names it: its hooks arrived, so nothing of it is on its way.
+TEST(LaunchWatch, AJobThatEndedBeforeTheViewCaughtUpIsNotWaitedFor) {
+  LaunchWatch watch;
+  watch.hook_arrived(42, 1000);  // prolog
+  watch.hook_arrived(42, 1004);  // epilog
+  EXPECT_TRUE(watch.in_flight({42}, Ledger{}, 1006).empty());
+}
+
+TEST(LaunchWatch, AnArrivalIsForgottenOnlyLongAfterTheJobLeftTheNode) {
+  LaunchWatch watch;
+  watch.hook_arrived(42, 1000);
+  ASSERT_TRUE(watch.in_flight({42}, Ledger{}, 1010).empty());
+  ASSERT_TRUE(watch.in_flight({}, Ledger{}, 1020).empty());
+  EXPECT_TRUE(watch.in_flight({42}, Ledger{}, 1030).empty()) << "a late view still lists it";
+  ASSERT_TRUE(watch.in_flight({}, Ledger{}, 1700).empty());
+  EXPECT_EQ(watch.in_flight({42}, Ledger{}, 1701), std::set<JobId>{42}) << "requeued here, launched again";
 }
 
 TEST(LaunchWatch, AJobUnknownForTheWholeWindowHasNoPrologComing) {
@@ -32,11 +58,11 @@ TEST(LaunchWatch, AJobUnknownForTheWholeWindowHasNoPrologComing) {
   EXPECT_TRUE(watch.in_flight({42}, Ledger{}, 5000).empty());
 }
 
-TEST(LaunchWatch, AJobThatLeftAndCameBackIsWatchedAfresh) {
+TEST(LaunchWatch, AJobUnknownThatLeftAndCameBackIsWatchedAfresh) {
   LaunchWatch watch(20);
   ASSERT_FALSE(watch.in_flight({42}, Ledger{}, 1000).empty());
   ASSERT_TRUE(watch.in_flight({}, Ledger{}, 1030).empty());
-  EXPECT_EQ(watch.in_flight({42}, Ledger{}, 1040), std::set<JobId>{42}) << "a requeued job launches again";
+  EXPECT_EQ(watch.in_flight({42}, Ledger{}, 1040), std::set<JobId>{42});
 }
 
 TEST(LaunchWatch, ASharedOrVizJobIsNamedToo) {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "vgpu/contract/slurmd_report.h"
+#include "vgpu/node/launch_watch.h"
 #include "vgpu/node/split_publisher.h"
 #include "held_ledger.h"
 #include "node_doubles.h"
@@ -69,6 +70,8 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311TheSignalWaitsForThePrologOfAJobStarte
   LedgerStore store((dir / "n1").string());
   ASSERT_TRUE(store.replace(node::test::two_h100s()));
   ctx.ledger = &store;
+  LaunchWatch launches;
+  ctx.launches = &launches;
   slurm.controller = SlurmVersion{22, 5, 8};
   slurm.running = {7};
   slurm.take_view(clock);
@@ -76,10 +79,7 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311TheSignalWaitsForThePrologOfAJobStarte
   ctx.serve_waiting_hooks = [&] {
     if (++served != 3) return;
     EXPECT_EQ(sighups, 0) << "slurmd was signalled before job 7's prolog arrived";
-    ASSERT_TRUE(store.update([](Ledger& l) {  // job 7's prolog arrives and claims
-      l.plan.slots.push_back(PlanSlot{0, "1g.10gb", {0, 1}, JobId{7}});
-      return Result<void>{};
-    }));
+    launches.hook_arrived(7, clock);  // the planner serves job 7's prolog
   };
   ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
   EXPECT_EQ(served, 3);
@@ -91,6 +91,8 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311APrologThatNeverComesHoldsTheSignalOnl
   LedgerStore store((dir / "n1").string());
   ASSERT_TRUE(store.replace(node::test::two_h100s()));
   ctx.ledger = &store;
+  LaunchWatch launches;
+  ctx.launches = &launches;
   publisher = make_split_publisher(ctx,
                                    [this] {
                                      ++sighups;
@@ -120,6 +122,8 @@ TEST_F(SplitPublisherTest, WithoutAClusterViewTheSignalAsksNothingAndWaitsForNot
   LedgerStore store((dir / "n1").string());
   ASSERT_TRUE(store.replace(node::test::two_h100s()));
   ctx.ledger = &store;
+  LaunchWatch launches;
+  ctx.launches = &launches;
   slurm.running = {7};
   ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
   EXPECT_EQ(sighups, 1);

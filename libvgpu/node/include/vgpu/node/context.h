@@ -15,6 +15,7 @@
 namespace vgpu {
 
 class PendingTally;  // hook_tally_store.h
+class LaunchWatch;   // launch_watch.h
 
 struct NodeContext {
   std::string node;
@@ -32,6 +33,9 @@ struct NodeContext {
   // The planner: the hook runs it serves are kept here and written once per round
   // (hook_tally_store.h). Null: each run is written as it ends.
   PendingTally* pending_tally = nullptr;
+  // The planner: which jobs' hooks reached it, so that a SIGHUP before 23.11 waits for a launch on
+  // its way (launch_watch.h). Null: nothing waits.
+  LaunchWatch* launches = nullptr;
   std::function<std::int64_t()> now;  // Unix seconds
   std::function<void(const std::string&)> log;
   // The planner serves hooks waiting on its socket here (nodeagent/hook_socket/hook_socket.h); a round calls

@@ -8,8 +8,8 @@
 // (_wait_for_request_launch_prolog, src/slurmd/slurmd/req.c), then fails as ESLURMD_PROLOG_FAILED:
 // slurmctld drains the node ("Prolog error") and holds the job (launch failed requeued held). A
 // SIGHUP that lands between the two RPCs can make that wait run out. The planner sees the second
-// RPC arrive (its prolog reaches the planner's socket and claims), so it waits, a bounded time,
-// while slurmctld shows a job here that no prolog has claimed for yet.
+// RPC arrive (the job's prolog reaches the planner's socket), so it waits, a bounded time, while
+// slurmctld shows a job here whose prolog has not arrived.
 #pragma once
 
 #include <cstdint>
@@ -23,19 +23,27 @@ namespace vgpu {
 
 class LaunchWatch {
  public:
-  // A job unknown to the ledger for `window_s` has no prolog of ours on its way: a job that asks
-  // for no vgpu, one whose prolog requeued it, one that ended here already. 20 s is slurmd's own
+  // A job whose hooks have not arrived for `window_s` since it was first seen has none coming: a
+  // job that asks for no vgpu, one that ended before this planner started. 20 s is slurmd's own
   // wait at the default MessageTimeout of 10 s.
   explicit LaunchWatch(std::int64_t window_s = 20) : window_s_(window_s) {}
 
-  // Of `on_node` (the jobs slurmctld shows on this node), those whose launch may be on its way:
-  // the ledger names none of them (no claim, instance, share or viz VM yet) and each was first
-  // seen so here less than window_s before `now`.
+  // The job's prolog or epilog reached the planner at `now`: its launch is no longer on its way.
+  void hook_arrived(JobId job, std::int64_t now);
+
+  // Of `on_node` (the jobs slurmctld shows on this node, up to a view's age late), those whose
+  // launch may be on its way: no hook of theirs arrived, the ledger names none of them (a prolog
+  // run without the planner claims there), and each was first seen less than window_s before `now`.
   std::set<JobId> in_flight(const std::set<JobId>& on_node, const Ledger& ledger, std::int64_t now);
 
  private:
+  // How long an arrival is remembered once the job is no longer on the node: far longer than a
+  // cluster view may be old before it is stale.
+  static constexpr std::int64_t kArrivalKeptS = 600;
+
   std::int64_t window_s_;
   std::map<JobId, std::int64_t> unknown_since_;
+  std::map<JobId, std::int64_t> arrived_;
 };
 
 }  // namespace vgpu
