@@ -114,7 +114,6 @@ void serve_hook(vgpu::agent::NodeRuntime& rt, const vgpu::contract::HookRequest&
   auto started = vgpu::agent::from_monotonic_ns(request.since_ns);
   // Not a time this hook can have started at (ahead of now, or an hour before): timed from now.
   if (started > now || now - started > std::chrono::hours(1)) started = now;
-  if (auto* launches = rt.context().launches) launches->hook_arrived(request.job, rt.context().now());
   if (request.kind == vgpu::contract::HookKind::prolog) {
     vgpu::agent::prolog_with(rt, vgpu::agent::prolog_request_of(request), started);
   } else {
@@ -254,7 +253,10 @@ class HookServing {
   }
 
  private:
+  // Every request read, served here or not (declined, or its hook gave up waiting and does its own
+  // work), says that slurmd has accepted the job's launch (launch_watch.h).
   std::optional<std::string> decline(const vgpu::contract::HookRequest& r) const {
+    if (auto* launches = ctx_.launches) launches->hook_arrived(r.job, ctx_.now());
     if (auto why = vgpu::agent::why_not_serve(r, policy_); !why.empty()) return why;
     if (r.kind == vgpu::contract::HookKind::epilog && !epilogs_.serving(std::chrono::steady_clock::now()))
       return std::string();  // routine: the epilog scrubs on its own, beside the others
