@@ -358,7 +358,7 @@ int run_planner(vgpu::agent::NodeRuntime& rt, const Options& opt, const sigset_t
   }
   const Waiter waiter(signal_fd, hooks.listener(), [&hooks] { hooks.serve_ready(); });
   if (hooks.listener()) ctx.serve_waiting_hooks = [&hooks] { hooks.serve_ready(); };
-  vgpu::LaunchWatch launches;  // every hook served below tells it which job's launch arrived
+  vgpu::LaunchWatch launches;  // every hook request read below tells it which job's launch arrived
   ctx.launches = &launches;
   if (!opt.once) std::ofstream(rt.planner_pidfile()) << ::getpid() << "\n";
   rt.log(fmt::format("vgpu: planner: node {}: started, period {} s", ctx.node, period));
