@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "vgpu/contract/slurmd_report.h"
 #include "vgpu/node/launch_watch.h"
@@ -41,6 +42,14 @@ class SplitPublisherTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
 
+  // A ledger of two idle H100s and the planner's launch watch, as the planner wires them.
+  void watch_launches() {
+    store.emplace((dir / "n1").string());
+    ASSERT_TRUE(store->replace(node::test::two_h100s()));
+    ctx.ledger = &*store;
+    ctx.launches = &launches;
+  }
+
   // What the plugin inside slurmd writes once it reports `counts`.
   void slurmd_reports(const std::map<std::string, std::uint64_t, std::less<>>& counts) {
     std::ofstream(dir / "n1" / "slurmd-report.json") << contract::render_slurmd_report({"n1", 7, 14, counts});
@@ -54,6 +63,8 @@ class SplitPublisherTest : public ::testing::Test {
   bool sighup_works = true;
   std::int64_t clock = 1'800'000'000;
   std::string logs;
+  std::optional<LedgerStore> store;
+  LaunchWatch launches;
 };
 
 TEST_F(SplitPublisherTest, BeforeSlurm2311SlurmdIsSignalled) {
@@ -67,11 +78,7 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311SlurmdIsSignalled) {
 // and slurmctld drain the node (vgpu/node/launch_watch.h): the SIGHUP waits for the prolog of a
 // job the cluster view shows here unclaimed, serving hooks meanwhile so that the prolog can claim.
 TEST_F(SplitPublisherTest, BeforeSlurm2311TheSignalWaitsForThePrologOfAJobStartedHere) {
-  LedgerStore store((dir / "n1").string());
-  ASSERT_TRUE(store.replace(node::test::two_h100s()));
-  ctx.ledger = &store;
-  LaunchWatch launches;
-  ctx.launches = &launches;
+  watch_launches();
   slurm.controller = SlurmVersion{22, 5, 8};
   slurm.running = {7};
   slurm.take_view(clock);
@@ -88,11 +95,7 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311TheSignalWaitsForThePrologOfAJobStarte
 }
 
 TEST_F(SplitPublisherTest, BeforeSlurm2311APrologThatNeverComesHoldsTheSignalOnlyForAWhile) {
-  LedgerStore store((dir / "n1").string());
-  ASSERT_TRUE(store.replace(node::test::two_h100s()));
-  ctx.ledger = &store;
-  LaunchWatch launches;
-  ctx.launches = &launches;
+  watch_launches();
   publisher = make_split_publisher(ctx,
                                    [this] {
                                      ++sighups;
@@ -119,11 +122,7 @@ TEST_F(SplitPublisherTest, BeforeSlurm2311APrologThatNeverComesHoldsTheSignalOnl
 }
 
 TEST_F(SplitPublisherTest, WithoutAClusterViewTheSignalAsksNothingAndWaitsForNothing) {
-  LedgerStore store((dir / "n1").string());
-  ASSERT_TRUE(store.replace(node::test::two_h100s()));
-  ctx.ledger = &store;
-  LaunchWatch launches;
-  ctx.launches = &launches;
+  watch_launches();
   slurm.running = {7};
   ASSERT_TRUE(publisher->publish({{"1g.10gb", 2}}));
   EXPECT_EQ(sighups, 1);
