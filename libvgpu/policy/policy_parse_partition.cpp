@@ -195,6 +195,23 @@ void parse_idle_layout(Diagnostics& d, const Json& spec, const FieldPath& path, 
   if (profiles_ok) check_idle_layout(d, p, at);
 }
 
+// "on_demand" moves GPUs between whole and MIG for pending jobs: only where the partition offers
+// both on one model, or one side's jobs would never be asked for.
+void check_on_demand_profiles(Diagnostics& d, const PartitionPolicy& p, const FieldPath& at) {
+  if (p.mig_mode != MigModePolicy::on_demand) return;
+  bool both = p.profile_rule == PartitionPolicy::ProfileRule::every_profile;
+  for (const auto& m : Catalog::builtin().models()) {
+    if (m.partitioning != Partitioning::mig || !m.whole_gpu_profile()) continue;
+    const auto allowed = p.allowed_profiles_for(m);
+    both = both || (std::ranges::any_of(allowed, names_whole_gpu) &&
+                    std::ranges::any_of(allowed, [](const std::string& n) { return !names_whole_gpu(n); }));
+  }
+  if (!both)
+    d.at_value(at,
+               "\"on_demand\" switches GPUs between whole and MIG mode, but \"profiles\" offers no NVIDIA model "
+               "both its whole GPU (whole.<M>gb) and a MIG profile");
+}
+
 }  // namespace
 
 PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPath& path, std::string name,
@@ -215,10 +232,12 @@ PartitionPolicy parse_partition(Diagnostics& d, const Json& value, const FieldPa
       p.scrub = *mode == "required" ? ScrubMode::required : ScrubMode::optional;
   }
   if (const Json* v = member(value, "mig_mode")) {
-    if (auto mode = read_choice(d, *v, path.key("mig_mode"), {"as_found", "partitioned", "whole"}))
+    if (auto mode = read_choice(d, *v, path.key("mig_mode"), {"as_found", "partitioned", "whole", "on_demand"}))
       p.mig_mode = *mode == "partitioned" ? MigModePolicy::partitioned
                    : *mode == "whole"     ? MigModePolicy::whole
+                   : *mode == "on_demand" ? MigModePolicy::on_demand
                                           : MigModePolicy::as_found;
+    if (profiles_ok) check_on_demand_profiles(d, p, path.key("mig_mode"));
   }
   if (const Json* v = member(value, "share_across_users"))
     if (auto b = read_bool(d, *v, path.key("share_across_users"))) p.share_across_users = *b;

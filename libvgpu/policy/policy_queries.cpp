@@ -28,6 +28,7 @@ std::string_view to_string(MigModePolicy mode) {
   switch (mode) {
     case MigModePolicy::partitioned: return "partitioned";
     case MigModePolicy::whole: return "whole";
+    case MigModePolicy::on_demand: return "on_demand";
     case MigModePolicy::as_found: break;
   }
   return "as_found";

@@ -69,7 +69,10 @@ std::string summary(const PolicyFile& policy) {
     out += fmt::format("  gpus:   {}\n", describe_gpus(p));
     out += fmt::format("  limits: {}\n", describe_limits(p));
     out += fmt::format("  scrub:  {}\n", to_string(p.scrub));
-    if (p.mig_mode != MigModePolicy::as_found)
+    if (p.mig_mode == MigModePolicy::on_demand)
+      out +=
+          "  mig:    on_demand (MIG turned off for pending whole-GPU jobs, on for pending MIG jobs, per empty GPU)\n";
+    else if (p.mig_mode != MigModePolicy::as_found)
       out += fmt::format("  mig:    {} (MIG turned {} where a GPU is found with it {})\n", to_string(p.mig_mode),
                          p.mig_mode == MigModePolicy::whole ? "off" : "on",
                          p.mig_mode == MigModePolicy::whole ? "on" : "off");

@@ -112,6 +112,8 @@ JSON
   [ -n "${VP_SHARE_TYPES:-}" ] && _vp_policy_set share_types "$VP_SHARE_TYPES"
   # VP_SHARE_ACROSS_USERS: a partition whose shared instances take several users' shares.
   [ -n "${VP_SHARE_ACROSS_USERS:-}" ] && _vp_policy_set "partitions.$VP_SHARE_ACROSS_USERS.share_across_users" true
+  # VP_TRAIN_MIG_MODE: the train partition's mig_mode ("on_demand", ...).
+  [ -n "${VP_TRAIN_MIG_MODE:-}" ] && _vp_policy_set partitions.train.mig_mode "\"$VP_TRAIN_MIG_MODE\""
   # VP_NODE_WEIGHTS: the planner's node_weights, as its JSON object ({"in_use": A, "idle": B}).
   [ -n "${VP_NODE_WEIGHTS:-}" ] && _vp_policy_set planner.node_weights "$VP_NODE_WEIGHTS"
   # VP_NODE_FEATURES=1: the planner's node_features, with slurm.conf's FUTURE node holding every

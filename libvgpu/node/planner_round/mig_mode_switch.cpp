@@ -19,21 +19,53 @@ bool holds_anything_of_ours(const Ledger& ledger, int gpu) {
          std::ranges::any_of(ledger.plan.slots, [&](const PlanSlot& s) { return s.gpu == gpu; });
 }
 
+const GpuModel* switchable_model(const GpuInfo& gpu, const Catalog& catalog) {
+  const GpuModel* model = catalog.find_model_for_product(gpu.product_name);
+  if (!model || model->partitioning != Partitioning::mig || gpu.mig_current == MigMode::unsupported) return nullptr;
+  return model;
+}
+
 }  // namespace
 
+std::set<int> gpus_on_demand(const NodeSnapshot& snapshot, const Catalog& catalog,
+                             std::span<const PartitionPolicy* const> parts, std::vector<std::string>& notes) {
+  std::set<int> out;
+  for (const auto& gpu : snapshot.gpus) {
+    const GpuModel* model = switchable_model(gpu, catalog);
+    if (!model || !asked_by_policy(MigModePolicy::on_demand, gpu, *model, parts) ||
+        asked_by_policy(MigModePolicy::partitioned, gpu, *model, parts) ||
+        asked_by_policy(MigModePolicy::whole, gpu, *model, parts))
+      continue;
+    if (model->mig_switch_needs_reset)
+      notes.push_back(
+          fmt::format("GPU {} ({}): mig_mode on_demand, but {} takes a new MIG mode only at a GPU "
+                      "reset: left with MIG {}",
+                      gpu.index, model->name, model->name, gpu.mig_current == MigMode::enabled ? "on" : "off"));
+    else
+      out.insert(gpu.index);
+  }
+  return out;
+}
+
 MigModeChoice choose_mig_mode_switches(const NodeSnapshot& snapshot, const Catalog& catalog,
-                                       std::span<const PartitionPolicy* const> parts, const Ledger& ledger) {
+                                       std::span<const PartitionPolicy* const> parts, const Ledger& ledger,
+                                       const MigModeTargets& on_demand) {
   MigModeChoice out;
   for (const auto& gpu : snapshot.gpus) {
-    const GpuModel* model = catalog.find_model_for_product(gpu.product_name);
-    if (!model || model->partitioning != Partitioning::mig || gpu.mig_current == MigMode::unsupported) continue;
-    const bool partitioned = asked_by_policy(MigModePolicy::partitioned, gpu, *model, parts);
-    const bool whole = !partitioned && asked_by_policy(MigModePolicy::whole, gpu, *model, parts);
+    const GpuModel* model = switchable_model(gpu, catalog);
+    if (!model) continue;
+    const bool fixed_partitioned = asked_by_policy(MigModePolicy::partitioned, gpu, *model, parts);
+    const bool fixed_whole = !fixed_partitioned && asked_by_policy(MigModePolicy::whole, gpu, *model, parts);
+    const bool demand_steers = !fixed_partitioned && !fixed_whole && !model->mig_switch_needs_reset &&
+                               asked_by_policy(MigModePolicy::on_demand, gpu, *model, parts);
+    const bool partitioned = fixed_partitioned || (demand_steers && on_demand.partitioned.contains(gpu.index));
+    const bool whole = fixed_whole || (demand_steers && on_demand.whole.contains(gpu.index));
     if (partitioned) out.wanted_partitioned.insert(gpu.index);
     if (whole) out.wanted_whole.insert(gpu.index);
+    if (demand_steers && (partitioned || whole)) out.for_demand.insert(gpu.index);
     const bool mig_on = gpu.mig_current == MigMode::enabled;
     if (!(partitioned && !mig_on) && !(whole && mig_on)) continue;
-    const std::string_view asked = partitioned ? "partitioned" : "whole";
+    const std::string_view asked = demand_steers ? "on_demand" : partitioned ? "partitioned" : "whole";
     const std::string_view kept = mig_on ? "on" : "off";
     if (model->mig_switch_needs_reset) {
       out.notes.push_back(

@@ -2,6 +2,7 @@
 // instances, turn Slurm's pending jobs into demand, re-plan the free space, and hand the new
 // advertisement to Slurm without ever withdrawing a slot a job may already hold (see vgpu/node/planner.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iterator>
@@ -512,9 +513,12 @@ bool switch_mig_modes(NodeContext& ctx, MigModeChoice& choice, PlannerRoundResul
   bool changed = false;
   const auto ask = [&](int gpu, MigMode mode) {
     auto outcome = ctx.backend->set_mig_mode(gpu, mode);
+    const std::string why =
+        choice.for_demand.contains(gpu)
+            ? "as pending demand asks (mig_mode on_demand)"
+            : fmt::format("as the policy's mig_mode {} asks", mode == MigMode::enabled ? "partitioned" : "whole");
     result.notes.push_back(
-        fmt::format("GPU {}: MIG mode {}, as the policy's mig_mode {} asks: {}", gpu,
-                    mode == MigMode::enabled ? "on" : "off", mode == MigMode::enabled ? "partitioned" : "whole",
+        fmt::format("GPU {}: MIG mode {}, {}: {}", gpu, mode == MigMode::enabled ? "on" : "off", why,
                     outcome ? std::string(to_string(*outcome)) : "failed: " + outcome.error().message));
     changed |= outcome && *outcome == MigModeSwitch::activated;
   };
@@ -535,6 +539,8 @@ void plan_gpu_modes(NodeContext& ctx, PlannerState& state, const NodeSnapshot& s
   state.gpus_served_whole = gpus_served_whole(ctx, snap, may_be_whole, notes);
   state.gpus_without_mig = mig_off;
   state.gpus_without_mig.insert(choice.wanted_whole.begin(), choice.wanted_whole.end());
+  state.gpus_found_without_mig = mig_off;
+  state.gpus_on_demand = gpus_on_demand(snap, Catalog::builtin(), node_partitions(*ctx.policy, ctx.node), notes);
 }
 
 // Repairs what differs between the ledger and the hardware. The hardware lock keeps prologs and
@@ -551,7 +557,8 @@ Result<void> reconcile_with_hardware(NodeContext& ctx, PlannerState& state, cons
   }
   auto ledger = ctx.ledger->load();
   if (!ledger) return std::unexpected(ledger.error().within(where));
-  auto modes = choose_mig_mode_switches(*snap, Catalog::builtin(), node_partitions(*ctx.policy, ctx.node), *ledger);
+  auto modes = choose_mig_mode_switches(*snap, Catalog::builtin(), node_partitions(*ctx.policy, ctx.node), *ledger,
+                                        state.mig_on_demand);
   if (switch_mig_modes(ctx, modes, result)) {
     snap = take_snapshot(*ctx.backend);
     if (!snap) {
@@ -867,6 +874,35 @@ Result<Ledger> grow(Round& r, const PlanChoice& choice) {
   });
 }
 
+// The MIG modes this round's demand asks of the GPUs a partition's "on_demand" steers
+// (mig_mode_on_demand.h). The next round's reconcile switches them, each once it is empty; until
+// then this round plans as the last one chose.
+void choose_mig_modes_for_demand(Round& r) {
+  if (r.state.gpus_on_demand.empty()) {
+    r.state.mig_on_demand = {};
+    return;
+  }
+  auto l = r.ctx.ledger->load();
+  if (!l) return;
+  const Ledger view = planning_view(*l);
+  auto layouts = node::layouts_of(view, [&](const PlanSlot& s) { return slot_is_held(view, s); });
+  if (!layouts) return;
+  std::vector<OnDemandGpu> gpus;
+  for (std::size_t g = 0; g < view.gpus.size(); ++g) {
+    const int index = view.gpus[g].index;
+    if ((*layouts)[g].model().partitioning != Partitioning::mig) continue;
+    gpus.push_back({index, (*layouts)[g], !r.state.gpus_found_without_mig.contains(index),
+                    r.state.gpus_on_demand.contains(index)});
+  }
+  const bool whole_offered = !r.ctx.access || r.ctx.access->whole_gpus_unconfinable().empty();
+  auto targets = choose_mig_modes_on_demand(gpus, r.demand, r.state.mig_on_demand, whole_offered);
+  for (const auto& n : targets.notes) r.result.notes.push_back(n);
+  if (!targets.whole.empty() || !targets.partitioned.empty())
+    r.result.notes.push_back(fmt::format("mig_mode on_demand: pending jobs want GPU(s) [{}] whole and [{}] in MIG mode",
+                                         fmt::join(targets.whole, ", "), fmt::join(targets.partitioned, ", ")));
+  r.state.mig_on_demand = std::move(targets);
+}
+
 // Without demand the safe move is to keep the current plan; the advertisement follows the ledger.
 PlannerRoundResult publish_as_is(Round& r) {
   auto l = r.ctx.ledger->load();
@@ -920,6 +956,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   for (const auto& e : pending->errors) r.result.notes.push_back(e);
   r.parts = node_partitions(*ctx.policy, ctx.node);
   r.demand = node_demand(ctx, state, *pending, r.parts, r.result.notes);
+  choose_mig_modes_for_demand(r);
   auto confirmed = released_capacity_confirmed(ctx, state, slurm_view, r.result);
   if (!confirmed) return std::unexpected(confirmed.error().within(r.where));
   if (!*confirmed) return r.result;

@@ -123,5 +123,47 @@ TEST(MigModeSwitch, AGpuLeavingMigModeWaitsForItsLastInstance) {
                                                    "instance or a slot on it: switched once it is empty"});
 }
 
+TEST(MigModeSwitch, OnDemandSwitchesWhatPendingDemandAsksAndAFixedModeWins) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA H100 80GB HBM3", MigMode::enabled), gpu(1, "NVIDIA H100 80GB HBM3", MigMode::disabled),
+               gpu(2, "NVIDIA H100 80GB HBM3", MigMode::enabled)};
+  MigModeTargets targets;
+  targets.whole = {0};
+  targets.partitioned = {1};
+  auto on_demand = partition(MigModePolicy::on_demand);
+  const PartitionPolicy* parts[] = {&on_demand};
+  auto choice = choose_mig_mode_switches(snap, Catalog::builtin(), parts, {}, targets);
+  EXPECT_EQ(choice.turn_off, (std::vector<int>{0}));
+  EXPECT_EQ(choice.turn_on, (std::vector<int>{1}));
+  EXPECT_EQ(choice.for_demand, (std::set<int>{0, 1}));
+  EXPECT_TRUE(choose_mig_mode_switches(snap, Catalog::builtin(), parts, {}).turn_off.empty())
+      << "without targets on_demand keeps every GPU as it is";
+
+  auto fixed = partition(MigModePolicy::partitioned);
+  fixed.name = "q";
+  fixed.gpus = std::vector<int>{0, 1};
+  const PartitionPolicy* both[] = {&on_demand, &fixed};
+  auto fixed_wins = choose_mig_mode_switches(snap, Catalog::builtin(), both, {}, targets);
+  EXPECT_TRUE(fixed_wins.turn_off.empty()) << "GPU 0 stays partitioned: partition q fixes it";
+  EXPECT_EQ(fixed_wins.turn_on, (std::vector<int>{1}));
+  EXPECT_TRUE(fixed_wins.for_demand.empty());
+  std::vector<std::string> notes;
+  EXPECT_EQ(gpus_on_demand(snap, Catalog::builtin(), both, notes), (std::set<int>{2}));
+}
+
+TEST(MigModeSwitch, OnDemandNeverSwitchesAModelThatNeedsAReset) {
+  NodeSnapshot snap;
+  snap.gpus = {gpu(0, "NVIDIA A100-SXM4-80GB", MigMode::enabled)};
+  auto on_demand = partition(MigModePolicy::on_demand);
+  const PartitionPolicy* parts[] = {&on_demand};
+  std::vector<std::string> notes;
+  EXPECT_TRUE(gpus_on_demand(snap, Catalog::builtin(), parts, notes).empty());
+  EXPECT_EQ(notes, std::vector<std::string>{"GPU 0 (A100-80GB): mig_mode on_demand, but A100-80GB takes a new MIG "
+                                            "mode only at a GPU reset: left with MIG on"});
+  MigModeTargets targets;
+  targets.whole = {0};
+  EXPECT_TRUE(choose_mig_mode_switches(snap, Catalog::builtin(), parts, {}, targets).turn_off.empty());
+}
+
 }  // namespace
 }  // namespace vgpu

@@ -194,8 +194,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"/partitions/p/scrub", "maybe", "partitions.p.scrub",
                  "must be one of \"required\", \"optional\", got \"maybe\""},
         BadValue{"/partitions/p/scrub", false, "partitions.p.scrub", "got false"},
-        BadValue{"/partitions/p/mig_mode", "on_demand", "partitions.p.mig_mode",
-                 "must be one of \"as_found\", \"partitioned\", \"whole\", got \"on_demand\""},
+        BadValue{"/partitions/p/mig_mode", "sometimes", "partitions.p.mig_mode",
+                 "must be one of \"as_found\", \"partitioned\", \"whole\", \"on_demand\", got \"sometimes\""},
         BadValue{"/partitions/p/viz_pools", json::object(), "partitions.p.viz_pools",
                  "must be a list, got an object"}));
 
@@ -304,6 +304,23 @@ TEST(PolicyFields, MigModeIsAsFoundUnlessThePartitionAsksForPartitioned) {
   auto whole = check_policy(doc.dump(2), "t.json");
   ASSERT_TRUE(whole.policy) << all_text(whole.diagnostics);
   EXPECT_EQ(whole.policy->partition("p")->mig_mode, MigModePolicy::whole);
+  doc["partitions"]["p"]["mig_mode"] = "on_demand";
+  doc["partitions"]["p"]["profiles"] = {"1g.10gb", "whole.80gb"};
+  auto on_demand = check_policy(doc.dump(2), "t.json");
+  ASSERT_TRUE(on_demand.policy) << all_text(on_demand.diagnostics);
+  EXPECT_EQ(on_demand.policy->partition("p")->mig_mode, MigModePolicy::on_demand);
+}
+
+TEST(PolicyFields, OnDemandNeedsAModelWithBothItsWholeGpuAndAMigProfile) {
+  json doc = valid_doc();
+  doc["partitions"]["p"]["mig_mode"] = "on_demand";
+  doc["partitions"]["p"]["profiles"] = {"1g.10gb", "3g.40gb"};
+  expect_error(doc, "partitions.p.mig_mode",
+               "\"on_demand\" switches GPUs between whole and MIG mode, but \"profiles\" offers no NVIDIA model "
+               "both its whole GPU (whole.<M>gb) and a MIG profile");
+  // Both, but on different models: H100's whole GPU, A100's MIG profile.
+  doc["partitions"]["p"]["profiles"] = {{"H100-80GB", {"whole.80gb"}}, {"A100-80GB", {"1g.10gb"}}};
+  expect_error(doc, "partitions.p.mig_mode", "offers no NVIDIA model both");
 }
 
 TEST(PolicyFields, AWrongVersionStopsFurtherChecks) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "vgpu/node/context.h"
+#include "vgpu/node/mig_mode_on_demand.h"
 
 namespace vgpu {
 
@@ -62,6 +63,12 @@ struct PlannerState {
   // A round whose snapshot failed keeps what the one before saw.
   std::set<int> gpus_without_mig;
   std::set<int> gpus_served_whole;
+  // For a partition's mig_mode "on_demand" (vgpu/node/mig_mode_on_demand.h): the GPUs the snapshot
+  // found with MIG off, those whose mode pending demand steers, and the modes the last round's
+  // demand asked of them, which the next round's reconcile switches to.
+  std::set<int> gpus_found_without_mig;
+  std::set<int> gpus_on_demand;
+  MigModeTargets mig_on_demand;
 };
 
 struct PlannerRoundResult {

@@ -107,6 +107,7 @@ enum class MigModePolicy {
   as_found,     // never switched: a GPU serves in the mode the node was booted with
   partitioned,  // MIG turned on where it is found off, once nothing uses the GPU (Hopper and newer)
   whole,        // MIG turned off where it is found on, once nothing uses the GPU: served whole
+  on_demand,    // either, per GPU, as pending jobs ask (vgpu/node/mig_mode_on_demand.h)
 };
 std::string_view to_string(MigModePolicy mode);
 

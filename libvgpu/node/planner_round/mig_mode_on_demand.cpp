@@ -1,0 +1,129 @@
+#include "vgpu/node/mig_mode_on_demand.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace vgpu {
+namespace {
+
+// One GPU as this choice sees it: what it holds, what the choice has put on it, and how it ends up.
+struct Seat {
+  const OnDemandGpu* gpu;
+  GpuLayout layout;       // held, plus the MIG units this choice placed
+  bool mig_on;            // the mode it ends up in
+  bool switched = false;  // the choice changes its mode
+  bool taken = false;     // a whole-GPU unit of this choice has it
+  bool placed = false;    // a MIG unit of this choice is on it
+};
+
+bool free_now(const Seat& s) { return s.layout.empty() && !s.taken && !s.placed; }
+
+// `preferred` first (last round's choice), then by index: the same demand picks the same GPUs.
+Seat* first_of(std::vector<Seat>& seats, const std::set<int>& preferred, auto&& fits) {
+  Seat* best = nullptr;
+  for (auto& s : seats) {
+    if (!fits(s)) continue;
+    if (!best || (preferred.contains(s.gpu->index) && !preferred.contains(best->gpu->index))) best = &s;
+  }
+  return best;
+}
+
+// A whole-GPU unit: a GPU with MIG off that nobody holds, else one in MIG mode that nobody holds,
+// else (starving demand only) the MIG GPU that holds the least, which then drains.
+bool seat_whole(std::vector<Seat>& seats, const std::string& profile, bool starving, const MigModeTargets& before,
+                MigModeTargets& out) {
+  const auto has = [&](const Seat& s) {
+    const Profile* p = s.layout.model().find_profile(profile);
+    return p && p->whole_gpu;
+  };
+  if (Seat* s = first_of(seats, {}, [&](const Seat& x) { return has(x) && !x.mig_on && free_now(x); })) {
+    s->taken = true;
+    return true;
+  }
+  Seat* s = first_of(seats, before.whole,
+                     [&](const Seat& x) { return has(x) && x.mig_on && x.gpu->switchable && free_now(x); });
+  if (!s && starving) {
+    for (auto& x : seats)
+      if (has(x) && x.mig_on && x.gpu->switchable && !x.taken && !x.placed &&
+          (!s || x.layout.used_compute_slices() < s->layout.used_compute_slices() ||
+           (x.layout.used_compute_slices() == s->layout.used_compute_slices() && before.whole.contains(x.gpu->index) &&
+            !before.whole.contains(s->gpu->index))))
+        s = &x;
+    if (s)
+      out.notes.push_back(
+          fmt::format("GPU {}: drains for starving {} demand (mig_mode on_demand): no new MIG job "
+                      "there, MIG off once its {} held instance(s) are given back",
+                      s->gpu->index, profile, s->layout.instances().size()));
+  }
+  if (!s) return false;
+  s->taken = s->switched = true;
+  s->mig_on = false;
+  out.whole.insert(s->gpu->index);
+  return true;
+}
+
+// A MIG instance: on a GPU in MIG mode that already has something (packing keeps empty GPUs for
+// whole-GPU units), then on an empty one, then on a free GPU with MIG off, which enters MIG mode.
+bool seat_instance(std::vector<Seat>& seats, const std::string& profile, const MigModeTargets& before,
+                   MigModeTargets& out) {
+  const auto try_place = [&](Seat& s) {
+    const Profile* p = s.layout.model().find_profile(profile);
+    if (!p || p->whole_gpu) return false;
+    auto at = s.layout.best_placement(*p);
+    if (!at || !s.layout.place(*p, *at)) return false;
+    s.placed = true;
+    return true;
+  };
+  for (bool want_empty : {false, true})
+    for (auto& s : seats)
+      if (s.mig_on && !s.taken && s.layout.empty() == want_empty && try_place(s)) return true;
+  Seat* s = first_of(seats, before.partitioned, [&](const Seat& x) {
+    const Profile* p = x.layout.model().find_profile(profile);
+    return p && !p->whole_gpu && !x.mig_on && x.gpu->switchable && free_now(x);
+  });
+  if (!s) return false;
+  s->layout = GpuLayout(s->layout.model(), GpuMode::partitioned);
+  s->mig_on = s->switched = true;
+  out.partitioned.insert(s->gpu->index);
+  return try_place(*s);
+}
+
+// Instances a demand entry needs: a share type's units are shares, several to an instance.
+int instances_of(std::span<const Seat> seats, const Demand& d) {
+  for (const auto& s : seats)
+    if (const Profile* p = s.layout.model().find_profile(d.profile); p && p->shares > 0)
+      return (d.count + p->shares - 1) / p->shares;
+  return d.count;
+}
+
+bool names_whole(std::span<const Seat> seats, const std::string& profile) {
+  return std::ranges::any_of(seats, [&](const Seat& s) {
+    const Profile* p = s.layout.model().find_profile(profile);
+    return p && p->whole_gpu;
+  });
+}
+
+}  // namespace
+
+MigModeTargets choose_mig_modes_on_demand(std::span<const OnDemandGpu> gpus, std::span<const Demand> demand,
+                                          const MigModeTargets& before, bool whole_offered) {
+  MigModeTargets out;
+  if (std::ranges::none_of(gpus, &OnDemandGpu::switchable)) return out;
+  std::vector<Seat> seats;
+  for (const auto& g : gpus) seats.push_back({&g, g.held, g.mig_on});
+  for (const auto& d : demand) {
+    const bool whole = names_whole(seats, d.profile);
+    if (whole && !whole_offered) continue;
+    // A unit that finds no seat is followed by none of the same kind: the ones after it would not
+    // fit either, and a large count (an array) costs nothing.
+    for (int n = whole ? d.count : instances_of(seats, d); n > 0; --n)
+      if (!(whole ? seat_whole(seats, d.profile, d.starving, before, out)
+                  : seat_instance(seats, d.profile, before, out)))
+        break;
+  }
+  return out;
+}
+
+}  // namespace vgpu
