@@ -1,6 +1,8 @@
 #include "nvml_backend.h"
 
 #include <fmt/format.h>
+
+#include "nvml_topology.h"
 #include "vgpu/base/crash_point.h"
 
 namespace vgpu::nvml {
@@ -40,6 +42,17 @@ std::unique_ptr<Backend> Backend::open(std::string library_path) {
   b->api_ = {*create_gi, *create_ci, *destroy_ci, *destroy_gi, *set_mig_mode};
   b->usable_ = true;
   return b;
+}
+
+std::optional<GpuLinks> Backend::gpu_links() {
+  if (links_ || !usable_) return links_;
+  auto gpus = reader_->discover();
+  if (!gpus || gpus->size() < 2) return std::nullopt;
+  const int count = static_cast<int>(gpus->size());
+  auto read = read_topology(*reader_, count);
+  if (!read.errors.empty()) return std::nullopt;  // asked again next time, not remembered half
+  links_ = links_of(read, count);
+  return links_;
 }
 
 Result<InstanceInfo> Backend::create_instance(int gpu, int profile_id, Placement placement) {

@@ -27,6 +27,9 @@ class Backend : public GpuBackend {
   Result<GpuModel> read_catalog(int gpu) override { return reader_->read_catalog(gpu); }
   Result<std::vector<InstanceInfo>> list_instances(int gpu) override { return reader_->list_instances(gpu); }
   std::unique_ptr<ActivitySampler> activity_sampler() override { return reader_->activity_sampler(); }
+  // Read once: links between GPUs do not change while the node runs (a MIG-mode switch may
+  // rebind a GPU, its NVLinks stay).
+  std::optional<GpuLinks> gpu_links() override;
   Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) override;
   Result<void> destroy_instance(int gpu, int gi_id) override;
   Result<MigModeSwitch> set_mig_mode(int gpu, MigMode mode) override;
@@ -39,6 +42,7 @@ class Backend : public GpuBackend {
   MutateApi api_;
   bool usable_ = false;
   std::string unavailable_;
+  std::optional<GpuLinks> links_;
 };
 
 // NVML_COMPUTE_INSTANCE_PROFILE_* for a compute instance of `slices` compute slices.

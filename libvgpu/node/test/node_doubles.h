@@ -90,7 +90,9 @@ class MemoryBackend final : public GpuBackend {
   int creates = 0, destroys = 0, mig_switches = 0;
   std::set<int> busy;  // GPUs a process outside slurm-vgpu holds
   bool fail_next_create = false;
-  std::set<int> mig_off;  // GPUs discover() reports with MIG mode disabled
+  std::set<int> mig_off;          // GPUs discover() reports with MIG mode disabled
+  std::optional<GpuLinks> links;  // what gpu_links() answers: none, as a backend that cannot tell
+  std::optional<GpuLinks> gpu_links() override { return links; }
   ErrorCode fail_create_with = ErrorCode::no_capacity;
   // Runs after a GPU's instances were listed, before the list is returned: what happens here is
   // what another process did just after the caller looked.

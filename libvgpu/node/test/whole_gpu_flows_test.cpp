@@ -159,5 +159,67 @@ TEST_F(WholeGpuFlows, AGpuThePolicyWantsPartitionedIsNotServedWholeMeanwhile) {
   EXPECT_EQ(advertised()["3g.40gb"], 2);
 }
 
+// "mig_mode": "on_demand": a pending whole-GPU job takes an empty GPU out of MIG mode, its job
+// gets it; once it is free and a pending 7g.80gb finds no empty MIG GPU, it goes back into MIG mode.
+TEST_F(WholeGpuFlows, OnDemandSwitchesAGpuEachWayForWhatIsPending) {
+  backend.mig_off.clear();
+  policy.partitions[0].mig_mode = MigModePolicy::on_demand;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_FALSE(advertised().contains("whole.80gb"));
+  auto busy = run_prolog(ctx, {70, "bob", "gpu", "1g.10gb:1", 1002});
+  ASSERT_TRUE(busy && !busy->rejected) << (busy ? busy->reason : busy.error().message);
+  const int busy_gpu = busy->instances.front().gpu, free_gpu = 1 - busy_gpu;
+
+  slurm->squeue = "71|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:whole.80gb:1\n";
+  bool said = false;
+  for (int round = 0; round < 6 && advertised()["whole.80gb"] < 1; ++round) {
+    auto r = run_planner_round(ctx, planner);
+    ASSERT_TRUE(r) << r.error().message;
+    said = said || has_note(*r, fmt::format("GPU {}: MIG mode off, as pending demand asks (mig_mode on_demand): "
+                                            "activated",
+                                            free_gpu));
+  }
+  EXPECT_TRUE(said);
+  EXPECT_EQ(backend.mig_off, (std::set<int>{free_gpu})) << "the GPU that runs bob's job stays in MIG mode";
+  EXPECT_EQ(advertised()["whole.80gb"], 1);
+  slurm->squeue.clear();
+  auto trained = run_prolog(ctx, {71, "alice", "gpu", "whole.80gb:1", 1001});
+  ASSERT_TRUE(trained && !trained->rejected) << (trained ? trained->reason : trained.error().message);
+  EXPECT_EQ(trained->instances.front().gpu, free_gpu);
+  ASSERT_TRUE(run_epilog(ctx, 71, "completed"));
+  for (int round = 0; round < 3; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_EQ(backend.mig_off, (std::set<int>{free_gpu})) << "nothing pending: the GPU stays whole";
+
+  slurm->squeue = "72|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:3g.40gb:2\n";
+  for (int round = 0; round < 6 && advertised()["3g.40gb"] < 2; ++round) ASSERT_TRUE(run_planner_round(ctx, planner));
+  EXPECT_TRUE(backend.mig_off.empty()) << "two 3g.40gb do not fit beside bob's 1g.10gb";
+  EXPECT_GE(advertised()["3g.40gb"], 2);
+  EXPECT_FALSE(advertised().contains("whole.80gb"));
+  auto problems = verify_node(ctx);
+  ASSERT_TRUE(problems) << problems.error().message;
+  EXPECT_TRUE(problems->empty()) << problems->front();
+}
+
+// Four whole GPUs in two NVLink-bridged pairs (as four H200 NVL): a job for two gets a bridged
+// pair, never one GPU of each, even when a single-GPU job already broke the first pair.
+TEST_F(WholeGpuFlows, AJobForTwoWholeGpusGetsABridgedPair) {
+  testing::MemoryBackend four{*Catalog::builtin().find_model("H100-80GB"), 4};
+  four.mig_off = {0, 1, 2, 3};
+  four.links = GpuLinks{4, {{0, 1}, {2, 3}}, {}};
+  WholeGpuBackend four_whole{four, Catalog::builtin()};
+  ctx.backend = &four_whole;
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  ASSERT_EQ(advertised()["whole.80gb"], 4);
+  auto one = run_prolog(ctx, {80, "alice", "gpu", "whole.80gb:1", 1001});
+  ASSERT_TRUE(one && !one->rejected) << (one ? one->reason : one.error().message);
+  ASSERT_EQ(one->instances.front().gpu, 0);
+  auto two = run_prolog(ctx, {81, "alice", "gpu", "whole.80gb:2", 1001});
+  ASSERT_TRUE(two && !two->rejected) << (two ? two->reason : two.error().message);
+  std::vector<int> got;
+  for (const auto& i : two->instances) got.push_back(i.gpu);
+  std::ranges::sort(got);
+  EXPECT_EQ(got, (std::vector<int>{2, 3})) << "GPU 1 is free too, but reaches 2 and 3 only through the host";
+}
+
 }  // namespace
 }  // namespace vgpu

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "vgpu/core/catalog.h"
+#include "vgpu/core/whole_gpu_placement.h"
 #include "vgpu/base/error.h"
 
 namespace vgpu {
@@ -113,6 +114,10 @@ class GpuReader {
   // Whether list_instances answers for a GPU whose MIG mode is off, with the whole GPU as its one
   // instance (whole_gpus.h); a plain backend has no instances there and is not asked.
   [[nodiscard]] virtual bool lists_whole_gpus() const { return false; }
+  // How the GPUs reach each other (NVLink, PCIe), for choosing a multi-GPU job's whole GPUs
+  // (vgpu/core/whole_gpu_placement.h); nullopt where the backend cannot tell, and the choice then
+  // goes by index.
+  virtual std::optional<GpuLinks> gpu_links() { return std::nullopt; }
 };
 
 class GpuBackend : public GpuReader {

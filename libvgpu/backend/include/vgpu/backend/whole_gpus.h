@@ -37,6 +37,7 @@ class WholeGpuBackend final : public GpuBackend {
   Result<std::vector<InstanceInfo>> list_instances(int gpu) override;
   std::unique_ptr<ActivitySampler> activity_sampler() override { return inner_->activity_sampler(); }
   [[nodiscard]] bool lists_whole_gpus() const override { return true; }
+  std::optional<GpuLinks> gpu_links() override { return inner_->gpu_links(); }
 
   Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) override;
   Result<void> destroy_instance(int gpu, int gi_id) override;
