@@ -23,6 +23,7 @@
 # VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
 # the policy's JSON (the overhead benchmark sets 7 x 1g.10gb, for H100-80GB only).
 # VP_MIG_OFF_GPUS: indexes of each H100 node's GPUs that run with MIG mode off (served whole).
+# VP_FIXTURE: another fake-NVML fixture of fakenvml/fixtures for every h100 node (VP_GPUS GPUs).
 # VP_MODIFY_DEVICE_FILES: the nodes' /proc/driver/nvidia/params says ModifyDeviceFiles: this (0
 # lets a whole GPU be confined); unset, there is no params file, as on a node without the driver.
 
@@ -211,7 +212,7 @@ _vp_node_env_write() {
   kind=$(vp_kind_of "$n")
   case $kind in
     a100) source=$VP_SRC/fakenvml/fixtures/a100-40gb-1gpu.json ;;
-    *) source=$VP_SRC/fakenvml/fixtures/h100-80gb-${VP_GPUS}gpu.json ;;
+    *) source=$VP_SRC/fakenvml/fixtures/${VP_FIXTURE:-h100-80gb-${VP_GPUS}gpu.json} ;;
   esac
   [ -f "$source" ] || vc_fail "no fixture $source"
   mkdir -p "$VC_RUN/etc/vgpu-env"

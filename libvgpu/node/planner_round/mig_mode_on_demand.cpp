@@ -64,6 +64,31 @@ bool seat_whole(std::vector<Seat>& seats, const std::string& profile, bool starv
   return true;
 }
 
+// Several whole GPUs for one job, where the node says how its GPUs are linked: a set of one NVLink
+// domain if one can be had (choose_whole_gpus), among the GPUs free with MIG off and the empty
+// switchable ones in MIG mode, which then leave it. False when fewer are free: the units are then
+// seated one by one.
+bool seat_whole_group(std::vector<Seat>& seats, const std::string& profile, int count, const GpuLinks& links,
+                      MigModeTargets& out) {
+  std::vector<int> free;
+  for (const auto& s : seats) {
+    const Profile* p = s.layout.model().find_profile(profile);
+    if (p && p->whole_gpu && free_now(s) && (!s.mig_on || s.gpu->switchable)) free.push_back(s.gpu->index);
+  }
+  std::ranges::sort(free);
+  auto choice = choose_whole_gpus(links, free, count);
+  if (!choice) return false;
+  for (auto& s : seats) {
+    if (std::ranges::find(choice->gpus, s.gpu->index) == choice->gpus.end()) continue;
+    s.taken = true;
+    if (!s.mig_on) continue;
+    s.mig_on = false;
+    s.switched = true;
+    out.whole.insert(s.gpu->index);
+  }
+  return true;
+}
+
 // A MIG instance: on a GPU in MIG mode that already has something (packing keeps empty GPUs for
 // whole-GPU units), then on an empty one, then on a free GPU with MIG off, which enters MIG mode.
 bool seat_instance(std::vector<Seat>& seats, const std::string& profile, const MigModeTargets& before,
@@ -108,7 +133,8 @@ bool names_whole(std::span<const Seat> seats, const std::string& profile) {
 }  // namespace
 
 MigModeTargets choose_mig_modes_on_demand(std::span<const OnDemandGpu> gpus, std::span<const Demand> demand,
-                                          const MigModeTargets& before, bool whole_offered) {
+                                          const MigModeTargets& before, bool whole_offered,
+                                          const std::optional<GpuLinks>& links) {
   MigModeTargets out;
   if (std::ranges::none_of(gpus, &OnDemandGpu::switchable)) return out;
   std::vector<Seat> seats;
@@ -116,6 +142,7 @@ MigModeTargets choose_mig_modes_on_demand(std::span<const OnDemandGpu> gpus, std
   for (const auto& d : demand) {
     const bool whole = names_whole(seats, d.profile);
     if (whole && !whole_offered) continue;
+    if (whole && d.count > 1 && links && seat_whole_group(seats, d.profile, d.count, *links, out)) continue;
     // A unit that finds no seat is followed by none of the same kind: the ones after it would not
     // fit either, and a large count (an array) costs nothing.
     for (int n = whole ? d.count : instances_of(seats, d); n > 0; --n)

@@ -895,7 +895,8 @@ void choose_mig_modes_for_demand(Round& r) {
                     r.state.gpus_on_demand.contains(index)});
   }
   const bool whole_offered = !r.ctx.access || r.ctx.access->whole_gpus_unconfinable().empty();
-  auto targets = choose_mig_modes_on_demand(gpus, r.demand, r.state.mig_on_demand, whole_offered);
+  auto targets =
+      choose_mig_modes_on_demand(gpus, r.demand, r.state.mig_on_demand, whole_offered, r.ctx.backend->gpu_links());
   for (const auto& n : targets.notes) r.result.notes.push_back(n);
   if (!targets.whole.empty() || !targets.partitioned.empty())
     r.result.notes.push_back(fmt::format("mig_mode on_demand: pending jobs want GPU(s) [{}] whole and [{}] in MIG mode",

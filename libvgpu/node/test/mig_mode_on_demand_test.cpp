@@ -87,6 +87,23 @@ TEST(MigModeOnDemand, OnlySwitchableGpusAreSwitchedButEveryGpuServes) {
   EXPECT_TRUE(choose({gpu(0, true, {}, false)}, {{"whole.80gb", 1, false}}).whole.empty());
 }
 
+// Four GPUs in two NVLink-bridged pairs, GPU 0 busy: a job for two whole GPUs takes the bridged
+// pair 2-3 out of MIG mode, not GPUs 1 and 2, which only the host connects.
+TEST(MigModeOnDemand, AJobForSeveralWholeGpusTakesThemFromOneNvlinkDomain) {
+  const std::vector<OnDemandGpu> gpus = {gpu(0, true, {"1g.10gb"}), gpu(1, true), gpu(2, true), gpu(3, true)};
+  const GpuLinks bridged{4, {{0, 1}, {2, 3}}, {}};
+  EXPECT_EQ(choose(gpus, {{"whole.80gb", 2, false}}).whole, (std::set<int>{1, 2})) << "without links: by index";
+  EXPECT_EQ(choose_mig_modes_on_demand(gpus, std::vector<Demand>{{"whole.80gb", 2, false}}, {}, true, bridged).whole,
+            (std::set<int>{2, 3}));
+  auto one_already_whole = gpus;
+  one_already_whole[3].mig_on = false;
+  EXPECT_EQ(
+      choose_mig_modes_on_demand(one_already_whole, std::vector<Demand>{{"whole.80gb", 2, false}}, {}, true, bridged)
+          .whole,
+      (std::set<int>{2}))
+      << "GPU 3 is whole already: only its bridge partner switches";
+}
+
 TEST(MigModeOnDemand, WithoutConfinableWholeGpusNothingLeavesMigForWholeDemand) {
   EXPECT_TRUE(choose({gpu(0, true)}, {{"whole.80gb", 1, true}}, {}, false).whole.empty());
 }

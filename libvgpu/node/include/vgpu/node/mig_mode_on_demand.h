@@ -12,6 +12,7 @@
 // pending, nothing switched: a GPU keeps the mode it has until demand asks otherwise.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "vgpu/core/gpu_layout.h"
 #include "vgpu/core/planner.h"
+#include "vgpu/core/whole_gpu_placement.h"
 
 namespace vgpu {
 
@@ -41,8 +43,11 @@ struct MigModeTargets {
 // The GPUs whose MIG mode `demand` asks to change. `before` is the last round's answer: among
 // equally good GPUs those it chose stay chosen, so a GPU draining for a whole-GPU job is not
 // abandoned for another one every round. `whole_offered` false (the node cannot keep a whole GPU to
-// its user, docs/security.md): no GPU is switched for whole-GPU demand.
+// its user, docs/security.md): no GPU is switched for whole-GPU demand. With `links` (how the GPUs
+// reach each other), a job's several whole GPUs are chosen as its prolog will claim them: of one
+// NVLink domain where one can be had (vgpu/core/whole_gpu_placement.h), switching what it takes.
 MigModeTargets choose_mig_modes_on_demand(std::span<const OnDemandGpu> gpus, std::span<const Demand> demand,
-                                          const MigModeTargets& before, bool whole_offered);
+                                          const MigModeTargets& before, bool whole_offered,
+                                          const std::optional<GpuLinks>& links = std::nullopt);
 
 }  // namespace vgpu
