@@ -3,8 +3,10 @@
 # simulated H100-80GB each behind the fake NVML, n3 with two AMD MI300X behind the fake amdgpu
 # driver; the real gres/vgpu plugin, prolog, epilog and planners) replays a time-compressed slice
 # of the openb trace (every third task asking for the MI300X partition of the same share) plus an
-# inference tier that asks by need (class "small": 1g.10gb on an H100, cpx.24gb on an MI300X), draws the GPU layouts as they change (MIG instances on n1/n2, compute-partition
-# modes on n3), and summarizes: text and a utilisation picture in DEMO_OUT (default demo-out/ in
+# inference tier that asks by need (class "small": 1g.10gb on an H100, cpx.24gb on an MI300X) and a
+# few training jobs on two whole H100s (an H100 leaves MIG mode for them and comes back), draws the
+# GPU layouts as they change (MIG instances or whole GPUs on n1/n2, compute-partition modes on n3),
+# and summarizes: text and a utilisation picture in DEMO_OUT (default demo-out/ in
 # the clone: summary.txt, utilisation.png).
 #   VP_BIN=<build dir> demo/run_demo.sh [trace.csv]
 set -u
@@ -21,7 +23,13 @@ export VP_KIND_n3=${VP_KIND_n3:-mi300x}
 VP_CLASSES='{"small": {"min_memory_gb": 10, "min_compute_fraction": 0.125}}'
 VP_INFER_PROFILES='{"H100-80GB": ["1g.10gb", "1g.20gb", "2g.20gb", "small"], "MI300X-192GB": ["cpx.24gb", "qpx.48gb", "small"]}'
 VC_PROFILES="$VC_PROFILES small"
-VP_TRAIN_PROFILES='{"H100-80GB": ["3g.40gb", "4g.40gb", "7g.80gb"], "MI300X-192GB": ["dpx.96gb", "spx.192gb"]}'
+VP_TRAIN_PROFILES='{"H100-80GB": ["3g.40gb", "4g.40gb", "7g.80gb", "whole.80gb"], "MI300X-192GB": ["dpx.96gb", "spx.192gb"]}'
+# Training on whole GPUs where it asks for them: an H100 leaves MIG mode for a pending whole-GPU job
+# and goes back for MIG jobs (docs/policy.md, mig_mode "on_demand"). The nodes' driver leaves
+# device files alone (NVreg_ModifyDeviceFiles=0), so a whole GPU can be kept to its job's user.
+VP_TRAIN_MIG_MODE=on_demand
+VP_MODIFY_DEVICE_FILES=0
+VC_PROFILES="$VC_PROFILES whole.80gb"
 VP_IDLE_LAYOUT='["2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb", "1g.10gb", "cpx.24gb", "cpx.24gb", "cpx.24gb", "cpx.24gb"]'
 # As a large site would run it: one publisher on the controller asks slurmctld for the whole
 # cluster once per period, and every node's planner fetches its signed view (docs/admin.md).
@@ -33,6 +41,7 @@ echo "== the admin's check of this cluster's slurm.conf against the policy (vgpu
 
 amd_every=$([ "$(vp_kind_of n3)" = mi300x ] && echo 3 || echo 0)
 python3 "$here/trace_slice.py" "$trace" --jobs "${DEMO_JOBS:-30}" --inference "${DEMO_INFERENCE:-12}" --amd-every "$amd_every" \
+  --training "${DEMO_TRAINING:-2}" \
   --inference-type "$([ "$amd_every" = 0 ] && echo 1g.10gb || echo small)" \
   --span "${DEMO_SPAN:-60}" | sort -n > "$VC_RUN/out/workload.tsv" || vc_fail "could not cut the trace"
 echo "== workload: $(wc -l < "$VC_RUN/out/workload.tsv") jobs from $(basename "$trace") (time-compressed) + synthetic inference"
@@ -95,6 +104,11 @@ PY
 gens=""
 for n in $VC_NODES; do gens+=" $n:$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$VGPU_STATE_DIR/$n/advertisement.json")"; done
 echo "layout changes (plan generations):$gens"
+switches=""
+for n in $VC_NODES; do
+  switches+=" $n: $(grep -c 'MIG mode o[nf]*, as pending demand asks' "$VC_RUN/log/planner.$n.log" 2>/dev/null)"
+done
+echo "MIG-mode switches for pending jobs (whole GPUs for training, MIG for the rest):$switches"
 echo "slurmctld load from vgpu: one squeue and one scontrol show node per ${VP_PERIOD}s period for the whole cluster (the signed cluster view every planner fetches), and shrink confirmations per layout change (docs/benchmarks.md)"
 # Utilisation over the run per node and per profile, from the nodes' ledger history.
 "$VP_VGPUCTL" report --state-dir "$VGPU_STATE_DIR" --since "$t0" --buckets 40 --png "$out/utilisation.png" ||

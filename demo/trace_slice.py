@@ -2,8 +2,9 @@
 """Turns a slice of an Alibaba openb trace into a time-compressed slurm-vgpu workload.
 
 Each GPU task becomes one job: gpu_milli maps to the smallest H100-80GB profile whose compute
-fraction covers it (the mapping of benchmarks/ and docs/benchmarks.md), whole- and multi-GPU
-tasks to one 7g.80gb. With --amd-every N, every Nth task asks instead for the AMD MI300X
+fraction covers it (the mapping of benchmarks/ and docs/benchmarks.md), a whole-GPU task to one
+7g.80gb, a multi-GPU task to two whole GPUs (whole.80gb:2, MIG off: the NVLink path a MIG instance
+lacks; a demo node has two H100s), as the trace twin's MIG-on-demand policy gives them. With --amd-every N, every Nth task asks instead for the AMD MI300X
 compute partition of the same share (1/7 -> cpx.24gb, 2/7 -> qpx.48gb, 3/7 and 4/7 -> dpx.96gb, a
 whole GPU -> spx.192gb), so a mixed cluster serves both vendors from one trace. Profiles of 3 or
 more compute slices (DPX, SPX) go to partition "train", the rest to "infer". Arrival offsets and durations are squeezed into a few minutes, keeping their order and
@@ -41,6 +42,8 @@ def main() -> int:
                     help="every Nth task asks for the MI300X partition of the same share (0: none)")
     ap.add_argument("--inference", type=int, default=0,
                     help="also emit this many synthetic inference jobs (x2-4 of --inference-type), name 'synthetic-inference-N'")
+    ap.add_argument("--training", type=int, default=0,
+                    help="also emit this many synthetic training jobs of two whole H100s (whole.80gb:2)")
     ap.add_argument("--inference-type", default="1g.10gb",
                     help="the vgpu type they ask for: a profile, or a class any vendor's GPU can serve")
     args = ap.parse_args()
@@ -55,7 +58,8 @@ def main() -> int:
                 continue
             if num_gpu < 1 or deleted <= created or not row.get("scheduled_time"):
                 continue
-            tasks.append((created, deleted - created, profile_for(num_gpu, milli), row["name"]))
+            profile = "whole.80gb" if num_gpu > 1 else profile_for(num_gpu, milli)
+            tasks.append((created, deleted - created, profile, row["name"]))
     if not tasks:
         print(f"{args.trace}: no GPU tasks with times", file=sys.stderr)
         return 1
@@ -68,12 +72,18 @@ def main() -> int:
         offset = 0.0 if t1 == t0 else (created - t0) / (t1 - t0) * args.span
         rank = durations.index(duration) / max(1, len(durations) - 1)
         seconds = args.min_duration + rank * (args.max_duration - args.min_duration)
-        slices = next(s for s, p in PROFILES if p == profile)
+        count = 2 if profile == "whole.80gb" else 1
+        slices = next((s for s, p in PROFILES if p == profile), 7)
         partition = "train" if slices >= 3 else "infer"
         if args.amd_every and i % args.amd_every == args.amd_every - 1:
-            profile, training = AMD[profile]
-            partition = "train" if training else "infer"
-        print(f"{offset:.1f}\t{partition}\tvgpu:{profile}:1\t{seconds:.0f}\t{name}")
+            profile, training = AMD["7g.80gb" if count > 1 else profile]
+            partition, count = ("train" if training else "infer"), 1
+        print(f"{offset:.1f}\t{partition}\tvgpu:{profile}:{count}\t{seconds:.0f}\t{name}")
+    # Multi-GPU training is rare in openb (under 1 % of its GPU tasks): a few synthetic ones (two whole
+    # GPUs each, named as synthetic) show a GPU leaving MIG mode for them and coming back.
+    for i in range(args.training):
+        offset = (i + 1) * args.span / (args.training + 1)
+        print(f"{offset:.1f}\ttrain\tvgpu:whole.80gb:2\t{args.max_duration / 2:.0f}\tsynthetic-training-{i}")
     # The openb sharing tasks mostly ask for half a GPU or more; a serving tier of small instances
     # is added explicitly (and named as synthetic) so the demo shows both ends of the range.
     rng = random.Random(args.seed + 1)
