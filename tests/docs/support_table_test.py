@@ -178,12 +178,12 @@ def main():
     docs = read_docs(src)
 
     plants = {
-        "a compiled-only release said to run": "\n\nThe cluster suite runs on Slurm 25.11 every night.\n",
+        "an untested release said to run": "\n\nThe cluster suite runs on Slurm 23.11 every night.\n",
         "a run release said not to be": "\n\nSlurm 22.05 is not tested.\n",
         "a documented model said to be real": "\n\nThe A30 numbers were captured on a real A30-24GB.\n",
         "a captured model said to be documented": "\n\nThe H200-141GB table comes from documentation.\n",
         "a faked part said to be real": "\n\nWe created MIG instances on real hardware and destroyed them.\n",
-        "a table row against the table": "\n\n| 24.11.5 | Debian 13 | every suite runs on it |\n",
+        "a table row against the table": "\n\n| 23.11.4 | (EOL) | every suite runs on it |\n",
     }
     unfound = []
     for what, text in plants.items():
