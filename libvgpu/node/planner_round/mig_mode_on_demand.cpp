@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 namespace vgpu {
 namespace {
@@ -11,14 +12,19 @@ namespace {
 // One GPU as this choice sees it: what it holds, what the choice has put on it, and how it ends up.
 struct Seat {
   const OnDemandGpu* gpu;
-  GpuLayout layout;       // held, plus the MIG units this choice placed
-  bool mig_on;            // the mode it ends up in
-  bool switched = false;  // the choice changes its mode
-  bool taken = false;     // a whole-GPU unit of this choice has it
-  bool placed = false;    // a MIG unit of this choice is on it
+  GpuLayout layout;     // held, plus the MIG units this choice placed
+  bool mig_on;          // the mode it ends up in
+  bool taken = false;   // a whole-GPU unit of this choice has it
+  bool placed = false;  // a MIG unit of this choice is on it
 };
 
 bool free_now(const Seat& s) { return s.layout.empty() && !s.taken && !s.placed; }
+
+// Whether `profile` is the whole GPU on this seat's model.
+bool offers_whole(const Seat& s, const std::string& profile) {
+  const Profile* p = s.layout.model().find_profile(profile);
+  return p && p->whole_gpu;
+}
 
 // `preferred` first (last round's choice), then by index: the same demand picks the same GPUs.
 Seat* first_of(std::vector<Seat>& seats, const std::set<int>& preferred, auto&& fits) {
@@ -34,23 +40,20 @@ Seat* first_of(std::vector<Seat>& seats, const std::set<int>& preferred, auto&& 
 // else (starving demand only) the MIG GPU that holds the least, which then drains.
 bool seat_whole(std::vector<Seat>& seats, const std::string& profile, bool starving, const MigModeTargets& before,
                 MigModeTargets& out) {
-  const auto has = [&](const Seat& s) {
-    const Profile* p = s.layout.model().find_profile(profile);
-    return p && p->whole_gpu;
-  };
-  if (Seat* s = first_of(seats, {}, [&](const Seat& x) { return has(x) && !x.mig_on && free_now(x); })) {
+  if (Seat* s =
+          first_of(seats, {}, [&](const Seat& x) { return offers_whole(x, profile) && !x.mig_on && free_now(x); })) {
     s->taken = true;
     return true;
   }
-  Seat* s = first_of(seats, before.whole,
-                     [&](const Seat& x) { return has(x) && x.mig_on && x.gpu->switchable && free_now(x); });
+  const auto switchable = [&](const Seat& x) { return offers_whole(x, profile) && x.mig_on && x.gpu->switchable; };
+  Seat* s = first_of(seats, before.whole, [&](const Seat& x) { return switchable(x) && free_now(x); });
   if (!s && starving) {
+    // The least held, last round's choice among equals, then the lowest index.
+    const auto rank = [&](const Seat& x) {
+      return std::tuple(x.layout.used_compute_slices(), !before.whole.contains(x.gpu->index), x.gpu->index);
+    };
     for (auto& x : seats)
-      if (has(x) && x.mig_on && x.gpu->switchable && !x.taken && !x.placed &&
-          (!s || x.layout.used_compute_slices() < s->layout.used_compute_slices() ||
-           (x.layout.used_compute_slices() == s->layout.used_compute_slices() && before.whole.contains(x.gpu->index) &&
-            !before.whole.contains(s->gpu->index))))
-        s = &x;
+      if (switchable(x) && !x.taken && !x.placed && (!s || rank(x) < rank(*s))) s = &x;
     if (s)
       out.notes.push_back(
           fmt::format("GPU {}: drains for starving {} demand (mig_mode on_demand): no new MIG job "
@@ -58,7 +61,7 @@ bool seat_whole(std::vector<Seat>& seats, const std::string& profile, bool starv
                       s->gpu->index, profile, s->layout.instances().size()));
   }
   if (!s) return false;
-  s->taken = s->switched = true;
+  s->taken = true;
   s->mig_on = false;
   out.whole.insert(s->gpu->index);
   return true;
@@ -71,10 +74,8 @@ bool seat_whole(std::vector<Seat>& seats, const std::string& profile, bool starv
 bool seat_whole_group(std::vector<Seat>& seats, const std::string& profile, int count, const GpuLinks& links,
                       MigModeTargets& out) {
   std::vector<int> free;
-  for (const auto& s : seats) {
-    const Profile* p = s.layout.model().find_profile(profile);
-    if (p && p->whole_gpu && free_now(s) && (!s.mig_on || s.gpu->switchable)) free.push_back(s.gpu->index);
-  }
+  for (const auto& s : seats)
+    if (offers_whole(s, profile) && free_now(s) && (!s.mig_on || s.gpu->switchable)) free.push_back(s.gpu->index);
   std::ranges::sort(free);
   auto choice = choose_whole_gpus(links, free, count);
   if (!choice) return false;
@@ -83,7 +84,6 @@ bool seat_whole_group(std::vector<Seat>& seats, const std::string& profile, int 
     s.taken = true;
     if (!s.mig_on) continue;
     s.mig_on = false;
-    s.switched = true;
     out.whole.insert(s.gpu->index);
   }
   return true;
@@ -110,7 +110,7 @@ bool seat_instance(std::vector<Seat>& seats, const std::string& profile, const M
   });
   if (!s) return false;
   s->layout = GpuLayout(s->layout.model(), GpuMode::partitioned);
-  s->mig_on = s->switched = true;
+  s->mig_on = true;
   out.partitioned.insert(s->gpu->index);
   return try_place(*s);
 }
@@ -124,10 +124,7 @@ int instances_of(std::span<const Seat> seats, const Demand& d) {
 }
 
 bool names_whole(std::span<const Seat> seats, const std::string& profile) {
-  return std::ranges::any_of(seats, [&](const Seat& s) {
-    const Profile* p = s.layout.model().find_profile(profile);
-    return p && p->whole_gpu;
-  });
+  return std::ranges::any_of(seats, [&](const Seat& s) { return offers_whole(s, profile); });
 }
 
 }  // namespace

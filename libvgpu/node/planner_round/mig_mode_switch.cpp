@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 namespace vgpu {
 namespace {
@@ -25,6 +27,18 @@ const GpuModel* switchable_model(const GpuInfo& gpu, const Catalog& catalog) {
   return model;
 }
 
+// A partition that uses the GPU says "on_demand" and none fixes its mode (a fixed mode wins).
+bool steered_by_demand(const GpuInfo& gpu, const GpuModel& model, std::span<const PartitionPolicy* const> parts) {
+  return asked_by_policy(MigModePolicy::on_demand, gpu, model, parts) &&
+         !asked_by_policy(MigModePolicy::partitioned, gpu, model, parts) &&
+         !asked_by_policy(MigModePolicy::whole, gpu, model, parts);
+}
+
+std::string reset_note(const GpuInfo& gpu, const GpuModel& model, std::string_view asked) {
+  return fmt::format("GPU {} ({}): mig_mode {}, but {} takes a new MIG mode only at a GPU reset: left with MIG {}",
+                     gpu.index, model.name, asked, model.name, gpu.mig_current == MigMode::enabled ? "on" : "off");
+}
+
 }  // namespace
 
 std::set<int> gpus_on_demand(const NodeSnapshot& snapshot, const Catalog& catalog,
@@ -32,15 +46,8 @@ std::set<int> gpus_on_demand(const NodeSnapshot& snapshot, const Catalog& catalo
   std::set<int> out;
   for (const auto& gpu : snapshot.gpus) {
     const GpuModel* model = switchable_model(gpu, catalog);
-    if (!model || !asked_by_policy(MigModePolicy::on_demand, gpu, *model, parts) ||
-        asked_by_policy(MigModePolicy::partitioned, gpu, *model, parts) ||
-        asked_by_policy(MigModePolicy::whole, gpu, *model, parts))
-      continue;
-    if (model->mig_switch_needs_reset)
-      notes.push_back(
-          fmt::format("GPU {} ({}): mig_mode on_demand, but {} takes a new MIG mode only at a GPU "
-                      "reset: left with MIG {}",
-                      gpu.index, model->name, model->name, gpu.mig_current == MigMode::enabled ? "on" : "off"));
+    if (!model || !steered_by_demand(gpu, *model, parts)) continue;
+    if (model->mig_switch_needs_reset) notes.push_back(reset_note(gpu, *model, "on_demand"));
     else
       out.insert(gpu.index);
   }
@@ -56,8 +63,7 @@ MigModeChoice choose_mig_mode_switches(const NodeSnapshot& snapshot, const Catal
     if (!model) continue;
     const bool fixed_partitioned = asked_by_policy(MigModePolicy::partitioned, gpu, *model, parts);
     const bool fixed_whole = !fixed_partitioned && asked_by_policy(MigModePolicy::whole, gpu, *model, parts);
-    const bool demand_steers = !fixed_partitioned && !fixed_whole && !model->mig_switch_needs_reset &&
-                               asked_by_policy(MigModePolicy::on_demand, gpu, *model, parts);
+    const bool demand_steers = !model->mig_switch_needs_reset && steered_by_demand(gpu, *model, parts);
     const bool partitioned = fixed_partitioned || (demand_steers && on_demand.partitioned.contains(gpu.index));
     const bool whole = fixed_whole || (demand_steers && on_demand.whole.contains(gpu.index));
     if (partitioned) out.wanted_partitioned.insert(gpu.index);
@@ -66,12 +72,8 @@ MigModeChoice choose_mig_mode_switches(const NodeSnapshot& snapshot, const Catal
     const bool mig_on = gpu.mig_current == MigMode::enabled;
     if (!(partitioned && !mig_on) && !(whole && mig_on)) continue;
     const std::string_view asked = demand_steers ? "on_demand" : partitioned ? "partitioned" : "whole";
-    const std::string_view kept = mig_on ? "on" : "off";
     if (model->mig_switch_needs_reset) {
-      out.notes.push_back(
-          fmt::format("GPU {} ({}): mig_mode {}, but {} takes a new MIG mode only at a GPU reset: "
-                      "left with MIG {}",
-                      gpu.index, model->name, asked, model->name, kept));
+      out.notes.push_back(reset_note(gpu, *model, asked));
     } else if (holds_anything_of_ours(ledger, gpu.index)) {
       out.notes.push_back(
           fmt::format("GPU {} ({}): mig_mode {}, but the ledger still has an instance or a slot on "

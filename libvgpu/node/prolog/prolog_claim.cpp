@@ -20,24 +20,22 @@ namespace {
 // whole-GPU slots that are free or hold an idle instance (not one still being scrubbed) and marked
 // the job's, so claim_slots finds them claimed. Without links, on a retried claim, or with too few
 // such slots, claim_slots chooses as for any profile. Returns the choice.
-std::optional<WholeGpuChoice> claim_linked_whole_gpus(Ledger& l, JobId job, const GresRequest& r, int need,
+std::optional<WholeGpuChoice> claim_linked_whole_gpus(Ledger& l, JobId job, const GresRequest& r,
                                                       const std::optional<GpuLinks>& links) {
-  if (!links || need < 1 || !names_whole_gpu(r.type)) return std::nullopt;
+  if (!links || r.count < 1 || !names_whole_gpu(r.type)) return std::nullopt;
   if (std::ranges::any_of(l.plan.slots,
                           [&](const PlanSlot& s) { return s.claimed_by_job == job && s.profile == r.type; }))
     return std::nullopt;
   const auto backing = slot_backings(l);
   const auto idle = idle_backings(l);
-  std::vector<int> free;
-  std::map<int, PlanSlot*> slot_on;
+  std::map<int, PlanSlot*> slot_on;  // by GPU, ascending
   for (std::size_t i = 0; i < l.plan.slots.size(); ++i) {
     auto& s = l.plan.slots[i];
-    if (s.profile != r.type || s.claimed_by_job || (backing[i] && !idle[i]) || slot_on.contains(s.gpu)) continue;
-    free.push_back(s.gpu);
-    slot_on[s.gpu] = &s;
+    if (s.profile == r.type && !s.claimed_by_job && (!backing[i] || idle[i])) slot_on.try_emplace(s.gpu, &s);
   }
-  std::ranges::sort(free);
-  auto choice = choose_whole_gpus(*links, free, need);
+  std::vector<int> free;
+  for (const auto& [gpu, slot] : slot_on) free.push_back(gpu);
+  auto choice = choose_whole_gpus(*links, free, r.count);
   if (choice)
     for (int gpu : choice->gpus) slot_on[gpu]->claimed_by_job = job;
   return choice;
@@ -51,7 +49,7 @@ Result<void> claim_or_place(Ledger& l, const PartitionPolicy& part, JobId job, c
   int existing = static_cast<int>(
       std::ranges::count_if(l.instances, [&](const LedgerInstance& i) { return i.job == job && i.profile == r.type; }));
   if (existing >= r.count) return {};
-  if (existing == 0) linked = claim_linked_whole_gpus(l, job, r, r.count, links);
+  if (existing == 0) linked = claim_linked_whole_gpus(l, job, r, links);
   if (claim_slots(l, job, r.type, r.count - existing)) return {};
   int have = 0;
   for (const auto& s : l.plan.slots)
