@@ -6,10 +6,15 @@
 
 namespace vgpu {
 
+bool is_whole_now(const GpuInfo& gpu, const GpuModel& model) {
+  return model.partitioning == Partitioning::none ||
+         (model.partitioning == Partitioning::mig && gpu.mig_current == MigMode::disabled);
+}
+
 std::optional<InstanceInfo> whole_gpu_instance(const GpuInfo& gpu, const Catalog& catalog) {
-  if (gpu.mig_current != MigMode::disabled) return std::nullopt;
   const GpuModel* model = catalog.find_model_for_product(gpu.product_name);
-  const Profile* whole = model ? model->whole_gpu_profile() : nullptr;
+  if (!model || !is_whole_now(gpu, *model)) return std::nullopt;
+  const Profile* whole = model->whole_gpu_profile();
   if (!whole || whole->placements.empty()) return std::nullopt;
   InstanceInfo out;
   out.gpu = gpu.index;

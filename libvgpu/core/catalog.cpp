@@ -119,8 +119,7 @@ std::string Catalog::model_names() const {
 
 Result<const GpuModel*> Catalog::require_model(std::string_view name) const {
   if (const auto* m = find_model_for_product(name)) return m;
-  return fail(ErrorCode::not_found,
-              fmt::format("GPU model {}: not a MIG-capable model we know (known: {})", name, model_names()));
+  return fail(ErrorCode::not_found, fmt::format("GPU model {}: not a model we know (known: {})", name, model_names()));
 }
 
 Result<const Profile*> Catalog::require_profile(const GpuModel& model, std::string_view profile_name) const {
@@ -165,7 +164,14 @@ std::vector<std::string> compare_models(const GpuModel& expected, const GpuModel
   return diffs;
 }
 
-std::string_view to_string(Partitioning p) { return p == Partitioning::uniform ? "uniform" : "mig"; }
+std::string_view to_string(Partitioning p) {
+  switch (p) {
+    case Partitioning::mig: return "mig";
+    case Partitioning::uniform: return "uniform";
+    case Partitioning::none: return "none";
+  }
+  return "mig";
+}
 
 Result<std::string> parse_profile_name(std::string_view text) {
   auto bad = [&](std::string_view why) {

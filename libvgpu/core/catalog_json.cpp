@@ -162,9 +162,11 @@ Result<GpuModel> model_from_json(const nlohmann::json& j, std::string_view where
   std::string partitioning;
   VGPU_TRY_ASSIGN(partitioning, r.string("partitioning"));
   if (partitioning == "uniform") m.partitioning = Partitioning::uniform;
+  else if (partitioning == "none")
+    m.partitioning = Partitioning::none;
   else if (partitioning != "mig")
-    return fail(ErrorCode::corrupt,
-                fmt::format("{}.partitioning: '{}': expected mig or uniform", path, contract::printable(partitioning)));
+    return fail(ErrorCode::corrupt, fmt::format("{}.partitioning: '{}': expected mig, uniform or none", path,
+                                                contract::printable(partitioning)));
   if (j.contains("mig_switch_needs_reset")) {
     const nlohmann::json* reset = nullptr;
     VGPU_TRY_ASSIGN(reset, r.field("mig_switch_needs_reset"));

@@ -74,6 +74,17 @@ GpuModel seven_slice_model(std::string short_name, std::vector<std::string> nvml
                         sizes.g7);
 }
 
+// A GPU without MIG: one compute and one memory slice, its whole GPU the only profile. Memory is the
+// framebuffer NVML reports (nvmlDeviceGetMemoryInfo's total, `nvidia-smi`'s memory.total), SMs are
+// the datasheet's CUDA cores over the architecture's cores per SM (128 on Ampere GA10x and Ada, 64
+// on Volta). Each entry cites where its numbers were read.
+GpuModel whole_only_model(std::string short_name, std::vector<std::string> nvml_names, int sm, int memory_mib,
+                          std::string_view memory_gb) {
+  return with_whole_gpu(
+      GpuModel{std::move(short_name), std::move(nvml_names), 1, 1, sm, memory_mib, {}, "nvidia", Partitioning::none},
+      memory_gb);
+}
+
 // AMD Instinct MI300X/MI325X: 8 XCDs of 38 CUs (sm_count holds CUs), one compute-partition mode
 // per GPU. Memory is the memory partition's even share per partition, as the driver caps it by
 // default (amdgpu_amdkfd_xcp_memory_size, CAPPING mode), in NPS1, the only memory mode this
@@ -145,6 +156,18 @@ std::vector<GpuModel> builtin_models() {
 
   for (auto& m : models)
     if (m.name.starts_with("A100-") || m.name.starts_with("A30-")) m.mig_switch_needs_reset = true;
+
+  // GPUs without MIG. Memory, as nvidia-smi printed it on real cards: L40S 46068 MiB
+  // (akash-network/provider-configs#99, driver 595.71.05; modal-labs/modal-client#2797), L4 23034 MiB
+  // and A10 23028 MiB (modal-labs/modal-client#2797; A10: 24,146,608,128 bytes through NVML in
+  // mayooot/detect-gpu#3), V100-SXM2-16GB 16160 MiB (4paradigm/k8s-vgpu-scheduler#7). SMs: L40S
+  // 18,176 CUDA cores (NVIDIA L40S datasheet), L4 7,424 (L4 datasheet), A10 9,216 (A10 datasheet),
+  // V100 80 SMs (NVIDIA Tesla V100 whitepaper). Not here for want of a recorded memory total: A40,
+  // RTX 6000 Ada, V100 32GB (docs/backends.md).
+  models.push_back(whole_only_model("L40S-48GB", {"NVIDIA L40S"}, 142, 46068, "48"));
+  models.push_back(whole_only_model("L4-24GB", {"NVIDIA L4"}, 58, 23034, "24"));
+  models.push_back(whole_only_model("A10-24GB", {"NVIDIA A10"}, 72, 23028, "24"));
+  models.push_back(whole_only_model("V100-16GB", {"Tesla V100-SXM2-16GB"}, 80, 16160, "16"));
 
   models.push_back(instinct_model("MI300X-192GB", {"AMD Instinct MI300X", "AMD Instinct MI300X OAM"}, 192));
   models.push_back(instinct_model("MI325X-256GB", {"AMD Instinct MI325X", "AMD Instinct MI325X OAM"}, 256));

@@ -19,7 +19,7 @@ assert p["nvml_profile_id"] == 9 and p["sm_count"] == 60
 ' || fail "catalog --json shape"
 
 out=$("$vgpuctl" catalog --model V100 2>&1); rc=$?
-[ $rc = 1 ] && [[ $out == *"not a MIG-capable model we know (known: A100-40GB"* ]] || fail "catalog unknown model: rc=$rc $out"
+[ $rc = 1 ] && [[ $out == *"not a model we know (known: A100-40GB"* ]] || fail "catalog unknown model: rc=$rc $out"
 
 "$vgpuctl" plan --gpus 2 --running "0:3g.40gb@0/job42" --demand "4g.40gb:1,1g.10gb:3" --json | python3 -c '
 import json, sys

@@ -462,17 +462,21 @@ void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& n
 // NVIDIA GPUs of a MIG model whose MIG mode is not on now (off, or only pending): no MIG instance
 // can be created there (nvmlDeviceCreateGpuInstance* answer NOT_SUPPORTED), so such a GPU is
 // planned as what it is, the whole GPU (whole.<M>gb). A pending enable counts as off: on A100/A30
-// it takes effect only at the next GPU reset.
+// it takes effect only at the next GPU reset. A GPU of a model without MIG (L40S) is always whole.
 std::set<int> gpus_without_mig(const NodeSnapshot& snap, const Catalog& catalog, std::vector<std::string>& notes) {
   std::set<int> out;
   for (const auto& g : snap.gpus) {
     const GpuModel* m = catalog.find_model_for_product(g.product_name);
-    if (!m || m->partitioning != Partitioning::mig || g.mig_current == MigMode::enabled) continue;
+    if (!m) continue;
+    const bool mig_off = m->partitioning == Partitioning::mig && g.mig_current != MigMode::enabled;
+    if (!mig_off && m->partitioning != Partitioning::none) continue;
     out.insert(g.index);
     const Profile* whole = m->whole_gpu_profile();
-    notes.push_back(
-        fmt::format("GPU {} ({}): MIG mode {} (pending {}): planned whole, as {}, where a partition offers it", g.index,
-                    m->name, to_string(g.mig_current), to_string(g.mig_pending), whole ? whole->name : "nothing"));
+    const std::string mode =
+        mig_off ? fmt::format("MIG mode {} (pending {})", to_string(g.mig_current), to_string(g.mig_pending))
+                : std::string("a GPU without MIG");
+    notes.push_back(fmt::format("GPU {} ({}): {}: planned whole, as {}, where a partition offers it", g.index, m->name,
+                                mode, whole ? whole->name : "nothing"));
   }
   return out;
 }

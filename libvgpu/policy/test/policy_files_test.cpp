@@ -74,8 +74,8 @@ TEST(PolicyBadFiles, ProfileNotOnTheNamedModelListsValidNames) {
             "3g.40gb, 4g.40gb, 7g.80gb, whole.80gb)");
   EXPECT_EQ(errors[1],
             "bad/profiles-per-model.json:5:56: partitions.infer.profiles.B200: unknown GPU model "
-            "(known: A100-40GB, A100-80GB, H100-80GB, H100-94GB, H200-141GB, A30-24GB, MI300X-192GB, "
-            "MI325X-256GB)");
+            "(known: A100-40GB, A100-80GB, H100-80GB, H100-94GB, H200-141GB, A30-24GB, L40S-48GB, L4-24GB, "
+            "A10-24GB, V100-16GB, MI300X-192GB, MI325X-256GB)");
 }
 
 TEST(PolicyBadFiles, VizPoolErrorsIncludingDuplicateNames) {

@@ -1,4 +1,4 @@
-// The whole GPU as an instance. A GPU of a MIG model whose MIG mode is off is one CUDA device
+// The whole GPU as an instance. A GPU of a MIG model whose MIG mode is off, or a GPU without MIG, is one CUDA device
 // with all of its memory, SMs, NVLink and peer-to-peer paths: a job that asks for `whole.<M>gb`
 // gets the GPU itself. No driver call makes or removes it; it exists exactly while MIG mode is
 // off, as an AMD partition exists while its GPU's mode is set. This decorator gives every backend
@@ -18,9 +18,12 @@
 
 namespace vgpu {
 
-// The whole GPU `gpu` as an instance, or nullopt when it has none: MIG mode not off now (a
-// pending switch counts as what is current), or a model without a whole-GPU profile (AMD, an
-// unknown product).
+// Whether a GPU of `model` is, right now, its whole GPU: a model without MIG always, a MIG model
+// while its MIG mode is off (a pending switch counts as what is current).
+[[nodiscard]] bool is_whole_now(const GpuInfo& gpu, const GpuModel& model);
+
+// The whole GPU `gpu` as an instance, or nullopt when it has none: not whole now (is_whole_now),
+// or a model without a whole-GPU profile (AMD, an unknown product).
 std::optional<InstanceInfo> whole_gpu_instance(const GpuInfo& gpu, const Catalog& catalog);
 
 class WholeGpuBackend final : public GpuBackend {

@@ -82,6 +82,9 @@ enum class Partitioning {
   // every partition on it has the same profile; the mode's partitions all exist while it is set,
   // and the mode changes only while no partition is in use.
   uniform,
+  // A GPU without MIG (L40S, L4, A10, V100): the whole GPU is its one instance, nothing to create,
+  // and NVML answers NOT_SUPPORTED for its MIG mode.
+  none,
 };
 std::string_view to_string(Partitioning p);
 
