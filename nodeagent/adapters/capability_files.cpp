@@ -79,7 +79,7 @@ class CapabilityFileAccess final : public InstanceAccess {
     if (!files) return std::unexpected(files.error());
     const std::vector<unsigned> others(uids->begin() + 1, uids->end());
     for (const auto& f : *files)
-      if (auto ok = set_read_acl(f.device, others); !ok) return ok;
+      if (auto ok = set_users_acl(f.device, others, AclAccess::read); !ok) return ok;
     return {};
   }
 

@@ -20,7 +20,7 @@ constexpr const char* kAccessAcl = "system.posix_acl_access";
 // entries {le16 tag, le16 perm, le32 id} sorted by tag, then by id.
 constexpr std::uint32_t kVersion = 2;
 constexpr std::uint16_t kUserObj = 0x01, kUser = 0x02, kGroupObj = 0x04, kMask = 0x10, kOther = 0x20;
-constexpr std::uint16_t kRead = 4;
+constexpr std::uint16_t kRead = 4, kWrite = 2;
 constexpr std::uint32_t kUndefinedId = 0xffffffffu;
 
 void put(std::string& out, std::uint64_t value, int bytes) {
@@ -35,20 +35,22 @@ void entry(std::string& out, std::uint16_t tag, std::uint16_t perm, std::uint32_
 
 }  // namespace
 
-Result<void> set_read_acl(const std::string& path, const std::vector<unsigned>& readers) {
-  std::vector<unsigned> ids = readers;
+Result<void> set_users_acl(const std::string& path, const std::vector<unsigned>& users, AclAccess access) {
+  const std::uint16_t perm = access == AclAccess::read ? kRead : kRead | kWrite;
+  std::vector<unsigned> ids = users;
   std::ranges::sort(ids);
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::string acl;
   put(acl, kVersion, 4);
-  entry(acl, kUserObj, kRead, kUndefinedId);
-  for (unsigned id : ids) entry(acl, kUser, kRead, id);
+  entry(acl, kUserObj, perm, kUndefinedId);
+  for (unsigned id : ids) entry(acl, kUser, perm, id);
   entry(acl, kGroupObj, 0, kUndefinedId);
-  entry(acl, kMask, kRead, kUndefinedId);
+  entry(acl, kMask, perm, kUndefinedId);
   entry(acl, kOther, 0, kUndefinedId);
   if (::setxattr(path.c_str(), kAccessAcl, acl.data(), acl.size(), 0) != 0)
     return fail(ErrorCode::io,
-                fmt::format("setting the access ACL of {} (read for uids {}): {}{}", path, fmt::join(ids, ","),
+                fmt::format("setting the access ACL of {} ({} for uids {}): {}{}", path,
+                            access == AclAccess::read ? "read" : "read-write", fmt::join(ids, ","),
                             std::strerror(errno), errno == EOPNOTSUPP ? " (its file system takes no ACLs)" : ""));
   return {};
 }

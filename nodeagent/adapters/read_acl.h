@@ -1,6 +1,7 @@
-// Read access for named users through a file's POSIX access ACL (acl(5)), written as the kernel's
-// "system.posix_acl_access" extended attribute so the node needs no libacl. Used for the
-// capability files of an instance several users' jobs share.
+// Access for named users through a file's POSIX access ACL (acl(5)), written as the kernel's
+// "system.posix_acl_access" extended attribute so the node needs no libacl. Used for the files of
+// an instance several users' jobs share: read for MIG capability files, read and write for a whole
+// GPU's /dev/nvidia<N>.
 #pragma once
 
 #include <string>
@@ -10,10 +11,12 @@
 
 namespace vgpu::agent {
 
-// Leaves the owner's read permission and gives every uid of `readers` read access too; nobody else
-// (group, other) gets any. Replaces whatever ACL the file had. The file's mode afterwards reads
-// 0440: the group bits of a file with an ACL show its mask.
-Result<void> set_read_acl(const std::string& path, const std::vector<unsigned>& readers);
+enum class AclAccess { read, read_write };
+
+// Gives the owner and every uid of `users` `access`; nobody else (group, other) gets any. Replaces
+// whatever ACL the file had. The file's mode afterwards reads 0440 (0660 for read_write): the
+// group bits of a file with an ACL show its mask.
+Result<void> set_users_acl(const std::string& path, const std::vector<unsigned>& users, AclAccess access);
 
 // Removes the file's access ACL, so its mode alone decides again. Nothing there is success.
 Result<void> remove_acl(const std::string& path);

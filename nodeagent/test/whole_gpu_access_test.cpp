@@ -1,6 +1,7 @@
 // Device confinement of a whole GPU (MIG off) on the node: its device file /dev/nvidia<minor>
-// belongs to the job's user while it runs and to root otherwise, and only where the driver leaves
-// device files alone (ModifyDeviceFiles: 0); MIG instances go to the capability-file access.
+// belongs to the job's user (or its shares' users) while it runs and to root otherwise, and only
+// where the driver leaves device files alone (ModifyDeviceFiles: 0); MIG instances go to the
+// capability-file access.
 // Run against a driver tree in a temporary directory; chown needs root, so the tests skip elsewhere.
 #include <fcntl.h>
 #include <grp.h>
@@ -118,9 +119,9 @@ TEST_F(WholeGpuAccess, GrantMakesTheGpuFileTheUsersAloneAndRevokeGivesItToRoot) 
 
 TEST_F(WholeGpuAccess, ADriverThatResetsDeviceFilesMakesWholeGpusUnconfinable) {
   EXPECT_EQ(access->whole_gpus_unconfinable(), "");
-  params(1);
+  params(1);  // with or without an nvidia-modprobe: NVML and CUDA reset the file themselves
   const std::string why = access->whole_gpus_unconfinable();
-  EXPECT_NE(why.find("proc/driver/nvidia/params: ModifyDeviceFiles: 1"), std::string::npos) << why;
+  EXPECT_NE(why.find("proc/driver/nvidia/params: ModifyDeviceFiles: 1, so NVML and CUDA"), std::string::npos) << why;
   auto granted = access->grant(whole, 1001);
   ASSERT_FALSE(granted);
   EXPECT_EQ(granted.error().code, ErrorCode::unavailable);
@@ -163,17 +164,49 @@ TEST_F(WholeGpuAccess, ASymbolicLinkWhereTheGpuFileBelongsIsRefused) {
   EXPECT_EQ(granted.error().message, gpu_file(4).string() + ": not a character device");
 }
 
-TEST_F(WholeGpuAccess, MigInstancesGoToTheCapabilityFilesAndSharesOfAWholeGpuAreRefused) {
+TEST_F(WholeGpuAccess, MigInstancesGoToTheCapabilityFiles) {
   LedgerInstance mig;
   mig.gpu = 1;
   mig.profile = "1g.10gb";
   mig.mig_uuid = "MIG-a";
   ASSERT_TRUE(access->grant(mig, 1001));
   ASSERT_TRUE(access->revoke(mig));
-  EXPECT_EQ(mig_calls, (std::vector<std::string>{"grant MIG-a", "revoke MIG-a"}));
-  auto shared = access->grant_users(whole, {"alice", "bob"});
+  ASSERT_TRUE(access->grant_users(mig, {"daemon"}));
+  EXPECT_EQ(mig_calls, (std::vector<std::string>{"grant MIG-a", "revoke MIG-a", "grant_users MIG-a"}));
+}
+
+// Shares of a whole GPU (MPS) held by two users' jobs: both open the GPU read-write, a third user
+// cannot; once one user is left the file is that user's alone, and revoked it is root's, no ACL.
+TEST_F(WholeGpuAccess, SharesOfAWholeGpuOpenItToEachHolderAndNobodyElse) {
+  const unsigned daemon_uid = 1, nobody_uid = 65534, bin_uid = 2;
+  LedgerInstance half = whole;  // named after its share type, not whole.<M>gb
+  half.profile = "half";
+  auto shared = access->grant_users(half, {"daemon", "nobody"});
+  ASSERT_TRUE(shared) << shared.error().message;
+  EXPECT_TRUE(opens_as(gpu_file(4), daemon_uid, O_RDWR));
+  EXPECT_TRUE(opens_as(gpu_file(4), nobody_uid, O_RDWR));
+  EXPECT_FALSE(opens_as(gpu_file(4), bin_uid, O_RDWR));
+  EXPECT_FALSE(opens_as(gpu_file(4), bin_uid, O_RDONLY));
+  ASSERT_TRUE(access->grant_users(half, {"nobody"}));
+  EXPECT_EQ(owner_and_mode(gpu_file(4)), std::make_pair(nobody_uid, 0600U));
+  EXPECT_FALSE(opens_as(gpu_file(4), daemon_uid, O_RDWR)) << "the ACL went with the other user";
+  ASSERT_TRUE(access->grant_users(half, {"daemon", "nobody"}));
+  ASSERT_TRUE(access->revoke(half));
+  EXPECT_EQ(owner_and_mode(gpu_file(4)), std::make_pair(0U, 0600U));
+  EXPECT_FALSE(opens_as(gpu_file(4), nobody_uid, O_RDWR));
+  EXPECT_TRUE(mig_calls.empty());
+}
+
+TEST_F(WholeGpuAccess, SharesOfAWholeGpuFollowTheSameDriverRule) {
+  params(1);
+  auto shared = access->grant_users(whole, {"daemon", "nobody"});
   ASSERT_FALSE(shared);
   EXPECT_EQ(shared.error().code, ErrorCode::unavailable);
+  EXPECT_EQ(owner_and_mode(gpu_file(4)), std::make_pair(0U, 0666U)) << "nothing changed";
+  params(0);
+  auto unknown = access->grant_users(whole, {"nobody", "no-such-user-vgpu"});
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("no-such-user-vgpu"), std::string::npos) << unknown.error().message;
 }
 
 }  // namespace
