@@ -163,6 +163,12 @@ std::vector<std::string> CapFiles::modprobe_all() const {
     line << dev << ": root 0" << std::oct << setting->mode;
     changed.push_back(line.str());
   }
+  for (auto& line : libraries_reset(0)) changed.push_back(std::move(line));
+  return changed;
+}
+
+std::vector<std::string> CapFiles::libraries_reset(unsigned euid) const {
+  std::vector<std::string> changed;
   const DriverParams p = read_params(root_);
   if (!p.modify) return changed;
   std::error_code ec;
@@ -170,9 +176,17 @@ std::vector<std::string> CapFiles::modprobe_all() const {
     const std::string name = entry.path().filename().string();
     if (name.size() <= 6 || !name.starts_with("nvidia") || name.find_first_not_of("0123456789", 6) != std::string::npos)
       continue;
-    if (!force_owner_and_mode(entry.path().string(), p.uid, p.gid, p.mode)) continue;
+    const std::string path = entry.path().string();
     std::ostringstream line;
-    line << entry.path().string() << ": " << p.uid << ":" << p.gid << " 0" << std::oct << p.mode;
+    if (euid == 0) {
+      if (!force_owner_and_mode(path, p.uid, p.gid, p.mode)) continue;
+      line << path << ": " << p.uid << ":" << p.gid << " 0" << std::oct << p.mode;
+    } else {
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || st.st_uid != euid || (st.st_mode & 07777) == p.mode) continue;
+      if (::chmod(path.c_str(), p.mode) != 0) continue;
+      line << path << ": 0" << std::oct << p.mode;
+    }
     changed.push_back(line.str());
   }
   return changed;

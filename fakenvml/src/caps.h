@@ -16,7 +16,13 @@
 //   as captured on the lent H200) states their DeviceFileUID, DeviceFileGID and DeviceFileMode;
 //   with "ModifyDeviceFiles: 1" nvidia-modprobe resets them to that (nvidia-modprobe-utils.c,
 //   mknod_helper), with 0 it leaves them alone. The fake NVML makes a missing one at nvmlInit, as
-//   the driver's udev rule or nvidia-modprobe would have at boot.
+//   the driver's udev rule or nvidia-modprobe would have at boot;
+// - NVML and CUDA themselves, with "ModifyDeviceFiles: 1", give a GPU device file back as stated
+//   in any process allowed to, at nvmlInit (and so in fake-cuda-probe): run as root, owner and
+//   mode; run as the file's owner, the mode. Measured on a real H100 without nvidia-modprobe
+//   (docs/hardware/h200/README.md, 2026-12-06: nvidia-smi and a CUDA program as root left a
+//   "nobody 600" file "root 666", a CUDA program of nobody left it "nobody 666", another user's
+//   left it alone): libraries_reset().
 #pragma once
 
 #include <map>
@@ -43,6 +49,10 @@ class CapFiles {
   // nvidia-modprobe for every capability that exists now and every GPU device file; returns what
   // it changed, one line each.
   [[nodiscard]] std::vector<std::string> modprobe_all() const;
+
+  // What NVML and CUDA do to the GPU device files at init in a process of effective uid `euid`;
+  // returns what changed, one line each.
+  [[nodiscard]] std::vector<std::string> libraries_reset(unsigned euid) const;
 
   // /dev/nvidia<minor>, made with the stated owner and mode when missing.
   [[nodiscard]] std::string gpu_device_path(unsigned minor) const;

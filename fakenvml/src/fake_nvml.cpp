@@ -186,8 +186,10 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
     std::fprintf(stderr, "fake-nvml: VGPU_FAKE_NVML_DEVICE_ROOT: %s\n", error.c_str());
     return NVML_ERROR_UNKNOWN;
   }
-  if (G.caps)
+  if (G.caps) {
     for (const auto& gpu : fixture->gpus) G.caps->ensure_gpu_device(gpu.minor);
+    (void)G.caps->libraries_reset(::geteuid());
+  }
   G.fixture = std::move(fixture);
   G.store = std::make_unique<StateStore>(state_path_from_env());
   G.init_count = 1;

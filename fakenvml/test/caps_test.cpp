@@ -1,6 +1,7 @@
 // The fake driver's capability files behave as the driver and nvidia-modprobe do (caps.h): an
 // instance's files appear world-readable, nvidia-modprobe puts back any file whose capability
-// allows it, and a capability told "DeviceFileModify: 0" keeps the owner and mode it was given.
+// allows it, and a capability told "DeviceFileModify: 0" keeps the owner and mode it was given;
+// GPU device files follow the module's ModifyDeviceFiles, NVML and CUDA's own reset included.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,6 +94,37 @@ TEST_F(FakeCapFiles, DestroyedInstanceLeavesNoDriverEntryButItsDeviceFiles) {
   caps.unregistered(0, 1, std::nullopt);
   EXPECT_FALSE(fs::exists(root / "proc/driver/nvidia/capabilities/gpu0/mig/gi1"));
   EXPECT_TRUE(fs::exists(dev(12)));  // device nodes outlive the instance, as under /dev
+}
+
+// NVML and CUDA's own reset of a GPU's device file (caps.h, measured on a real H100): as root,
+// owner and mode go back to the stated ones; as the file's owner, the mode; as anyone else, and
+// with "ModifyDeviceFiles: 0", nothing.
+TEST_F(FakeCapFiles, TheLibrariesResetAGpuFileInAnyProcessAllowedTo) {
+  fs::create_directories(root / "proc/driver/nvidia");
+  auto params = [&](int modify) {
+    std::ofstream(root / "proc/driver/nvidia/params")
+        << "ModifyDeviceFiles: " << modify << "\nDeviceFileUID: 0\nDeviceFileGID: 0\nDeviceFileMode: 438\n";
+  };
+  const fs::path gpu = caps.gpu_device_path(0);
+  auto lock_to_nobody = [&] {
+    caps.ensure_gpu_device(0);
+    ASSERT_EQ(::chmod(gpu.c_str(), 0600), 0);
+    ASSERT_EQ(::chown(gpu.c_str(), 65534, 0), 0);
+  };
+  params(1);
+  lock_to_nobody();
+  EXPECT_TRUE(caps.libraries_reset(1001).empty()) << "another user's process cannot change it";
+  EXPECT_EQ(owner_and_mode(gpu), std::make_pair(65534u, 0600u));
+  EXPECT_EQ(caps.libraries_reset(65534).size(), 1u);
+  EXPECT_EQ(owner_and_mode(gpu), std::make_pair(65534u, 0666u)) << "the owner's process: the mode";
+  lock_to_nobody();
+  EXPECT_EQ(caps.libraries_reset(0).size(), 1u);
+  EXPECT_EQ(owner_and_mode(gpu), std::make_pair(0u, 0666u)) << "root's process: owner and mode";
+  params(0);
+  lock_to_nobody();
+  EXPECT_TRUE(caps.libraries_reset(0).empty());
+  EXPECT_TRUE(caps.libraries_reset(65534).empty());
+  EXPECT_EQ(owner_and_mode(gpu), std::make_pair(65534u, 0600u));
 }
 
 }  // namespace
