@@ -80,8 +80,11 @@ grep -q "epilog: job $runner: " "$VGPU_STATE_DIR/n1/vgpu.log" || vc_fail "no epi
 # Each node's planner served its hooks (nodeagent/hook_socket/hook_socket.h): the runner's prolog ran in it, and so did
 # its epilog unless a served epilog had been slow before (this machine under load): the planner then
 # says so and leaves epilogs to themselves for 10 minutes (nodeagent/serving/epilog_serving.h).
+# The prolog likewise, unless the planner was busy past the hook's one-second wait (a loaded
+# 2-core host): the planner then says the hook stopped waiting, and the hook did the work itself.
 log=$VGPU_STATE_DIR/n1/vgpu.log
 grep -q "vgpu-planner\[[0-9]*\]: vgpu: prolog: job $runner[: ]" "$log" ||
+  grep -q "vgpu-planner\[[0-9]*\]: vgpu: planner: prolog: job $runner: the hook stopped waiting before it was served" "$log" ||
   vc_fail "the prolog of job $runner was not served by n1's planner: $(grep "job $runner" "$log" | head -3)"
 epilog_line=$(grep -n "vgpu: epilog: job $runner[: ]" "$log" | head -1)
 pause_line=$(grep -n "a served epilog took .* epilogs run on their own" "$log" | head -1 | cut -d: -f1)
