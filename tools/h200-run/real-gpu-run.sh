@@ -440,7 +440,10 @@ node confines nothing (a-refusal); without confinement $user_b's CUDA program on
   local detail="job env CUDA_VISIBLE_DEVICES=$cvd (nvidia-smi GPU 0: $smi_uuid); A as $user_a: exit $a_rc, \
 $(json_fmt "$run/a.json" '{device} {uuid}, {sms} SMs, {total_mib} MiB, 8 GiB {alloc}, {checked_passes} checked passes in 3 s'); \
 $(IFS=';'; echo "${steps[*]}"); $user_b's CUDA program on $cvd: exit $b_rc $(json_fmt <(echo "$b_cuda") '{context}{device}')"
-  if [ "$a_rc" = 0 ] && [ "$cvd" = "$smi_uuid" ] && [ "$a_uuid_seen" = "$cvd" ] && [ "$file_ok" = 1 ] && [ "$b_rc" != 0 ]; then
+  # Unconfined (a-refusal), the second user's part is a-second-user's verdict, not this one's.
+  local b_refused=0
+  [ "$b_rc" != 0 ] || [ "$confine" = off ] && b_refused=1
+  if [ "$a_rc" = 0 ] && [ "$cvd" = "$smi_uuid" ] && [ "$a_uuid_seen" = "$cvd" ] && [ "$file_ok" = 1 ] && [ "$b_refused" = 1 ]; then
     verdict a "PASSED" "$detail"
   else
     verdict a "FAILED" "$detail"
