@@ -61,9 +61,12 @@ int main(int argc, char** argv) {
   double alloc_mib = 0, second_mib = 0, run_s = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--label")) label = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--alloc-mib")) alloc_mib = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--second-alloc-mib")) second_mib = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--run-s")) run_s = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--alloc-mib"))
+      alloc_mib = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--second-alloc-mib"))
+      second_mib = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--run-s"))
+      run_s = std::atof(argv[i + 1]);
   }
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   const char* pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
