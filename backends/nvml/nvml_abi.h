@@ -240,6 +240,16 @@ typedef struct nvmlGpmSupport_st {
   unsigned int isSupportedDevice;
 } nvmlGpmSupport_t;
 
+/* A process with a compute context (nvml.h: nvmlProcessInfo_t, the layout of
+ * nvmlDeviceGetComputeRunningProcesses_v3). With MIG on, the ids say which instance it runs in;
+ * 0xFFFFFFFF otherwise. */
+typedef struct nvmlProcessInfo_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
 /* ---- read-only calls ---- */
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
@@ -278,6 +288,11 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* c
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice);
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t migDevice, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t migDevice, unsigned int* id);
+/* Resolved optionally (drivers before 510 have no _v3): without it a node cannot tell who uses an
+ * instance it did not make. On a GPU's own handle in MIG mode it lists every instance's processes
+ * to root ("aggregate information ... only if the caller has appropriate privileges", nvml.h). */
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_t* infos);
 
 /* GPM (read-only; absent from drivers before 520, so resolved optionally) */
 nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* gpmSupport);

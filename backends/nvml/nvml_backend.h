@@ -26,6 +26,7 @@ class Backend : public GpuBackend {
   [[nodiscard]] std::string unavailable_reason() const override { return unavailable_; }
   Result<GpuModel> read_catalog(int gpu) override { return reader_->read_catalog(gpu); }
   Result<std::vector<InstanceInfo>> list_instances(int gpu) override { return reader_->list_instances(gpu); }
+  Result<std::vector<GpuProcess>> compute_processes(int gpu) override { return reader_->compute_processes(gpu); }
   std::unique_ptr<ActivitySampler> activity_sampler() override { return reader_->activity_sampler(); }
   // Read once: links between GPUs do not change while the node runs (a MIG-mode switch may
   // rebind a GPU, its NVLinks stay).

@@ -67,6 +67,9 @@ std::unique_ptr<Reader> Reader::open(std::string library_path) {
     r->unavailable_ = ok.error().message;
     return r;
   }
+  if (auto processes =
+          L.symbol<decltype(nvmlDeviceGetComputeRunningProcesses_v3)>("nvmlDeviceGetComputeRunningProcesses_v3"))
+    a.device_get_compute_running_processes = *processes;
   r->lib_ = std::move(*lib);
   r->api_ = a;
   return r;
@@ -274,6 +277,36 @@ Result<std::vector<std::pair<unsigned, nvmlComputeInstance_t>>> Reader::compute_
   }
   std::ranges::sort(out, {}, &std::pair<unsigned, nvmlComputeInstance_t>::first);
   return out;
+}
+
+// One call on the GPU's own handle: in MIG mode it lists every instance's processes, each with its
+// GPU-instance id, to root (nvml.h). The list may grow between the count and the fill: ask again.
+Result<std::vector<GpuProcess>> Reader::compute_processes(int gpu) {
+  if (lib_ && !api_.device_get_compute_running_processes)
+    return fail(ErrorCode::unavailable,
+                fmt::format("{}: no nvmlDeviceGetComputeRunningProcesses_v3 (a driver before 510)", lib_->path()));
+  auto dev = device(gpu);
+  if (!dev) return std::unexpected(dev.error());
+  constexpr unsigned kNoId = 0xFFFFFFFF;
+  std::vector<nvmlProcessInfo_t> infos(8);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto count = static_cast<unsigned>(infos.size());
+    nvmlReturn_t rc = api_.device_get_compute_running_processes(*dev, &count, infos.data());
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+      infos.resize(count + 8);
+      continue;
+    }
+    if (rc != NVML_SUCCESS)
+      return std::unexpected(
+          lib_->failure(fmt::format("nvmlDeviceGetComputeRunningProcesses_v3({})", gpu_arg(gpu)), rc).error());
+    std::vector<GpuProcess> out;
+    for (unsigned i = 0; i < count && i < infos.size(); ++i)
+      out.push_back({static_cast<int>(infos[i].pid),
+                     infos[i].gpuInstanceId == kNoId ? std::nullopt : std::optional<int>(infos[i].gpuInstanceId)});
+    return out;
+  }
+  return fail(ErrorCode::unavailable,
+              fmt::format("nvmlDeviceGetComputeRunningProcesses_v3({}): the list kept growing", gpu_arg(gpu)));
 }
 
 Result<std::vector<InstanceInfo>> Reader::list_instances(int gpu) {

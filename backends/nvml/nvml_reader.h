@@ -43,6 +43,8 @@ struct QueryApi {
   decltype(&nvmlDeviceGetP2PStatus) device_get_p2p_status = nullptr;
   decltype(&nvmlDeviceGetNvLinkState) device_get_nvlink_state = nullptr;
   decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2) device_get_nvlink_remote_pci_info = nullptr;
+  // Optional (drivers before 510 lack it): null means the reader cannot list processes.
+  decltype(&nvmlDeviceGetComputeRunningProcesses_v3) device_get_compute_running_processes = nullptr;
 };
 
 // One GPU-instance profile index as the device answered it, kept raw for the probe's recording.
@@ -68,6 +70,7 @@ class Reader : public GpuReader {
   [[nodiscard]] std::string unavailable_reason() const override { return unavailable_; }
   Result<GpuModel> read_catalog(int gpu) override;
   Result<std::vector<InstanceInfo>> list_instances(int gpu) override;
+  Result<std::vector<GpuProcess>> compute_processes(int gpu) override;
   // Memory per instance, and GPM utilisation where the GPU has it (nvml_gpm.h).
   std::unique_ptr<ActivitySampler> activity_sampler() override;
 

@@ -15,6 +15,11 @@ extern "C" {
 nvmlReturn_t vgpuFakeSetActivity(nvmlDevice_t device, double smPercent, double dramPercent,
                                  unsigned long long memoryUsedMiB);
 
+/* The calling process holds a compute context on `device` (a MIG device, or a GPU with MIG off)
+ * until it exits: NVML lists it among the device's running processes, and its compute instance
+ * cannot be destroyed meanwhile. */
+nvmlReturn_t vgpuFakeOpenComputeContext(nvmlDevice_t device);
+
 #ifdef __cplusplus
 }
 #endif

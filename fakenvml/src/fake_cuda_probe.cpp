@@ -4,7 +4,9 @@
 // the CUDA driver does before it hands them to the kernel driver; an instance whose files the
 // caller cannot open is refused, as CUDA reports no such device. A GPU UUID (a whole GPU, MIG
 // off) is the GPU's device file /dev/nvidia<minor>, opened the same way. Prints one line per device and
-// exits 0 only when every listed device is usable. Test double: never install it on a node.
+// exits 0 only when every listed device is usable. With `--hold SECONDS` it then keeps a compute
+// context on each for that long, as a running CUDA program does: NVML lists it among the device's
+// processes until it exits. Test double: never install it on a node.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,14 +16,17 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "caps.h"
+#include "fake_control.h"
 #include "nvml_abi.h"
 
 namespace {
 
 struct MigDevice {
   unsigned gpu_minor = 0, gi = 0, ci = 0;
+  nvmlDevice_t handle = nullptr;
 };
 
 bool find_mig(const std::string& uuid, MigDevice& out) {
@@ -41,6 +46,7 @@ bool find_mig(const std::string& uuid, MigDevice& out) {
           nvmlDeviceGetUUID(mig, text, sizeof text) != NVML_SUCCESS || uuid != text)
         continue;
       out.gpu_minor = minor;
+      out.handle = mig;
       return nvmlDeviceGetGpuInstanceId(mig, &out.gi) == NVML_SUCCESS &&
              nvmlDeviceGetComputeInstanceId(mig, &out.ci) == NVML_SUCCESS;
     }
@@ -49,7 +55,7 @@ bool find_mig(const std::string& uuid, MigDevice& out) {
 }
 
 // A whole GPU is usable when its MIG mode is off and its device file opens.
-bool probe_whole_gpu(const fakenvml::CapFiles& caps, const std::string& uuid) {
+bool probe_whole_gpu(const fakenvml::CapFiles& caps, const std::string& uuid, nvmlDevice_t& handle) {
   nvmlDevice_t dev = nullptr;
   unsigned count = 0, minor = 0, current = 0, pending = 0;
   bool found = false;
@@ -75,12 +81,27 @@ bool probe_whole_gpu(const fakenvml::CapFiles& caps, const std::string& uuid) {
   }
   ::close(fd);
   std::printf("fake-cuda: %s: usable (whole GPU %u: %s)\n", uuid.c_str(), minor, path.c_str());
+  handle = dev;
   return true;
+}
+
+// "--hold SECONDS", or nothing.
+bool hold_seconds(int argc, char** argv, unsigned& seconds) {
+  if (argc == 1) return true;
+  char* end = nullptr;
+  if (argc != 3 || std::strcmp(argv[1], "--hold") != 0) return false;
+  seconds = static_cast<unsigned>(std::strtoul(argv[2], &end, 10));
+  return *argv[2] != '\0' && *end == '\0';
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  unsigned hold = 0;
+  if (!hold_seconds(argc, argv, hold)) {
+    std::fprintf(stderr, "usage: fake-cuda-probe [--hold SECONDS]\n");
+    return 2;
+  }
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (!visible || !*visible) {
     std::printf("fake-cuda: no device: CUDA_VISIBLE_DEVICES is empty\n");
@@ -98,11 +119,14 @@ int main() {
     return 2;
   }
   int refused = 0;
+  std::vector<nvmlDevice_t> usable;
   std::stringstream list(visible);
   std::string uuid;
   while (std::getline(list, uuid, ',')) {
     if (uuid.starts_with("GPU-")) {
-      refused += probe_whole_gpu(*caps, uuid) ? 0 : 1;
+      nvmlDevice_t handle = nullptr;
+      refused += probe_whole_gpu(*caps, uuid, handle) ? 0 : 1;
+      if (handle) usable.push_back(handle);
       continue;
     }
     MigDevice d;
@@ -133,6 +157,17 @@ int main() {
     else
       std::printf("fake-cuda: %s: refused: %s\n", uuid.c_str(), why.c_str());
     refused += why.empty() ? 0 : 1;
+    if (why.empty()) usable.push_back(d.handle);
+  }
+  if (refused == 0 && hold > 0) {
+    for (nvmlDevice_t dev : usable)
+      if (vgpuFakeOpenComputeContext(dev) != NVML_SUCCESS) {
+        std::printf("fake-cuda: could not open a compute context\n");
+        return 1;
+      }
+    std::printf("fake-cuda: holding a compute context on %zu device(s) for %u s\n", usable.size(), hold);
+    std::fflush(stdout);
+    ::sleep(hold);
   }
   nvmlShutdown();
   return refused == 0 ? 0 : 1;

@@ -21,6 +21,7 @@
 #include "fixture.h"
 #include "latency.h"
 #include "caps.h"
+#include "contexts.h"
 #include "mig_mode.h"
 #include "mig_uuid.h"
 #include "nvml_abi.h"
@@ -45,7 +46,8 @@ struct Globals {
   int init_count = 0;
   std::optional<Fixture> fixture;
   std::unique_ptr<StateStore> store;
-  std::optional<CapFiles> caps;  // the instances' capability files, when the fake has a device root
+  std::optional<CapFiles> caps;      // the instances' capability files, when the fake has a device root
+  std::optional<Contexts> contexts;  // processes' compute contexts
   Latency latency;
   std::vector<std::unique_ptr<Handle>> handles;
   std::set<const Handle*> valid;
@@ -192,6 +194,8 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
   }
   G.fixture = std::move(fixture);
   G.store = std::make_unique<StateStore>(state_path_from_env());
+  G.contexts.emplace(contexts_dir_for(state_path_from_env()));
+  if (::geteuid() == 0 && !G.contexts->prepare(error)) std::fprintf(stderr, "fake-nvml: %s\n", error.c_str());
   G.init_count = 1;
   return NVML_SUCCESS;
 }
@@ -465,8 +469,10 @@ FAKE_API nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mod
   const Handle* h = lookup(device, Kind::device);
   if (!h || !activationStatus) return NVML_ERROR_INVALID_ARGUMENT;
   const Gpu& gpu = gpu_of(h);
-  return g().store->with(true,
-                         [&](State& s) { return set_mig_mode(s, gpu, mode, ::geteuid() == 0, *activationStatus); });
+  return g().store->with(true, [&](State& s) {
+    return set_mig_mode(s, gpu, mode, ::geteuid() == 0, *activationStatus,
+                        g().contexts->held({gpu.uuid, std::nullopt, 0}));
+  });
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
@@ -757,6 +763,9 @@ FAKE_API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeIn
   ENTER();
   return after(with_ci(computeInstance, true,
                        [&](const Handle* h, GiState& gi, auto it) {
+                         // nvml.h, nvmlComputeInstanceDestroy: "NVML_ERROR_IN_USE If the compute
+                         // instance is in use". A process's context is what uses it.
+                         if (g().contexts->held({gpu_of(h).uuid, gi.id, gi.serial})) return NVML_ERROR_IN_USE;
                          if (g().caps) g().caps->unregistered(gpu_of(h).minor, gi.id, it->id);
                          gi.cis.erase(it);
                          return NVML_SUCCESS;
@@ -957,6 +966,47 @@ FAKE_API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
   return NVML_SUCCESS;
 }
 
+// Processes with a compute context (vgpuFakeOpenComputeContext), as nvml.h documents the call: on a
+// MIG device handle, that instance's; on a GPU's own handle in MIG mode, every instance's to root
+// only ("aggregate information, only if the caller has appropriate privileges"); with MIG off, the
+// GPU's. The fake accounts no memory per process: usedGpuMemory is 0.
+FAKE_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                              nvmlProcessInfo_t* infos) {
+  ENTER();
+  const Handle* h = any_device(device);
+  if (!h || !infoCount || (*infoCount > 0 && !infos)) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  const std::vector<Context> contexts = g().contexts->live();
+  std::vector<nvmlProcessInfo_t> found;
+  nvmlReturn_t rc = g().store->with(false, [&](State& s) {
+    constexpr unsigned kNoId = 0xFFFFFFFF;
+    const bool mig = mig_enabled_now(s, gpu);
+    if (h->kind == Kind::device && mig && ::geteuid() != 0) return NVML_ERROR_NO_PERMISSION;
+    if (h->kind == Kind::mig_device && !live_gi_of_mig(s, h)) return NVML_ERROR_INVALID_ARGUMENT;
+    for (const auto& c : contexts) {
+      if (c.scope.gpu_uuid != gpu.uuid) continue;
+      const auto pid = static_cast<unsigned>(c.pid);
+      if (!mig) {
+        if (!c.scope.gi) found.push_back({pid, 0, kNoId, kNoId});
+        continue;
+      }
+      if (!c.scope.gi || (h->kind == Kind::mig_device && *c.scope.gi != h->gi)) continue;
+      const GiState* gi = find_gi(s, gpu, *c.scope.gi, c.scope.gi_serial);
+      if (gi && !gi->cis.empty()) found.push_back({pid, 0, gi->id, gi->cis.front().id});
+    }
+    return NVML_SUCCESS;
+  });
+  if (rc != NVML_SUCCESS) return rc;
+  const auto wanted = static_cast<unsigned>(found.size());
+  if (*infoCount < wanted) {
+    *infoCount = wanted;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  std::copy(found.begin(), found.end(), infos);
+  *infoCount = wanted;
+  return NVML_SUCCESS;
+}
+
 /* ---- the fake's own control call (not NVML): what a test workload does to its scope ---- */
 
 // Sets what `device` (a MIG device: its instance; a GPU without MIG: all of it) is doing from now
@@ -983,4 +1033,33 @@ FAKE_API nvmlReturn_t vgpuFakeSetActivity(nvmlDevice_t device, double smPercent,
     set_activity(s.whole_gpus[gpu.uuid], smPercent, dramPercent, memoryUsedMiB, now);
     return NVML_SUCCESS;
   });
+}
+
+// The calling process holds a compute context on `device` (a MIG device, or a GPU with MIG off)
+// from now until it exits, as a CUDA program does once it touched the device. Any user may: the
+// record is the process's own (contexts.h), not the state file.
+FAKE_API nvmlReturn_t vgpuFakeOpenComputeContext(nvmlDevice_t device) {
+  ENTER();
+  const Handle* h = any_device(device);
+  if (!h) return NVML_ERROR_INVALID_ARGUMENT;
+  const Gpu& gpu = gpu_of(h);
+  ContextScope scope{gpu.uuid, std::nullopt, 0};
+  nvmlReturn_t rc = g().store->with(false, [&](State& s) {
+    if (h->kind == Kind::mig_device) {
+      const GiState* gi = live_gi_of_mig(s, h);
+      if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
+      scope.gi = gi->id;
+      scope.gi_serial = gi->serial;
+      return NVML_SUCCESS;
+    }
+    // With MIG on, the work runs in instances.
+    return mig_enabled_now(s, gpu) ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
+  });
+  if (rc != NVML_SUCCESS) return rc;
+  std::string error;
+  if (!g().contexts->open(::getpid(), scope, error)) {
+    std::fprintf(stderr, "fake-nvml: %s\n", error.c_str());
+    return NVML_ERROR_UNKNOWN;
+  }
+  return NVML_SUCCESS;
 }

@@ -20,18 +20,19 @@ bool switch_needs_reset(const Gpu& gpu) {
 
 namespace {
 
-bool held(const State& s, const Gpu& gpu, unsigned from) {
+bool held(const State& s, const Gpu& gpu, unsigned from, bool context_on_whole_gpu) {
   if (from == NVML_DEVICE_MIG_ENABLE) {
     auto it = s.gpus.find(gpu.uuid);
     return it != s.gpus.end() && !it->second.empty();
   }
   auto it = s.whole_gpus.find(gpu.uuid);
-  return it != s.whole_gpus.end() && it->second.memory_used_mib > 0;
+  return context_on_whole_gpu || (it != s.whole_gpus.end() && it->second.memory_used_mib > 0);
 }
 
 }  // namespace
 
-nvmlReturn_t set_mig_mode(State& s, const Gpu& gpu, unsigned mode, bool root, nvmlReturn_t& activation) {
+nvmlReturn_t set_mig_mode(State& s, const Gpu& gpu, unsigned mode, bool root, nvmlReturn_t& activation,
+                          bool context_on_whole_gpu) {
   if (gpu.mig_current == Mig::unsupported) return NVML_ERROR_NOT_SUPPORTED;
   if (mode != NVML_DEVICE_MIG_DISABLE && mode != NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_INVALID_ARGUMENT;
   if (!root) return NVML_ERROR_NO_PERMISSION;
@@ -41,7 +42,7 @@ nvmlReturn_t set_mig_mode(State& s, const Gpu& gpu, unsigned mode, bool root, nv
     activation = NVML_SUCCESS;
   } else if (switch_needs_reset(gpu)) {
     activation = NVML_ERROR_RESET_REQUIRED;
-  } else if (held(s, gpu, now.current)) {
+  } else if (held(s, gpu, now.current, context_on_whole_gpu)) {
     activation = NVML_ERROR_IN_USE;
   } else {
     now.current = mode;

@@ -27,6 +27,11 @@ Result<MigModeSwitch> GpuBackend::set_mig_mode(int gpu, MigMode mode) {
                                                   backend_name(), gpu, to_string(mode)));
 }
 
+Result<std::vector<GpuProcess>> GpuReader::compute_processes(int gpu) {
+  return fail(ErrorCode::unavailable,
+              fmt::format("{}: gpu {}: this backend cannot list a GPU's processes", backend_name(), gpu));
+}
+
 Result<NodeSnapshot> take_snapshot(GpuReader& reader) {
   NodeSnapshot snap;
   snap.backend = std::string(reader.backend_name());

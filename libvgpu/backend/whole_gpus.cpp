@@ -44,6 +44,15 @@ Result<std::vector<InstanceInfo>> WholeGpuBackend::list_instances(int gpu) {
   return out;
 }
 
+// A process on a GPU with MIG off has no GPU-instance id; it runs in the whole GPU's.
+Result<std::vector<GpuProcess>> WholeGpuBackend::compute_processes(int gpu) {
+  auto listed = inner_->compute_processes(gpu);
+  if (!listed) return listed;
+  for (auto& p : *listed)
+    if (!p.gi_id) p.gi_id = 0;  // whole_gpu_instance's
+  return listed;
+}
+
 Result<InstanceInfo> WholeGpuBackend::create_instance(int gpu, int profile_id, Placement placement) {
   if (profile_id != kWholeGpuProfileId) return inner_->create_instance(gpu, profile_id, placement);
   auto info = gpu_info(gpu);

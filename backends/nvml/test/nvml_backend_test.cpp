@@ -1,5 +1,7 @@
 // The production NVML backend (dlopen + dlsym) against the fake libnvidia-ml.so.1.
 #include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -214,6 +216,40 @@ TEST_F(NvmlBackendTest, CreatedInOneProcessIsSeenAndDestroyedInAnother) {
   auto after = helper("list 0");
   EXPECT_EQ(after.status, 0);
   EXPECT_EQ(after.out, "");
+}
+
+// nvml.h: a process with a compute context is listed, with its GPU instance in MIG mode, and the
+// compute instance it uses cannot be destroyed (IN_USE); the driver drops the context when the
+// process exits. Listing every instance's processes on the GPU's own handle is for root only.
+TEST_F(NvmlBackendTest, AProcessWithAContextIsListedWithItsInstanceUntilItExits) {
+  auto b = nvml::Backend::open();
+  auto made = b->create_instance(0, k3g40, {0, 4});
+  ASSERT_TRUE(made) << made.error().message;
+  if (::geteuid() != 0) {
+    auto refused = b->compute_processes(0);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message, "nvmlDeviceGetComputeRunningProcesses_v3(gpu 0): Insufficient Permissions");
+    return;
+  }
+  ASSERT_TRUE(b->compute_processes(0));
+  EXPECT_TRUE(b->compute_processes(0)->empty());
+  FILE* holder = ::popen(fmt::format("{} hold 0 {} 60", VGPU_NVML_TEST_HELPER, made->gi_id).c_str(), "r");
+  ASSERT_NE(holder, nullptr);
+  int pid = 0;
+  ASSERT_EQ(std::fscanf(holder, "holding %d", &pid), 1);
+  auto listed = b->compute_processes(0);
+  ASSERT_TRUE(listed) << listed.error().message;
+  EXPECT_EQ(*listed, (std::vector<GpuProcess>{{pid, made->gi_id}}));
+  auto busy = b->destroy_instance(0, made->gi_id);
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().message,
+            fmt::format("nvmlComputeInstanceDestroy(gpu 0, gi {}, ci 0): In use by another client", made->gi_id));
+  ::kill(pid, SIGTERM);
+  ::pclose(holder);
+  listed = b->compute_processes(0);
+  ASSERT_TRUE(listed) << listed.error().message;
+  EXPECT_TRUE(listed->empty()) << "the driver drops an exited process's context";
+  EXPECT_TRUE(b->destroy_instance(0, made->gi_id));
 }
 
 TEST_F(NvmlBackendTest, ErrorsFromAnotherProcessCarryTheNvmlText) {

@@ -4,6 +4,10 @@
 //   destroy <gpu> <gi>
 //   list <gpu>                                 prints "gi <id> profile <p> {s,n} <mig uuid>" per line
 //   fill <gpu> <profile_id>                    tries every legal placement once, prints "created <n>"
+//   hold <gpu> <gi> <seconds>                  a CUDA program's context on that instance (the fake's
+//                                              vgpuFakeOpenComputeContext): prints "holding <pid>", sleeps
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -48,6 +52,29 @@ int main(int argc, char** argv) {
       if (backend->create_instance(gpu, profile_id, pl)) ++created;
     std::printf("created %d\n", created);
     return 0;
+  }
+  if (cmd == "hold" && argc == 5) {
+    auto& reader = backend->reader();
+    auto open_context = reader.library()->symbol<nvmlReturn_t(nvmlDevice_t)>("vgpuFakeOpenComputeContext");
+    auto dev = reader.device(gpu);
+    if (!open_context) return report(open_context.error());
+    if (!dev) return report(dev.error());
+    unsigned max = 0;
+    if (reader.api().device_get_max_mig_device_count(*dev, &max) != NVML_SUCCESS) return 1;
+    for (unsigned m = 0; m < max; ++m) {
+      nvmlDevice_t mig = nullptr;
+      unsigned gi = 0;
+      if (reader.api().device_get_mig_device_handle_by_index(*dev, m, &mig) != NVML_SUCCESS ||
+          reader.api().device_get_gpu_instance_id(mig, &gi) != NVML_SUCCESS ||
+          gi != static_cast<unsigned>(std::atoi(argv[3])))
+        continue;
+      if ((*open_context)(mig) != NVML_SUCCESS) return 1;
+      std::printf("holding %d\n", static_cast<int>(::getpid()));
+      std::fflush(stdout);
+      ::sleep(static_cast<unsigned>(std::atoi(argv[4])));
+      return 0;
+    }
+    return 1;
   }
   return 2;
 }

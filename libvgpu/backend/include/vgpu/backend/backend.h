@@ -61,6 +61,13 @@ struct JobDevices {
   std::vector<std::string> device_files;
 };
 
+// A process with a compute context on a GPU: what makes an instance nobody recorded "in use".
+struct GpuProcess {
+  int pid = 0;
+  std::optional<int> gi_id;  // the GPU instance it runs in; none on a GPU with MIG off
+  bool operator==(const GpuProcess&) const = default;
+};
+
 // GPUs and instances of a node at one moment: the input to the ledger's rebuild from hardware.
 struct NodeSnapshot {
   std::string backend;
@@ -118,6 +125,9 @@ class GpuReader {
   // (vgpu/core/whole_gpu_placement.h); nullopt where the backend cannot tell, and the choice then
   // goes by index.
   virtual std::optional<GpuLinks> gpu_links() { return std::nullopt; }
+  // The processes with a compute context on `gpu`, every instance's. Code `unavailable` where
+  // the backend (or its driver) cannot tell: the caller must then not take "none listed" for idle.
+  virtual Result<std::vector<GpuProcess>> compute_processes(int gpu);
 };
 
 class GpuBackend : public GpuReader {

@@ -9,6 +9,7 @@
 //   create_instance(gpu, kWholeGpuProfileId, every slice): that same instance, refused while MIG
 //     mode is on (the GPU is then no single CUDA device);
 //   destroy_instance on a GPU with MIG off: nothing to do, the GPU stays;
+//   compute_processes: a whole GPU's processes run in its GPU instance 0;
 //   everything else goes to the wrapped backend.
 #pragma once
 
@@ -41,6 +42,7 @@ class WholeGpuBackend final : public GpuBackend {
   std::unique_ptr<ActivitySampler> activity_sampler() override { return inner_->activity_sampler(); }
   [[nodiscard]] bool lists_whole_gpus() const override { return true; }
   std::optional<GpuLinks> gpu_links() override { return inner_->gpu_links(); }
+  Result<std::vector<GpuProcess>> compute_processes(int gpu) override;
 
   Result<InstanceInfo> create_instance(int gpu, int profile_id, Placement placement) override;
   Result<void> destroy_instance(int gpu, int gi_id) override;
