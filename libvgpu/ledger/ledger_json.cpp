@@ -166,7 +166,8 @@ LedgerGpu read_gpu(const json& j, const std::string& path) {
 LedgerInstance read_instance(const json& j, const std::string& path) {
   expect_fields(j, path,
                 {"gpu", "profile", "placement", "gpu_instance_id", "compute_instance_id", "mig_uuid", "job", "user",
-                 "state", "created_at", "orphaned"});
+                 "state", "created_at", "orphaned"},
+                {"adopted"});
   LedgerInstance i;
   i.gpu = read_small_int(j, "gpu", path, 0, kMaxIndex);
   i.profile = read_string(j, "profile", path);
@@ -185,6 +186,7 @@ LedgerInstance read_instance(const json& j, const std::string& path) {
   i.state = *parsed;
   i.created_at = read_int(j, "created_at", path, 0, kMaxTime);
   i.orphaned = read_bool(j, "orphaned", path);
+  if (j.contains("adopted")) i.adopted = read_bool(j, "adopted", path);
   return i;
 }
 
@@ -269,7 +271,7 @@ std::string serialize_ledger(const Ledger& ledger) {
   for (const auto& g : ledger.gpus)
     gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model}, {"pci_bus_id", g.pci_bus_id}});
   json instances = json::array();
-  for (const auto& i : ledger.instances)
+  for (const auto& i : ledger.instances) {
     instances.push_back({{"gpu", i.gpu},
                          {"profile", i.profile},
                          {"placement", placement_json(i.placement)},
@@ -281,6 +283,8 @@ std::string serialize_ledger(const Ledger& ledger) {
                          {"state", to_string(i.state)},
                          {"created_at", i.created_at},
                          {"orphaned", i.orphaned}});
+    if (i.adopted) instances.back()["adopted"] = true;
+  }
   json vms = json::array();
   for (const auto& vm : ledger.vms)
     vms.push_back({{"job", vm.job}, {"domain", vm.domain}, {"device", vm.device}, {"state", to_string(vm.state)}});
@@ -290,10 +294,11 @@ std::string serialize_ledger(const Ledger& ledger) {
                      {"profile", s.profile},
                      {"placement", placement_json(s.placement)},
                      {"claimed_by_job", job_json(s.claimed_by_job)}});
-  // The oldest version that can say it: classes need version 4, share types 5.
+  // The oldest version that can say it: classes need version 4, share types 5, adopted instances 6.
   const bool share_types = !ledger.share_groups.empty() ||
                            std::ranges::any_of(ledger.classes, [](const GpuClass& c) { return c.shares > 0; });
-  const int version = share_types ? 5 : ledger.classes.empty() ? 3 : 4;
+  const bool adopted = std::ranges::any_of(ledger.instances, &LedgerInstance::adopted);
+  const int version = adopted ? 6 : share_types ? 5 : ledger.classes.empty() ? 3 : 4;
   json doc = {{"format", kLedgerFormat},
               {"version", version},
               {"node", ledger.node},
@@ -379,8 +384,12 @@ Result<Ledger> parse_ledger(std::string_view text, const Catalog& catalog) {
     const json& gpus = read_array(j, "gpus", "");
     for (std::size_t i = 0; i < gpus.size(); ++i) ledger.gpus.push_back(read_gpu(gpus[i], fmt::format("gpus[{}]", i)));
     const json& instances = read_array(j, "instances", "");
-    for (std::size_t i = 0; i < instances.size(); ++i)
-      ledger.instances.push_back(read_instance(instances[i], fmt::format("instances[{}]", i)));
+    for (std::size_t i = 0; i < instances.size(); ++i) {
+      const std::string at = fmt::format("instances[{}]", i);
+      ledger.instances.push_back(read_instance(instances[i], at));
+      if (instances[i].contains("adopted") && j.at("version") < 6)
+        bad(join(at, "adopted"), fmt::format("a version {} ledger has no adopted instances", brief(j.at("version"))));
+    }
     const json& vms = read_array(j, "vms", "");
     for (std::size_t i = 0; i < vms.size(); ++i) ledger.vms.push_back(read_vm(vms[i], fmt::format("vms[{}]", i)));
     const json& plan = j.at("plan");

@@ -61,6 +61,26 @@ TEST(LedgerJson, IdleInstanceRoundTrips) {
   EXPECT_EQ(*parsed, l);
 }
 
+// An instance a running job of the earlier layout used when the ledger was made: version 6, and
+// only where a node has one.
+TEST(LedgerJson, AdoptedInstanceRoundTripsAsVersionSixAndAnOlderVersionCannotSayIt) {
+  Ledger l = sample_ledger();
+  l.instances[1].job = 77;
+  l.instances[1].user = "alice";
+  l.instances[1].state = InstanceState::ready;
+  l.instances[1].adopted = true;
+  auto text = serialize_ledger(l);
+  EXPECT_NE(text.find("\"version\": 6"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"adopted\": false"), std::string::npos) << "written only when true";
+  auto parsed = parse_ledger(text);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, l);
+  text.replace(text.find("\"version\": 6"), 12, "\"version\": 5");
+  auto old = parse_ledger(text);
+  ASSERT_FALSE(old);
+  EXPECT_EQ(old.error().message, "instances[1].adopted: a version 5 ledger has no adopted instances");
+}
+
 TEST(LedgerJson, NewHistoryIsNotWrittenIntoTheLedgerFile) {
   Ledger l = sample_ledger();
   retire_job(l, 42, 1'700'001'000, "completed");
@@ -132,8 +152,8 @@ TEST_P(LedgerJsonCorruption, IsRejectedWithTheFieldPathAndValue) {
 const Corruption kCorruptions[] = {
     {"wrong_format", [](auto& j) { j["format"] = "slurm-vgpu-policy"; },
      "format: \"slurm-vgpu-policy\": expected \"slurm-vgpu-ledger\""},
-    {"future_version", [](auto& j) { j["version"] = 6; }, "version: 6: this build reads versions 1 to 5"},
-    {"version_zero", [](auto& j) { j["version"] = 0; }, "version: 0: this build reads versions 1 to 5"},
+    {"future_version", [](auto& j) { j["version"] = 7; }, "version: 7: this build reads versions 1 to 6"},
+    {"version_zero", [](auto& j) { j["version"] = 0; }, "version: 0: this build reads versions 1 to 6"},
     {"version_as_string", [](auto& j) { j["version"] = "1"; }, "version: \"1\""},
     {"missing_version", [](auto& j) { j.erase("version"); }, "version: required field missing"},
     {"unknown_top_field", [](auto& j) { j["extra"] = 1; }, "extra: unknown field"},

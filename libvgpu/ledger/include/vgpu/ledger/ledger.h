@@ -47,6 +47,10 @@ struct LedgerInstance {
   InstanceState state = InstanceState::creating;
   std::int64_t created_at = 0;  // Unix seconds
   bool orphaned = false;        // found on the hardware with no known owner (rebuild)
+  // Found in use when the node's ledger was first made: a job of the layout before slurm-vgpu (an
+  // admin's static MIG layout) keeps it until it ends (`job`), or, where no Slurm job runs the
+  // process using it, it is quarantined (docs/admin.md, "Moving in").
+  bool adopted = false;
   bool operator==(const LedgerInstance&) const = default;
 };
 

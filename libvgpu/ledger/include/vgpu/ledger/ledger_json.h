@@ -17,8 +17,9 @@ inline constexpr std::string_view kLedgerFormat = "slurm-vgpu-ledger";
 // Version 2 (backed slots: a plan slot may stand where a released instance still is) and 3 (idle
 // instances, kept at their slot for the next job) read older versions as is: those never have
 // them. An older reader refuses a newer version by its number instead of misreading it.
-// 4: classes; 5: share types among them. Each written only when the node has some.
-inline constexpr int kLedgerVersion = 5;
+// 4: classes; 5: share types among them; 6: adopted instances (found in use when the ledger was
+// first made). Each written only when the node has some.
+inline constexpr int kLedgerVersion = 6;
 inline constexpr int kLedgerOldestReadableVersion = 1;
 inline constexpr std::string_view kHistoryFormat = "slurm-vgpu-history";
 inline constexpr int kHistoryVersion = 1;
