@@ -67,10 +67,13 @@ int run_job(const JobArgs& a) {
                                     {"size", i->placement.size},
                                     {"mig_uuid", i->mig_uuid},
                                     {"state", vgpu::to_string(i->state)},
+                                    {"adopted", i->adopted},
                                     {"user", i->user},
                                     {"since", i->created_at}});
-        text += fmt::format("{} GPU {}  {}  {}  {}  {}  since {}\n", node, g.index, i->profile, slices(i->placement),
-                            i->mig_uuid, vgpu::to_string(i->state), utc(i->created_at));
+        // "since" of an adopted instance is when slurm-vgpu found it, not when the job got it.
+        text += fmt::format("{} GPU {}  {}  {}  {}  {}{}  since {}\n", node, g.index, i->profile, slices(i->placement),
+                            i->mig_uuid, vgpu::to_string(i->state), i->adopted ? " (adopted: the layout before)" : "",
+                            utc(i->created_at));
       }
       const vgpu::GpuModel* model = catalog.find_model_for_product(g.model);
       if (!model) continue;

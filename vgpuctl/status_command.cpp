@@ -48,9 +48,11 @@ vgpu::LedgerStoreOptions ledger_reader_options() {
 
 namespace {
 
+// An adopted instance (docs/admin.md, "Moving in") says so: the layout before slurm-vgpu made it.
 std::string owner_label(const vgpu::LedgerInstance& i) {
-  if (i.job) return fmt::format("job {}", *i.job);
-  return std::string(vgpu::to_string(i.state));
+  const char* adopted = i.adopted ? " adopted" : "";
+  if (i.job) return fmt::format("job {}{}", *i.job, adopted);
+  return fmt::format("{}{}", vgpu::to_string(i.state), adopted);
 }
 
 int run_status(const StatusArgs& a) {
@@ -85,6 +87,7 @@ int run_status(const StatusArgs& a) {
                                        {"size", i.placement.size},
                                        {"job", i.job ? nlohmann::json(*i.job) : nlohmann::json(nullptr)},
                                        {"state", vgpu::to_string(i.state)},
+                                       {"adopted", i.adopted},
                                        {"mig_uuid", i.mig_uuid}});
         for (const auto& s : ledger->plan.slots)
           if (s.gpu == g.index)

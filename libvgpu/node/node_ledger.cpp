@@ -1,8 +1,12 @@
 // Getting a trustworthy ledger on a node: load it, or rebuild it from the hardware and re-adopt
-// the instances that surviving job records name (so a lost ledger never orphans a running job).
+// the instances that surviving job records name (so a lost ledger never orphans a running job),
+// then those running jobs of an earlier layout use (moving_in.h).
 #include <dirent.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "moving_in.h"
 #include "vgpu/contract/job_record.h"
 #include "vgpu/contract/node_files.h"
 #include "vgpu/node/node_state.h"
@@ -57,6 +61,29 @@ std::map<std::string, JobId> owners_from_job_records(const NodeContext& ctx) {
   return owners;
 }
 
+// An adopted job gets the record a prolog would have written (its epilog and `--verify` read it),
+// and its instances are its user's alone from now on, as a prolog's grant makes them; the job's
+// processes run as that user and keep them. Not under the access lock: no sweep can have read a
+// ledger that did not exist yet.
+void record_adopted(const NodeContext& ctx, const Ledger& ledger, const node::MovingIn& moving_in) {
+  std::map<JobId, std::vector<LedgerInstance>> by_job;
+  for (const auto& i : ledger.instances)
+    if (i.adopted && i.job) by_job[*i.job].push_back(i);
+  for (const auto& [job, instances] : by_job) {
+    auto record = job_record_of(ledger, job, instances);
+    auto written = record ? write_job_record(ctx, *record) : Result<void>(std::unexpected(record.error()));
+    if (!written) ctx.log(fmt::format("vgpu: node {}: rebuild: adopted {}", ctx.node, written.error().message));
+  }
+  if (!ctx.access) return;
+  for (const auto& [uuid, uid] : moving_in.grants) {
+    auto inst = std::ranges::find(ledger.instances, uuid, &LedgerInstance::mig_uuid);
+    if (inst == ledger.instances.end()) continue;
+    if (auto ok = ctx.access->grant(*inst, uid); !ok)
+      ctx.log(fmt::format("vgpu: node {}: rebuild: GPU {} {}: giving it to job {}'s user: {}", ctx.node, inst->gpu,
+                          inst->mig_uuid, inst->job.value_or(0), ok.error().message));
+  }
+}
+
 }  // namespace
 
 std::map<JobId, std::set<std::string>> read_job_records(const NodeContext& ctx, std::vector<std::string>* unreadable) {
@@ -105,14 +132,18 @@ Result<Ledger> ensure_ledger(const NodeContext& ctx) {
     inst.state = InstanceState::ready;
     ++adopted;
   }
-  // The partitions of a uniform GPU's mode, and whole GPUs, that no job record names are free space.
+  const node::MovingIn moving_in = node::adopt_instances_in_use(ctx, *rebuilt);
+  // The partitions of a uniform GPU's mode, and whole GPUs, that nothing holds are free space.
   std::erase_if(rebuilt->instances, [&](const LedgerInstance& i) {
-    return !i.job && exists_with_gpu_mode(*rebuilt, Catalog::builtin(), i.gpu, i.profile);
+    return !i.job && !i.adopted && exists_with_gpu_mode(*rebuilt, Catalog::builtin(), i.gpu, i.profile);
   });
   if (auto ok = ctx.ledger->replace(*rebuilt); !ok) return std::unexpected(ok.error());
+  for (const auto& note : moving_in.notes) ctx.log(fmt::format("vgpu: node {}: rebuild: {}", ctx.node, note));
+  record_adopted(ctx, *rebuilt, moving_in);
   ctx.log(fmt::format(
-      "vgpu: node {}: ledger rebuilt from hardware: {} GPU(s), {} instance(s), {} re-adopted from job records",
-      ctx.node, rebuilt->gpus.size(), rebuilt->instances.size(), adopted));
+      "vgpu: node {}: ledger rebuilt from hardware: {} GPU(s), {} instance(s), {} re-adopted from job "
+      "records, {} in use adopted for their running jobs, {} in use quarantined",
+      ctx.node, rebuilt->gpus.size(), rebuilt->instances.size(), adopted, moving_in.for_jobs, moving_in.quarantined));
   return rebuilt;
 }
 

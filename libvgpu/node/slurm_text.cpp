@@ -304,4 +304,16 @@ Result<std::set<std::uint32_t>> parse_job_id_lines(std::string_view output, std:
   return jobs;
 }
 
+Result<std::uint32_t> parse_pidinfo_job(std::string_view output) {
+  constexpr std::string_view kLead = "Slurm JobId=";
+  const auto at = output.find(kLead);
+  if (at == std::string_view::npos)
+    return fail(ErrorCode::corrupt, fmt::format("scontrol pidinfo: no \"{}\" in '{}'", kLead, output.substr(0, 80)));
+  auto id_text = output.substr(at + kLead.size());
+  id_text = id_text.substr(0, id_text.find_first_of(" \n"));
+  const auto id = contract::parse_job_id(id_text);
+  if (!id) return fail(ErrorCode::corrupt, fmt::format("scontrol pidinfo: not a job id: '{}'", id_text));
+  return *id;
+}
+
 }  // namespace vgpu

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,15 @@ Result<std::string> run_ok(const std::vector<std::string>& argv) {
   if (r->exit_code != 0)
     return fail(ErrorCode::unavailable, fmt::format("{} exited {}: {}", argv[0], r->exit_code, r->err));
   return r->out;
+}
+
+// The account name of `uid`, or the number itself where the node has no name for it.
+std::string user_name(unsigned uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getpwuid_r(uid, &pw, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) return pw.pw_name;
+  return std::to_string(uid);
 }
 
 }  // namespace
@@ -184,6 +194,27 @@ class CommandSlurmClient final : public SlurmClient {
            .direct_queries = 0};
     s.direct_queries = demand_budget_.taken() + node_budget_.taken() + jobs_budget_.taken();
     return s;
+  }
+
+  // SLURMD_NODENAME picks this node's slurmd where one host runs several (slurm_pid2jobid).
+  Result<std::optional<ProcessJob>> job_of_process(int pid) override {
+    auto node = this_node_name();
+    if (!node) return std::unexpected(node.error());
+    CommandOptions opts;
+    opts.timeout = std::chrono::seconds(20);
+    opts.set_env["SLURMD_NODENAME"] = *node;
+    auto r = run_command({tool("scontrol"), "pidinfo", std::to_string(pid)}, opts);
+    if (!r) return std::unexpected(r.error());
+    if (r->timed_out) return fail(ErrorCode::unavailable, "scontrol pidinfo: timed out");
+    if (r->exit_code != 0) {
+      if (r->err.find("Failed to locate job") != std::string::npos) return std::nullopt;
+      return fail(ErrorCode::unavailable, fmt::format("scontrol pidinfo {} exited {}: {}", pid, r->exit_code, r->err));
+    }
+    auto job = parse_pidinfo_job(r->out);
+    if (!job) return std::unexpected(job.error());
+    struct stat st {};
+    if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) != 0) return std::nullopt;  // it ended meanwhile
+    return ProcessJob{*job, st.st_uid, user_name(st.st_uid)};
   }
 
   Result<std::string> job_tres_per_node(JobId job) override {

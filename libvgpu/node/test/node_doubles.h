@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -86,6 +87,16 @@ class MemoryBackend final : public GpuBackend {
       mig_off.insert(gpu);
     return MigModeSwitch::activated;
   }
+  // What the driver lists (by GPU-instance id) until `processes_unknown` says it cannot.
+  Result<std::vector<GpuProcess>> compute_processes(int gpu) override {
+    if (!processes_unknown.empty()) return fail(ErrorCode::unavailable, processes_unknown);
+    std::vector<GpuProcess> out;
+    for (const auto& [pid, at] : processes)
+      if (at.first == gpu) out.push_back({pid, at.second});
+    return out;
+  }
+  std::map<int, std::pair<int, int>> processes;  // pid -> (GPU, GPU-instance id) it has a context on
+  std::string processes_unknown;
   const std::vector<InstanceInfo>& instances() const { return instances_; }
   int creates = 0, destroys = 0, mig_switches = 0;
   std::set<int> busy;  // GPUs a process outside slurm-vgpu holds
@@ -218,6 +229,14 @@ class FakeSlurm final : public SlurmClient {
     return it->second;
   }
   std::map<JobId, std::string> tres_per_node;  // squeue -o %b, by job
+  Result<std::optional<ProcessJob>> job_of_process(int pid) override {
+    ++pidinfo_queries;
+    auto it = process_jobs.find(pid);
+    if (it == process_jobs.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<int, ProcessJob> process_jobs;  // scontrol pidinfo's answers: processes of jobs on this node
+  int pidinfo_queries = 0;
   Result<SlurmVersion> controller_version() override {
     ++version_queries;
     if (!controller) return fail(ErrorCode::unavailable, "slurmctld is not responding");

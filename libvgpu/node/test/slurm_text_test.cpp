@@ -193,5 +193,18 @@ TEST(SlurmText, ControllerVersionFromShowConfig) {
   EXPECT_FALSE(parse_slurm_version("22.05.x"));
 }
 
+TEST(SlurmText, PidinfoNamesTheJobOrSaysWhatItGotInstead) {
+  auto job = parse_pidinfo_job("Slurm JobId=42 ends at Sun Dec 06 17:10:00 2026\nJob remaining time is 3540 seconds\n");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(*job, 42u);
+  auto none = parse_pidinfo_job("Failed to locate job for requested pid\n");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message,
+            "scontrol pidinfo: no \"Slurm JobId=\" in 'Failed to locate job for requested pid\n'");
+  auto bad = parse_pidinfo_job("Slurm JobId=0 ends at x\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "scontrol pidinfo: not a job id: '0'");
+}
+
 }  // namespace
 }  // namespace vgpu

@@ -35,6 +35,14 @@ struct NodeJobs {
   std::optional<std::int64_t> published_at;
 };
 
+// The Slurm job a process on this node runs in, and the process's owner (the job's user).
+struct ProcessJob {
+  JobId job = 0;
+  unsigned uid = 0;
+  std::string user;
+  bool operator==(const ProcessJob&) const = default;
+};
+
 class SlurmClient {
  public:
   virtual ~SlurmClient() = default;
@@ -62,6 +70,12 @@ class SlurmClient {
   // that got no VGPU_ALLOC although its job may hold vgpu (vgpu_alloc_for_prolog).
   virtual Result<std::string> job_tres_per_node(JobId /*job*/) {
     return fail(ErrorCode::unavailable, "this Slurm client cannot list a job's GRES");
+  }
+  // The job that process `pid` of this node belongs to, and who runs it; none when no job here
+  // has it. `scontrol pidinfo`: this node's slurmd answers from its steps' process tracking, which
+  // a job's processes cannot forge (an environment variable they could).
+  virtual Result<std::optional<ProcessJob>> job_of_process(int /*pid*/) {
+    return fail(ErrorCode::unavailable, "this Slurm client cannot tell a process's job");
   }
   // slurmctld's own release (`scontrol show config`), which decides how a split reaches it.
   virtual Result<SlurmVersion> controller_version() {

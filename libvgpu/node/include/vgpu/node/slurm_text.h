@@ -94,6 +94,10 @@ std::string job_name_for_signals(std::uint32_t job, std::string_view scontrol_sh
 // One job id per line (`squeue -h -o %A`); `what` names the command in errors.
 Result<std::set<std::uint32_t>> parse_job_id_lines(std::string_view output, std::string_view what);
 
+// The job id of `scontrol pidinfo <pid>`'s answer ("Slurm JobId=42 ends at ..."; scontrol/info_job.c
+// of 22.05 to 26.05 prints it so).
+Result<std::uint32_t> parse_pidinfo_job(std::string_view output);
+
 // "2026-11-22T20:50:01" as UTC Unix seconds.
 Result<std::int64_t> parse_slurm_time(std::string_view text);
 
