@@ -27,6 +27,10 @@
 #                         (accounting.sh)
 #   VC_SLURM_PREFIX       another Slurm release built by scripts/build-slurm.sh (its prefix/):
 #                         its daemons, commands and plugins are used instead of Debian's
+#   VC_CTLD_BIN / VC_SLURMD_BIN  the slurmctld / slurmd to start (default: the release's), and
+#   VC_EXTRA_PLUGIN_DIRS  more PluginDir entries, for daemons of two releases in one cluster
+#                         (an upgrade): each daemon loads the plugins of its own version and
+#                         passes over the others (src/common/plugin.c tries every directory)
 #
 # Functions (all return non-zero on failure; vc_fail prints and exits the scenario):
 #   vc_init (run dir + VGPU_STATE_DIR, to write advertisements before vc_start)
@@ -172,7 +176,7 @@ SlurmctldPort=$VC_CTLD_PORT
 SlurmUser=root
 SlurmdUser=root
 $auth
-PluginDir=$VC_PLUGIN_DIR:$VC_SLURM_LIBDIR
+PluginDir=$VC_PLUGIN_DIR:$VC_SLURM_LIBDIR${VC_EXTRA_PLUGIN_DIRS:+:$VC_EXTRA_PLUGIN_DIRS}
 GresTypes=${VC_GRES_TYPES:-vgpu}
 StateSaveLocation=$VC_RUN/ctld-state
 SlurmdSpoolDir=$VC_RUN/spool/%n
@@ -235,14 +239,14 @@ _vc_job_submit_write() { # the filter, plus its data: valid profiles per partiti
 }
 
 vc_ctld_start() { # args: extra slurmctld flags (-c to clear state)
-  slurmctld -f "$SLURM_CONF" "$@" || return 1
+  "${VC_CTLD_BIN:-slurmctld}" -f "$SLURM_CONF" "$@" || return 1
   for _ in $(seq 150); do scontrol ping 2>/dev/null | grep -q 'is UP' && return 0; sleep 0.2; done
   vc_log "slurmctld did not come up"; return 1
 }
 
 vc_slurmd_start() { # $1 node
   mkdir -p "$VC_RUN/spool/$1"
-  slurmd -f "$SLURM_CONF" -N "$1" || return 1
+  "${VC_SLURMD_BIN:-slurmd}" -f "$SLURM_CONF" -N "$1" || return 1
 }
 
 _vc_stop_pidfile() { # $1 pid file, $2 seconds to wait for SIGTERM before SIGKILL (10)
