@@ -17,7 +17,10 @@ struct Owner {
   std::string why_not;
 };
 
+// A question Slurm could not answer leaves the instance quarantined, not failed: the rebuild runs
+// in hooks too, and an epilog that fails drains the node.
 Owner owner_of(const NodeContext& ctx, const std::vector<int>& pids) {
+  if (ctx.slurm == nullptr) return {std::nullopt, "no Slurm client to ask which job uses it"};
   std::map<JobId, ProcessJob> jobs;
   std::vector<int> outside;
   for (int pid : pids) {

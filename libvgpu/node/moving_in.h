@@ -2,8 +2,8 @@
 // GPUs that no job record names belong to the layout before slurm-vgpu, usually an admin's static
 // MIG layout. One that a process uses is a running job's: it stays that job's, released by its
 // epilog like any job's instance, so the layout becomes dynamic as those jobs end. One used by a
-// process that no Slurm job of this node runs, or by several jobs' processes, is quarantined and
-// left to the admin. The rest are free space, scrubbed before anything else uses them. Private to
+// process that no Slurm job of this node runs, by several jobs' processes, or where Slurm could not
+// say, is quarantined and left to the admin. The rest are free space, scrubbed before anything else uses them. Private to
 // libvgpu/node.
 #pragma once
 
@@ -18,7 +18,7 @@ namespace vgpu::node {
 
 struct MovingIn {
   int for_jobs = 0;     // adopted for the running Slurm job that uses each
-  int quarantined = 0;  // in use, but not by exactly one Slurm job of this node
+  int quarantined = 0;  // in use, but not by exactly one Slurm job of this node that Slurm named
   // Who gets each adopted instance's device files: its job's user (MIG UUID, uid).
   std::vector<std::pair<std::string, unsigned>> grants;
   std::vector<std::string> notes;  // what could not be asked, and each quarantine's reason

@@ -114,6 +114,22 @@ TEST_F(MovingIn, AnInstanceTwoJobsUseAtOnceIsQuarantined) {
   EXPECT_TRUE(logged("used by jobs 77 and 78 at once")) << all_logs();
 }
 
+// The rebuild runs in hooks too: a Slurm that cannot answer must not fail an epilog (a drain).
+TEST_F(MovingIn, AnInstanceInUseWhoseJobSlurmCannotNameIsQuarantinedNotFailed) {
+  backend.processes[4242] = {0, training.gi_id};
+  slurm->pidinfo_failure = "scontrol pidinfo 4242 exited 1: slurm_load_node error: Unable to contact slurm daemon";
+  auto epi = run_epilog(ctx, 12, "completed");
+  ASSERT_TRUE(epi) << epi.error().message;
+  auto kept = in_ledger(training.mig_uuid);
+  ASSERT_TRUE(kept) << all_logs();
+  EXPECT_EQ(kept->state, InstanceState::quarantined);
+  EXPECT_TRUE(on_hardware(training.mig_uuid));
+  EXPECT_TRUE(
+      logged("process 4242: scontrol pidinfo 4242 exited 1: slurm_load_node error: Unable to contact slurm "
+             "daemon: quarantined until an admin destroys it"))
+      << all_logs();
+}
+
 TEST_F(MovingIn, WhereNobodyCanSayWhoUsesAGpuItsInstancesAreTakenAsUnusedAndTheLogSaysSo) {
   backend.processes_unknown = "memory: gpu 0: no nvmlDeviceGetComputeRunningProcesses_v3";
   ASSERT_TRUE(run_planner_round(ctx, planner));

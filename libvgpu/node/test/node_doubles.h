@@ -231,11 +231,13 @@ class FakeSlurm final : public SlurmClient {
   std::map<JobId, std::string> tres_per_node;  // squeue -o %b, by job
   Result<std::optional<ProcessJob>> job_of_process(int pid) override {
     ++pidinfo_queries;
+    if (!pidinfo_failure.empty()) return fail(ErrorCode::unavailable, pidinfo_failure);
     auto it = process_jobs.find(pid);
     if (it == process_jobs.end()) return std::nullopt;
     return it->second;
   }
   std::map<int, ProcessJob> process_jobs;  // scontrol pidinfo's answers: processes of jobs on this node
+  std::string pidinfo_failure;             // set: scontrol pidinfo fails with this
   int pidinfo_queries = 0;
   Result<SlurmVersion> controller_version() override {
     ++version_queries;
