@@ -40,7 +40,10 @@ std::optional<ContextScope> parse(const std::string& text) {
 }  // namespace
 
 std::string contexts_dir_for(const std::string& state_path) {
-  return state_path.empty() ? std::string() : state_path + ".contexts";
+  if (state_path.empty()) return {};
+  const auto slash = state_path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : state_path.substr(0, slash + 1);
+  return dir + "." + state_path.substr(slash == std::string::npos ? 0 : slash + 1) + ".contexts";
 }
 
 bool Contexts::prepare(std::string& error) const {

@@ -46,7 +46,8 @@ class Contexts {
   std::vector<Context> memory_;
 };
 
-// The directory beside a state file: "<state>.contexts".
+// The directory beside a state file, hidden so that what lists that directory (a state directory
+// of node folders) passes over it: "<dir>/.<state file>.contexts".
 std::string contexts_dir_for(const std::string& state_path);
 
 }  // namespace fakenvml

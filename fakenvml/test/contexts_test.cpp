@@ -25,7 +25,10 @@ class FakeContexts : public ::testing::Test {
 };
 
 TEST_F(FakeContexts, AProcessContextIsListedWhileItRunsAndGoneOnceItExits) {
-  Contexts contexts(contexts_dir_for((dir.string() + "-state.json")));
+  fs::create_directories(dir);
+  const std::string records = (dir / ".state.json.contexts").string();
+  ASSERT_EQ(contexts_dir_for((dir / "state.json").string()), records);
+  Contexts contexts(records);
   const ContextScope instance{"GPU-a", 3u, 7};
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -40,13 +43,12 @@ TEST_F(FakeContexts, AProcessContextIsListedWhileItRunsAndGoneOnceItExits) {
   EXPECT_FALSE(contexts.held({"GPU-a", 3u, 8})) << "a re-created instance is another one";
   EXPECT_EQ(contexts.live().size(), 2u);
   struct stat st {};
-  ASSERT_EQ(::stat((dir.string() + "-state.json.contexts").c_str(), &st), 0);
+  ASSERT_EQ(::stat(records.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 01777u) << "every user's process records its own";
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   EXPECT_FALSE(contexts.held(instance));
   EXPECT_TRUE(contexts.held({"GPU-b", std::nullopt, 0}));
-  fs::remove_all(dir.string() + "-state.json.contexts");
 }
 
 TEST_F(FakeContexts, AStateKeptInMemoryKeepsItsContextsThere) {

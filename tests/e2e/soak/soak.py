@@ -123,7 +123,9 @@ def check(run, plan_path, table_path):
         jid, idx, state, seen_running, cancelled_at = int(f[0]), int(f[1]), f[2], f[3] == "1", f[4]
         rows[jid] = dict(idx=idx, state=state, seen_running=seen_running, cancelled_at=cancelled_at)
     policy = json.load(open(os.path.join(run, "etc", "vgpu-policy.json")))
-    nodes = sorted(d for d in os.listdir(state_dir) if os.path.isdir(os.path.join(state_dir, d)))
+    # Node folders; the fake driver keeps hidden records beside them.
+    nodes = sorted(d for d in os.listdir(state_dir)
+                   if not d.startswith(".") and os.path.isdir(os.path.join(state_dir, d)))
 
     # Instances created: the prolog's "ready" lines (vgpu.log, one per node). A prolog re-run
     # after a crash logs the same uuids again: sets.
