@@ -70,7 +70,9 @@ if ! bash vizfrontend/guest/desktop/build-desktop-image.sh --status >/dev/null; 
        "is not cached here, and building it takes about 5 minutes and 2.8 GB. Build it once with" \
        "vizfrontend/guest/desktop/build-desktop-image.sh, or set VGPU_VIZ_BUILD_DESKTOP=1."
 fi
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" ${VGPU_CTEST_ARGS:-}
+# One test more than cores: two test clusters at most run side by side (their lanes,
+# cmake/Testing.cmake), and they leave a core's worth of waiting that a unit test fills.
+ctest --test-dir "$build" --output-on-failure -j "$(( $(nproc) + 1 ))" ${VGPU_CTEST_ARGS:-}
 step "ctest passed"
 bash scripts/fuzz.sh --short  # libFuzzer: own clang build (build/fuzz), replay + 8 s per target
 step "fuzz replay passed"

@@ -24,8 +24,10 @@ function(vgpu_add_cluster_test name script plugin_dir prefix)
   add_test(NAME ${name} COMMAND bash ${script})
   set_tests_properties(${name} PROPERTIES
     LABELS "${T_LABELS}"
-    # Daemons on this host share munge, ports and slurm commands' SLURM_CONF: one at a time.
-    RESOURCE_LOCK "slurm_cluster;heavy"
+    # A lane of its own (cmake/Testing.cmake): its daemons share the host's two cores. Before the
+    # unit tests where ctest has no timings yet (a fresh build), longest-limited first: unit tests
+    # then fill the cores beside the clusters instead of running before them.
+    RESOURCE_GROUPS ${vgpu_one_lane} COST ${T_TIMEOUT}
     TIMEOUT ${T_TIMEOUT}
     FAIL_REGULAR_EXPRESSION "FAIL:"
     ENVIRONMENT "${env}")

@@ -84,22 +84,36 @@ vc_fail() {
 # any outgoing connection (slurmctld pinging a slurmd, a client of MariaDB or Prometheus), which
 # `ss -ltn` does not list and which makes a daemon's bind fail ("Address already in use", seen
 # once in e2e.crash_matrix).
-# A port no socket uses and this run has not handed out yet: the daemons bind theirs only when they
-# start, so without the record 258 random picks out of 12,768 ports collide more often than not
-# (slurmctld then "talking with itself" on a node's port, that node never responding).
+# A port no socket uses and no cluster on this host has been handed: the daemons bind theirs only
+# when they start, so without a record 258 random picks out of 12,768 ports collide more often than
+# not (slurmctld then "talking with itself" on a node's port, that node never responding), and two
+# clusters started side by side (ctest runs two at a time) would pick each other's. The record is
+# host-wide, one line "port run-dir" per port, under a lock; the lines of run dirs that are gone
+# are dropped as it is read.
+VC_PORT_RECORD=${VC_PORT_RECORD:-/run/lock/vgpu-test-cluster-ports}
 _vc_free_port() {
-  local p low taken=${VC_RUN:-/nonexistent}/run/ports-taken
+  local low
   low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
   [ "${low:-0}" -gt 21000 ] 2>/dev/null || low=32768
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % (low - 20000)))
-    grep -qsx "$p" "$taken" && continue
-    ss -tanH "sport = :$p" 2>/dev/null | grep -q . && continue
-    [ -d "${taken%/*}" ] && echo "$p" >> "$taken"
-    echo "$p"
-    return 0
-  done
-  return 1
+  (
+    flock -w 30 9 || exit 1
+    touch "$VC_PORT_RECORD"
+    local d gone=""
+    for d in $(cut -d' ' -f2 "$VC_PORT_RECORD" | sort -u); do [ -d "$d" ] || gone+="$d "; done
+    if [ -n "$gone" ]; then
+      awk -v gone="$gone" 'BEGIN {n = split(gone, g, " "); for (i = 1; i <= n; i++) dead[g[i]] = 1}
+        !($2 in dead)' "$VC_PORT_RECORD" > "$VC_PORT_RECORD.new" && mv "$VC_PORT_RECORD.new" "$VC_PORT_RECORD"
+    fi
+    for _ in $(seq 200); do
+      p=$((20000 + RANDOM % (low - 20000)))
+      awk -v p="$p" '$1 == p {found = 1} END {exit !found}' "$VC_PORT_RECORD" && continue
+      ss -tanH "sport = :$p" 2>/dev/null | grep -q . && continue
+      echo "$p ${VC_RUN:-/nonexistent}" >> "$VC_PORT_RECORD"
+      echo "$p"
+      exit 0
+    done
+    exit 1
+  ) 9>"$VC_PORT_RECORD.lock"
 }
 
 vc_init() { # creates the run dir and exports VGPU_STATE_DIR; vc_start calls it too
