@@ -29,10 +29,15 @@ options=()
 [ -x "$VP_BIN/scrub/vgpu-scrub" ] || options+=(--without scrub)
 [ -x "$VP_BIN/vizfrontend/vgpu-viz" ] || options+=(--without viz)
 
+# Neither package is compressed, and the .debs' library dependencies are not derived (dpkg-shlibdeps
+# over the ASan binaries: a minute): nothing here compares them (EL and Debian name libraries
+# differently), packaging.deb_install_upgrade installs .debs with them, scripts/build-rpms.sh makes
+# the RPMs as shipped.
 tarball=$(bash "$src/scripts/source-tarball.sh" "$work/dist") || fail "scripts/source-tarball.sh"
 rpmbuild -tb --nodeps --load "$src/packaging/rpm/debian-check.macros" --define "_topdir $work/rpm" \
   --define "vgpu_prebuilt $VP_BIN" --define "slurm_version $slurm_version" \
-  --define "slurm_plugindir $plugin_dir" --define "debug_package %{nil}" "${options[@]}" "$tarball" \
+  --define "slurm_plugindir $plugin_dir" --define "debug_package %{nil}" --define "_binary_payload w0.ufdio" \
+  "${options[@]}" "$tarball" \
   >"$work/rpmbuild.log" 2>&1 || fail "rpmbuild: $(grep -m5 -i 'error\|unpackaged' "$work/rpmbuild.log" | tr '\n' ' ')"
 rpm_of() { find "$work/rpm/RPMS" -name "$1-$version-*.rpm"; }
 mapfile -t rpms < <(find "$work/rpm/RPMS" -name '*.rpm')
@@ -40,7 +45,8 @@ rpmlint -c "$src/packaging/rpm/rpmlint.toml" "${rpms[@]}" >"$work/rpmlint.log" 2
   fail "rpmlint: $(grep -E ' E: ' "$work/rpmlint.log" | head -5 | tr '\n' ' ') $(tail -1 "$work/rpmlint.log")"
 echo "rpmlint: $(tail -1 "$work/rpmlint.log")"
 
-(cd "$work" && cpack --config "$VP_BIN/CPackConfig.cmake" -G DEB -B "$work/deb" >"$work/cpack.log" 2>&1) ||
+(cd "$work" && cpack --config "$VP_BIN/CPackConfig.cmake" -G DEB -D CPACK_DEBIAN_COMPRESSION_TYPE=none \
+   -D CPACK_DEBIAN_PACKAGE_SHLIBDEPS=OFF -B "$work/deb" >"$work/cpack.log" 2>&1) ||
   fail "cpack: $(tail -5 "$work/cpack.log")"
 deb_of() { find "$work/deb" -maxdepth 1 -name "$1_${version}-*.deb"; }
 
