@@ -45,7 +45,7 @@ mkdir -p "$run/devroot/proc/driver/nvidia-caps" "$run/devroot/dev/nvidia-caps"
 cp "$here/../fakenvml/fixtures/mig-minors-8gpu.txt" "$run/devroot/proc/driver/nvidia-caps/mig-minors"
 # No slurmd to SIGHUP, no Slurm commands, no planner to poke, no CUDA for the scrub (the "scrub
 # unavailable, optional" path, as in the cluster benchmark).
-export VGPU_SLURMD_PIDFILE=$run/no-slurmd.pid VGPU_SLURM_BIN=$run/no-slurm VGPU_SCRUB=$run/no-vgpu-scrub
+export VGPU_SLURMD_PIDFILE=$run/no-slurmd.pid VGPU_SLURM_BIN=$run/no-slurm VGPU_SCRUB=$run/no-vgpu-scrub VGPU_CLUSTER_VIEW=slurmctld
 export VGPU_DEMAND_FILE=$run/demand.txt SLURM_JOB_USER=bench SLURM_JOB_PARTITION=infer
 : > "$VGPU_DEMAND_FILE"
 [ -n "$latency" ] && export VGPU_FAKE_NVML_LATENCY_MS=$latency

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "view_transport.h"
+#include "vgpu/contract/node_files.h"
 #include "vgpu/node/cluster_view_snapshot.h"
 
 namespace vgpu::agent {
@@ -43,6 +44,11 @@ std::string ViewSourceSpec::name() const {
     case Kind::tcp: return fmt::format("tcp:{}:{}", host, port);
   }
   return "?";
+}
+
+ViewEnvironment view_environment(const char* view, const char* key) {
+  return {.value = view && *view ? view : "service",
+          .public_key = key && *key ? key : std::string(contract::kDefaultClusterViewKeyPath)};
 }
 
 Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_view public_key, std::string_view node) {

@@ -2,10 +2,14 @@
 // makes for every node (contract/cluster_view.h), or slurmctld itself.
 //
 //   VGPU_CLUSTER_VIEW=service             the publisher on the first SlurmctldHost, port 6828
+//                                         (also when unset or empty)
 //   VGPU_CLUSTER_VIEW=tcp:ctl1[:6828]     the publisher at that host and port
 //   VGPU_CLUSTER_VIEW=/shared/vgpu/view   a file the publisher writes (a shared file system)
-//   VGPU_CLUSTER_VIEW= or slurmctld       every planner asks slurmctld itself (a few nodes)
-//   VGPU_CLUSTER_VIEW_KEY=/etc/slurm-vgpu/cluster-view.pub
+//   VGPU_CLUSTER_VIEW=slurmctld           every planner asks slurmctld itself (a few nodes)
+//   VGPU_CLUSTER_VIEW_KEY=/etc/slurm-vgpu/cluster-view.pub   (the default where unset)
+//
+// Asking slurmctld every period is never a default: a node whose view cannot be had (no key, the
+// service down) asks at most once a minute per kind of question (DirectQueryBudget).
 //
 // Over TCP the key is required: a view steers every node's layout, and only root on the controller
 // holds the private key. A file is trusted by its signature where a key is given (any owner: NFS
@@ -41,6 +45,14 @@ struct ViewSourceSpec {
   // The name it goes by in the log and metrics: "tcp:ctl1:6828", the file's path, "slurmctld".
   [[nodiscard]] std::string name() const;
 };
+
+// The setting the environment gives, defaults filled in: `service` and the key's installed path
+// where VGPU_CLUSTER_VIEW / VGPU_CLUSTER_VIEW_KEY are unset or empty.
+struct ViewEnvironment {
+  std::string value;       // "service", "slurmctld", "tcp:...", a path
+  std::string public_key;  // a path
+};
+ViewEnvironment view_environment(const char* view, const char* key);
 
 // VGPU_CLUSTER_VIEW's value (`service` already resolved to tcp:<controller>), the key's path and
 // the node reading it, checked: `invalid` naming the variable and the value.

@@ -75,21 +75,27 @@ Result<std::string> scontrol_nodes_text() { return run_ok({tool("scontrol"), "-o
 
 namespace {
 
-// The cluster view the environment names (cluster_view_source.h), opened on first use: a hook
-// that never asks about the cluster costs nothing, and `service` asks slurmctld where it runs once.
+// The cluster view the environment names (cluster_view_source.h; the controller's service unless
+// it says otherwise), opened on first use: a hook that never asks about the cluster costs nothing,
+// and `service` asks slurmctld where it runs once.
 class ViewSetting {
  public:
-  // None: every question goes to slurmctld, as on a cluster of a few nodes.
-  [[nodiscard]] bool configured() const {
-    const char* v = std::getenv("VGPU_CLUSTER_VIEW");
-    return v && *v && std::string_view(v) != "slurmctld";
+  // False only for VGPU_CLUSTER_VIEW=slurmctld: every question goes to slurmctld, as on a cluster of
+  // a few nodes.
+  [[nodiscard]] bool configured() const { return environment().value != "slurmctld"; }
+  [[nodiscard]] static ViewEnvironment environment() {
+    return view_environment(std::getenv("VGPU_CLUSTER_VIEW"), std::getenv("VGPU_CLUSTER_VIEW_KEY"));
   }
   Result<ClusterViewSource*> source(std::chrono::steady_clock::time_point tick) {
     if (source_) return &*source_;
     if (!retry_.take(tick)) return fail(ErrorCode::unavailable, problem_);
     auto opened = open();
     if (!opened) {
-      problem_ = opened.error().message + " (tried again in a minute)";
+      const char* set = std::getenv("VGPU_CLUSTER_VIEW");
+      problem_ = opened.error().message + " (tried again in a minute" +
+                 (set && *set ? ")"
+                              : "; VGPU_CLUSTER_VIEW is unset, so the controller's service is asked: "
+                                "docs/admin.md, \"The cluster view service\")");
       return fail(ErrorCode::unavailable, problem_);
     }
     source_.emplace(std::move(*opened));
@@ -100,8 +106,7 @@ class ViewSetting {
 
  private:
   static Result<ClusterViewSource> open() {
-    std::string value = std::getenv("VGPU_CLUSTER_VIEW");
-    const char* key = std::getenv("VGPU_CLUSTER_VIEW_KEY");
+    auto [value, key] = environment();
     if (value == "service") {
       auto config = run_ok({tool("scontrol"), "show", "config"});
       if (!config) return std::unexpected(config.error().within("VGPU_CLUSTER_VIEW=service"));
@@ -111,7 +116,7 @@ class ViewSetting {
     }
     auto node = this_node_name();
     if (!node) return std::unexpected(node.error().within("VGPU_CLUSTER_VIEW"));
-    auto spec = parse_view_source(value, key ? key : "", *node);
+    auto spec = parse_view_source(value, key, *node);
     if (!spec) return std::unexpected(spec.error());
     return ClusterViewSource::open(std::move(*spec), fetch_view_text);
   }
@@ -187,7 +192,7 @@ class CommandSlurmClient final : public SlurmClient {
     ClusterViewStatus s;
     if (const auto* source = view_.opened()) s = source->status(now);
     else
-      s = {.source = std::getenv("VGPU_CLUSTER_VIEW"),
+      s = {.source = ViewSetting::environment().value,
            .age_s = {},
            .usable = false,
            .problem = view_.problem(),

@@ -246,6 +246,19 @@ TEST_F(ClusterViewTrust, AnOlderViewNeverReplacesANewerOne) {
   EXPECT_EQ(reads, 2);
 }
 
+// Per-node polling is never what a node gets by leaving the setting out (issue: controller load).
+TEST(ClusterViewSetting, UnsetMeansTheControllersServiceWithTheInstalledKey) {
+  for (const char* unset : {static_cast<const char*>(nullptr), ""}) {
+    auto env = view_environment(unset, unset);
+    EXPECT_EQ(env.value, "service");
+    EXPECT_EQ(env.public_key, "/etc/slurm-vgpu/cluster-view.pub");
+  }
+  auto asked = view_environment("slurmctld", "/k.pub");
+  EXPECT_EQ(asked.value, "slurmctld");
+  EXPECT_EQ(asked.public_key, "/k.pub");
+  EXPECT_EQ(view_environment("tcp:ctl1", nullptr).value, "tcp:ctl1");
+}
+
 TEST(ClusterViewSetting, EachFormIsReadAndANetworkViewNeedsAKey) {
   EXPECT_EQ(parse_view_source("", "")->kind, ViewSourceSpec::Kind::slurmctld);
   EXPECT_EQ(parse_view_source("slurmctld", "")->kind, ViewSourceSpec::Kind::slurmctld);

@@ -20,7 +20,7 @@ chmod 0644 "$dir/demand.txt"
 one_round() {  # <state-suffix>
   env VGPU_DEMAND_FILE="$dir/demand.txt" VGPU_NVML_LIBRARY="$fake" \
     VGPU_FAKE_NVML_FIXTURE="$src/fakenvml/fixtures/h100-80gb-capture.json" VGPU_FAKE_NVML_STATE="$dir/nvml$1.json" \
-    VGPU_POLICY="$dir/policy.json" VGPU_NODENAME=gpu17 VGPU_STATE_DIR="$dir/state$1" "$planner" --once 2>&1
+    VGPU_POLICY="$dir/policy.json" VGPU_NODENAME=gpu17 VGPU_CLUSTER_VIEW=slurmctld VGPU_STATE_DIR="$dir/state$1" "$planner" --once 2>&1
 }
 round() {  # <state-suffix> <what>: one round into $log, which is printed; a failed round fails the test
   log=$(one_round "$1")

@@ -284,7 +284,7 @@ ENV
 _vp_cluster_view_env() {
   local pub=$VC_RUN/etc/cluster-view.pub
   case ${VP_CLUSTER_VIEW:-0} in
-    0) ;;
+    0) echo "export VGPU_CLUSTER_VIEW=slurmctld" ;;  # every planner asks slurmctld itself
     tcp) printf 'export VGPU_CLUSTER_VIEW=tcp:127.0.0.1:%s\nexport VGPU_CLUSTER_VIEW_KEY=%s\n' "$VP_VIEW_PORT" "$pub" ;;
     file) printf 'export VGPU_CLUSTER_VIEW=%s\nexport VGPU_CLUSTER_VIEW_KEY=%s\n' "$VGPU_STATE_DIR/cluster-view" "$pub" ;;
     *) vc_fail "VP_CLUSTER_VIEW='$VP_CLUSTER_VIEW': expected 0, tcp or file" ;;

@@ -234,7 +234,7 @@ setup() {
   node=n1
   export VGPU_NODENAME=$node SLURMD_NODENAME=$node VGPU_STATE_DIR=$run/state VGPU_POLICY=$run/policy.json
   # No slurmd to signal, no Slurm commands (an empty directory: each call fails and is logged).
-  export VGPU_SLURMD_PIDFILE=$run/no-slurmd.pid VGPU_SLURM_BIN=$run/slurm-none VGPU_DEMAND_FILE=$run/demand.txt
+  export VGPU_SLURMD_PIDFILE=$run/no-slurmd.pid VGPU_SLURM_BIN=$run/slurm-none VGPU_DEMAND_FILE=$run/demand.txt VGPU_CLUSTER_VIEW=slurmctld
   export VGPU_MPS_ROOT=$run/mps VGPU_SCRUB=$run/bin/scrub-and-keep
   export VGPU_HOOK_SERVICE=off  # no planner daemon listens: each hook does its work itself
   : > "$VGPU_DEMAND_FILE"

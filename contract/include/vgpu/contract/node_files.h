@@ -15,6 +15,7 @@ namespace vgpu::contract {
 inline constexpr std::string_view kDefaultStateDir = "/var/lib/slurm-vgpu";
 inline constexpr std::string_view kDefaultPolicyPath = "/etc/slurm-vgpu/policy.json";
 inline constexpr std::string_view kDefaultVizConfigPath = "/etc/slurm-vgpu/viz.json";
+inline constexpr std::string_view kDefaultClusterViewKeyPath = "/etc/slurm-vgpu/cluster-view.pub";
 
 // $VGPU_STATE_DIR when set and absolute, else the compiled default. Read from the daemon's own
 // environment, never from gres.conf, so the harness can move it under /tmp per run.
