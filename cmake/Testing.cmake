@@ -17,10 +17,10 @@ find_library(RAPIDCHECK_LIBRARY rapidcheck REQUIRED)
 add_library(rapidcheck_lib INTERFACE)
 target_link_libraries(rapidcheck_lib INTERFACE ${RAPIDCHECK_LIBRARY})
 
-# Test clusters side by side. A test that starts Slurm daemons, a libvirt guest or a package build
-# takes one of VGPU_TEST_CLUSTER_LANES lanes (RESOURCE_GROUPS "cluster:1", ${vgpu_one_lane}); one
-# that needs the host to itself (dpkg -i into the system, rpmbuild's compile) takes all of them
-# (${vgpu_all_lanes}). A cluster keeps its daemons waiting on Slurm's and the planner's timers most
+# Test clusters side by side. A test that starts Slurm daemons, a libvirt guest or packs the build
+# into packages takes one of VGPU_TEST_CLUSTER_LANES lanes (RESOURCE_GROUPS "cluster:1",
+# ${vgpu_one_lane}); one that needs the host to itself (dpkg -i into the system's paths) takes all
+# of them (${vgpu_all_lanes}). A cluster keeps its daemons waiting on Slurm's and the planner's timers most
 # of the time (e2e.lifecycle: 0.66 of a core over its 92 s), so two share this 2-core machine; each
 # has its own munge, ports (tests/cluster/lib.sh keeps a host-wide record) and run directory.
 # Plain `ctest` reads the lanes from this build's resource file (CTEST_RESOURCE_SPEC_FILE).

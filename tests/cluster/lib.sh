@@ -90,7 +90,10 @@ vc_fail() {
 # clusters started side by side (ctest runs two at a time) would pick each other's. The record is
 # host-wide, one line "port run-dir" per port, under a lock; the lines of run dirs that are gone
 # are dropped as it is read.
-VC_PORT_RECORD=${VC_PORT_RECORD:-/run/lock/vgpu-test-cluster-ports}
+if [ -z "${VC_PORT_RECORD:-}" ]; then
+  VC_PORT_RECORD=/run/lock/vgpu-test-cluster-ports
+  [ -d /run/lock ] && [ -w /run/lock ] || VC_PORT_RECORD=/tmp/vgpu-test-cluster-ports  # a container's /run
+fi
 _vc_free_port() {
   local low
   low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
