@@ -47,8 +47,10 @@ std::string ViewSourceSpec::name() const {
 }
 
 ViewEnvironment view_environment(const char* view, const char* key) {
-  return {.value = view && *view ? view : "service",
-          .public_key = key && *key ? key : std::string(contract::kDefaultClusterViewKeyPath)};
+  const bool defaulted = !view || !*view;
+  return {.value = defaulted ? "service" : view,
+          .public_key = key && *key ? key : std::string(contract::kDefaultClusterViewKeyPath),
+          .defaulted = defaulted};
 }
 
 Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_view public_key, std::string_view node) {

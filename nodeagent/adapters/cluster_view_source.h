@@ -51,6 +51,7 @@ struct ViewSourceSpec {
 struct ViewEnvironment {
   std::string value;       // "service", "slurmctld", "tcp:...", a path
   std::string public_key;  // a path
+  bool defaulted = false;  // VGPU_CLUSTER_VIEW was unset or empty
 };
 ViewEnvironment view_environment(const char* view, const char* key);
 

@@ -91,11 +91,10 @@ class ViewSetting {
     if (!retry_.take(tick)) return fail(ErrorCode::unavailable, problem_);
     auto opened = open();
     if (!opened) {
-      const char* set = std::getenv("VGPU_CLUSTER_VIEW");
       problem_ = opened.error().message + " (tried again in a minute" +
-                 (set && *set ? ")"
-                              : "; VGPU_CLUSTER_VIEW is unset, so the controller's service is asked: "
-                                "docs/admin.md, \"The cluster view service\")");
+                 (environment().defaulted ? "; VGPU_CLUSTER_VIEW is unset, so the controller's service is asked: "
+                                            "docs/admin.md, \"The cluster view service\")"
+                                          : ")");
       return fail(ErrorCode::unavailable, problem_);
     }
     source_.emplace(std::move(*opened));
@@ -106,7 +105,8 @@ class ViewSetting {
 
  private:
   static Result<ClusterViewSource> open() {
-    auto [value, key] = environment();
+    auto env = environment();
+    std::string value = env.value;
     if (value == "service") {
       auto config = run_ok({tool("scontrol"), "show", "config"});
       if (!config) return std::unexpected(config.error().within("VGPU_CLUSTER_VIEW=service"));
@@ -116,7 +116,7 @@ class ViewSetting {
     }
     auto node = this_node_name();
     if (!node) return std::unexpected(node.error().within("VGPU_CLUSTER_VIEW"));
-    auto spec = parse_view_source(value, key, *node);
+    auto spec = parse_view_source(value, env.public_key, *node);
     if (!spec) return std::unexpected(spec.error());
     return ClusterViewSource::open(std::move(*spec), fetch_view_text);
   }

@@ -252,10 +252,12 @@ TEST(ClusterViewSetting, UnsetMeansTheControllersServiceWithTheInstalledKey) {
     auto env = view_environment(unset, unset);
     EXPECT_EQ(env.value, "service");
     EXPECT_EQ(env.public_key, "/etc/slurm-vgpu/cluster-view.pub");
+    EXPECT_TRUE(env.defaulted);
   }
   auto asked = view_environment("slurmctld", "/k.pub");
   EXPECT_EQ(asked.value, "slurmctld");
   EXPECT_EQ(asked.public_key, "/k.pub");
+  EXPECT_FALSE(asked.defaulted);
   EXPECT_EQ(view_environment("tcp:ctl1", nullptr).value, "tcp:ctl1");
 }
 

@@ -94,19 +94,21 @@ if [ -z "${VC_PORT_RECORD:-}" ]; then
   VC_PORT_RECORD=/run/lock/vgpu-test-cluster-ports
   [ -d /run/lock ] && [ -w /run/lock ] || VC_PORT_RECORD=/tmp/vgpu-test-cluster-ports  # a container's /run
 fi
+_vc_port_record_forget_gone_runs() { # under the record's lock
+  local d gone=""
+  touch "$VC_PORT_RECORD"
+  for d in $(cut -d' ' -f2 "$VC_PORT_RECORD" | sort -u); do [ -d "$d" ] || gone+="$d "; done
+  [ -n "$gone" ] || return 0
+  awk -v gone="$gone" 'BEGIN {n = split(gone, g, " "); for (i = 1; i <= n; i++) dead[g[i]] = 1}
+    !($2 in dead)' "$VC_PORT_RECORD" > "$VC_PORT_RECORD.new" && mv "$VC_PORT_RECORD.new" "$VC_PORT_RECORD"
+}
 _vc_free_port() {
   local low
   low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
   [ "${low:-0}" -gt 21000 ] 2>/dev/null || low=32768
   (
     flock -w 30 9 || exit 1
-    touch "$VC_PORT_RECORD"
-    local d gone=""
-    for d in $(cut -d' ' -f2 "$VC_PORT_RECORD" | sort -u); do [ -d "$d" ] || gone+="$d "; done
-    if [ -n "$gone" ]; then
-      awk -v gone="$gone" 'BEGIN {n = split(gone, g, " "); for (i = 1; i <= n; i++) dead[g[i]] = 1}
-        !($2 in dead)' "$VC_PORT_RECORD" > "$VC_PORT_RECORD.new" && mv "$VC_PORT_RECORD.new" "$VC_PORT_RECORD"
-    fi
+    _vc_port_record_forget_gone_runs
     for _ in $(seq 200); do
       p=$((20000 + RANDOM % (low - 20000)))
       awk -v p="$p" '$1 == p {found = 1} END {exit !found}' "$VC_PORT_RECORD" && continue
