@@ -84,11 +84,14 @@ std::optional<PlannerKnobs::NodeWeights> parse_node_weights(Diagnostics& d, cons
 PlannerKnobs parse_planner(Diagnostics& d, const Json& value, const FieldPath& path) {
   PlannerKnobs knobs;
   if (!expect_object(d, value, path)) return knobs;
-  reject_unknown_fields(d, value, path,
-                        {"period_s", "starvation_s", "prepare_slots", "node_weights", "node_features", "comment"});
+  reject_unknown_fields(
+      d, value, path,
+      {"period_s", "starvation_s", "idle_return_s", "prepare_slots", "node_weights", "node_features", "comment"});
   std::optional<int> period, starvation;
   if (const Json* v = member(value, "period_s")) period = read_int(d, *v, path.key("period_s"), 1, 3600);
   if (const Json* v = member(value, "starvation_s")) starvation = read_int(d, *v, path.key("starvation_s"), 1, 86400);
+  if (const Json* v = member(value, "idle_return_s"))
+    if (auto n = read_int(d, *v, path.key("idle_return_s"), 0, 86400)) knobs.idle_return_s = *n;
   if (const Json* v = member(value, "prepare_slots"))
     if (auto b = read_bool(d, *v, path.key("prepare_slots"))) knobs.prepare_slots = *b;
   if (const Json* v = member(value, "node_weights"))

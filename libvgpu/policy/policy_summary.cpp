@@ -35,9 +35,11 @@ std::string summary(const PolicyFile& policy) {
   const Catalog catalog = Catalog::with_classes(Catalog::builtin(), policy.site_types());
   std::string out =
       fmt::format("{}: policy version {}, {} partition(s)\n", policy.source, policy.version, policy.partitions.size());
-  out += fmt::format("planner: re-plan every {} s, starvation after {} s{}\n", policy.planner.period_s,
-                     policy.planner.starvation_s,
-                     policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
+  out += fmt::format(
+      "planner: re-plan every {} s, starvation after {} s, back to the idle layout {} s after "
+      "demand{}\n",
+      policy.planner.period_s, policy.planner.starvation_s, policy.planner.idle_return_s,
+      policy.planner.prepare_slots ? ", planned slots prepared ahead of demand" : "");
   if (const auto& w = policy.planner.node_weights) {
     if (w->by_free_capacity())
       out += fmt::format("planner: node weight {} + {} per free GPU (the fullest nodes first)\n", w->base,
@@ -96,7 +98,10 @@ std::string summary_json(const PolicyFile& policy) {
   const Catalog catalog = Catalog::with_classes(Catalog::builtin(), policy.site_types());
   json doc = {{"source", policy.source},
               {"version", policy.version},
-              {"planner", {{"period_s", policy.planner.period_s}, {"starvation_s", policy.planner.starvation_s}}},
+              {"planner",
+               {{"period_s", policy.planner.period_s},
+                {"starvation_s", policy.planner.starvation_s},
+                {"idle_return_s", policy.planner.idle_return_s}}},
               {"images", json::object()},
               {"partitions", json::object()}};
   if (const auto& w = policy.planner.node_weights) {

@@ -17,7 +17,9 @@
 # VP_METRICS=1: node_exporter per node and Prometheus over them (monitoring.sh).
 # Settings: VC_NODES (default "n1 n2 n3"), VP_GPUS=2 H100-80GB per node, VP_PERIOD=1 s,
 # VP_STARVATION=15 s, VP_SCRUB=optional (no CUDA here: "required" quarantines every instance),
-# VP_PREPARE_SLOTS=false (the policy's planner.prepare_slots: instances made ahead of demand).
+# VP_PREPARE_SLOTS=false (the policy's planner.prepare_slots: instances made ahead of demand),
+# VP_IDLE_RETURN=0 (planner.idle_return_s: the scenarios watch nodes go back to their idle layout
+# as soon as nothing is pending; the product's 60 s is unit-tested and run by benchmarks/scale.sh).
 # VP_NODE_WEIGHTS: the policy's planner.node_weights as JSON (absent: the planner leaves weights alone).
 # VP_NODE_FEATURES=1: the policy's planner.node_features (and the FUTURE node holding both features).
 # VP_IDLE_LAYOUT / VP_INFER_PROFILES: the infer partition's idle layout per GPU and its profiles, as
@@ -34,6 +36,7 @@ VP_PERIOD=${VP_PERIOD:-1}
 VP_STARVATION=${VP_STARVATION:-15}
 VP_SCRUB=${VP_SCRUB:-optional}
 VP_PREPARE_SLOTS=${VP_PREPARE_SLOTS:-false}
+VP_IDLE_RETURN=${VP_IDLE_RETURN:-0}
 # VP_VIZ=1: node n1 also serves partition "viz" (pool viz-small: VMs without a GPU, 2 sessions)
 # through the real libvirtd + QEMU TCG; the vgpu total per node grows by those 2 sessions.
 VP_VIZ=${VP_VIZ:-0}
@@ -86,7 +89,8 @@ _vp_policy_write() {
   cat > "$VC_RUN/etc/vgpu-policy.json" <<JSON
 {
   "version": 1,
-  "planner": {"period_s": $VP_PERIOD, "starvation_s": $VP_STARVATION, "prepare_slots": $VP_PREPARE_SLOTS},
+  "planner": {"period_s": $VP_PERIOD, "starvation_s": $VP_STARVATION, "idle_return_s": $VP_IDLE_RETURN,
+              "prepare_slots": $VP_PREPARE_SLOTS},
   "partitions": {
     "infer": {
       "profiles": $infer_profiles,

@@ -289,6 +289,7 @@ bool same_counts(std::map<std::string, int> a, std::map<std::string, int> b) {
 // then does not show it yet (published_view.h).
 Result<void> hand_over(NodeContext& ctx, PlannerState& state, const std::map<std::string, int>& counts) {
   state.split_handed_over_at = ctx.now();
+  ++state.handovers;
   return ctx.publisher->publish(counts);
 }
 
@@ -316,11 +317,10 @@ Result<void> publish(NodeContext& ctx, PlannerState& state, const Ledger& l, Pla
   return {};
 }
 
-// Has slurmctld taken the shrunk split, and does every allocation it made have a claim or instance?
-// Asked of slurmctld itself: a published view may be older than the shrink.
-Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped) {
-  auto node = ctx.slurm->node_gres_now(ctx.node);
-  if (!node) return std::unexpected(node.error());
+// Does `node` (slurmctld's view, taken after the last handover) show the shrunk split taken, and
+// every allocation slurmctld made with a claim or instance?
+Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped,
+                             const NodeGres& node) {
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
   Ledger shrunk = *l;
@@ -333,7 +333,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::v
     return true;
   });
   auto want = node_advertisement(ctx, shrunk, state.slurm_uncounted, state.slurm_total);
-  auto configured = node->configured;
+  auto configured = node.configured;
   configured.erase("never");
   configured.erase("free");
   if (!same_counts(configured, want)) {
@@ -348,22 +348,46 @@ Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::v
     return false;
   }
   auto held = held_by_jobs(*l);
-  for (const auto& [type, used] : node->used)
+  for (const auto& [type, used] : node.used)
     if (type != "never" && type != "free" && used > held[type]) return false;
   return true;
 }
 
-// Polls slurm_caught_up until it holds or ctx.confirm_timeout_ms has passed, the wait between two
-// questions doubling from ctx.confirm_poll_ms to 8 times that: each question is two RPCs that
-// slurmctld answers to every node shrinking at once, and a slurmctld slow to take a split is the
-// one that most needs fewer of them (256 nodes polling every 250 ms made slurmctld time out an
-// sbatch; docs/benchmarks.md). At the defaults: at most 7 questions per shrink instead of 32.
-bool wait_until_slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped) {
+// How often one handover's confirmation may ask slurmctld itself: every question is two RPCs
+// (node and partition info) that slurmctld answers to every node shrinking at once, and a
+// slurmctld slow to take splits is the one that most needs fewer of them. Past this, a round
+// confirms from the view it read anyway (the published view once it postdates the handover, or
+// the round's own question where there is none), so a shrink that waits for many rounds costs no
+// more (256 nodes asking every round saturated slurmctld; docs/benchmarks.md).
+constexpr int kConfirmQuestionsPerHandover = 7;
+
+// Whether the round's view of slurmctld (read at `round_started_at`) can say if slurmctld took the
+// last handover: taken after it.
+bool view_shows_last_handover(const NodeGres& view, const PlannerState& state, std::int64_t round_started_at) {
+  if (view.published_at) return !view_predates(view.published_at, state.split_handed_over_at);
+  return state.split_handed_over_at < round_started_at;
+}
+
+// Until slurmctld has taken the shrunk split: first from the round's view where it is newer than
+// the handover, then by asking slurmctld, within this handover's questions and
+// ctx.confirm_timeout_ms, the wait between two questions doubling from ctx.confirm_poll_ms to 8
+// times that. At the defaults the timeout allows 7 questions, the handover's whole allowance.
+bool wait_until_slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped,
+                                const std::optional<NodeGres>& round_view, std::int64_t round_started_at) {
   using std::chrono::milliseconds;
+  if (round_view && view_shows_last_handover(*round_view, state, round_started_at))
+    if (auto c = slurm_caught_up(ctx, state, dropped, *round_view); c && *c) return true;
   const auto deadline = std::chrono::steady_clock::now() + milliseconds(ctx.confirm_timeout_ms);
   auto wait = milliseconds(ctx.confirm_poll_ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (auto c = slurm_caught_up(ctx, state, dropped); c && *c) return true;
+    if (state.questions_for_handover != state.handovers) {
+      state.questions_for_handover = state.handovers;
+      state.questions_asked = 0;
+    }
+    if (state.questions_asked >= kConfirmQuestionsPerHandover) return false;  // a later round's view confirms
+    ++state.questions_asked;
+    if (auto node = ctx.slurm->node_gres_now(ctx.node))
+      if (auto c = slurm_caught_up(ctx, state, dropped, *node); c && *c) return true;
     if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();  // dropped slots stay claimable meanwhile
     if (ctx.stop_requested()) return false;                  // unconfirmed: the dropped slots stay claimable
     std::this_thread::sleep_for(wait);
@@ -389,7 +413,8 @@ bool has_more(const std::map<std::string, int>& a, const std::map<std::string, i
 // Slurm's own view decides, not this process's memory: a planner restarted while the shrink was
 // on its way finds slurmctld still configured above the advertisement and waits as well.
 Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state,
-                                         const std::optional<NodeGres>& slurm_view, PlannerRoundResult& result) {
+                                         const std::optional<NodeGres>& slurm_view, std::int64_t round_started_at,
+                                         PlannerRoundResult& result) {
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
   auto published = read_advertised_counts(ctx);
@@ -404,7 +429,7 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state,
   // the two), so give it again.
   if (slurm_above && file_current)
     if (auto ok = hand_over(ctx, state, now_counts); !ok) result.notes.push_back(ok.error().message);
-  if (wait_until_slurm_caught_up(ctx, state, {})) {
+  if (wait_until_slurm_caught_up(ctx, state, {}, slurm_view, round_started_at)) {
     state.shrink_unconfirmed = false;
     return true;
   }
@@ -441,7 +466,9 @@ void refresh_slurm_uncounted(NodeContext& ctx, PlannerState& state, const NodeGr
 
 // Slurm's split and the advertisement disagree outside a handover: a lost SIGHUP, a failed
 // `scontrol update`, a restarted slurmctld that took an older report from slurmd. Seen in two
-// rounds in a row (a handover in flight is seen in one at most), the file is handed over again.
+// rounds in a row (a handover in flight is seen in one at most), the file is handed over again;
+// seen again after that, in twice as many rounds each time (up to 32): a slurmctld that takes
+// longer than two rounds to take a split is a loaded one, and resending it adds to its load.
 void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& node, PlannerRoundResult& result) {
   auto published = read_advertised_counts(ctx);
   if (!published || state.shrink_unconfirmed) return;
@@ -451,10 +478,12 @@ void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& n
   configured.erase("free");
   if (same_counts(configured, *published)) {
     state.split_mismatch_rounds = 0;
+    state.resyncs_in_a_row = 0;
     return;
   }
-  if (++state.split_mismatch_rounds < 2) return;
+  if (++state.split_mismatch_rounds < (2 << std::min(state.resyncs_in_a_row, 4))) return;
   state.split_mismatch_rounds = 0;
+  ++state.resyncs_in_a_row;
   result.notes.push_back("slurmctld's split differs from the advertisement: handed over again");
   if (auto ok = hand_over(ctx, state, *published); !ok) result.notes.push_back(ok.error().message);
 }
@@ -643,9 +672,11 @@ struct Round {
   NodeContext& ctx;
   PlannerState& state;
   const std::string where;
+  const std::int64_t started_at;
   PlannerRoundResult result;
   std::vector<const PartitionPolicy*> parts;
   std::vector<Demand> demand;
+  std::optional<NodeGres> slurm_view;  // slurmctld's view of the node as the round read it
 };
 
 // The policy's classes go into the ledger before anything is planned under their names. Returns
@@ -743,9 +774,10 @@ struct PlanChoice {
 // slots) only when that serves more demand, serves more starving demand (whatever the count of
 // small slots it gives up), or must reserve a GPU for starving demand; otherwise each
 // shrink-and-grow would re-place the kept slots and the plan would churn. Idle instances do not
-// hold their space against the plan (planning_view). With nothing pending, the idle layout (what
-// the plan from scratch gives) is where the node goes back to; shrink-confirm-grow makes that move
-// safe.
+// hold their space against the plan (planning_view). With nothing pending for
+// planner.idle_return_s, the idle layout (what the plan from scratch gives) is where the node goes
+// back to; shrink-confirm-grow makes that move safe. Until then the layout made for the last
+// demand stays: the next job of a stream likely fits it.
 Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, std::vector<PlanSlot> current) {
   const auto& without_mig = r.state.gpus_without_mig;
   const auto& served_whole = r.state.gpus_served_whole;
@@ -764,8 +796,10 @@ Result<std::vector<PlanSlot>> desired_plan(Round& r, const Ledger& view, std::ve
   auto sticky = desired_slots(view, r.parts, r.demand, current, r.state.slurm_total, without_mig, served_whole);
   if (!sticky) return std::unexpected(sticky.error());
   std::vector<PlanSlot> desired;
+  const auto& since = r.state.demand_last_seen;
+  const bool holding = since && r.started_at - *since < r.ctx.policy->planner.idle_return_s;
   if (!scratch->reserves && sticky->served >= scratch->served && sticky->served_starving >= scratch->served_starving &&
-      !r.demand.empty()) {
+      (!r.demand.empty() || holding)) {
     desired = current;
     desired.insert(desired.end(), sticky->slots.begin(), sticky->slots.end());
   } else {
@@ -832,7 +866,7 @@ Result<bool> shrink_and_confirm(Round& r, const Ledger& committed, const PlanCho
   drop_unheld(shrunk, choice.dropped);
   if (auto ok = publish(r.ctx, r.state, shrunk, r.result); !ok) return std::unexpected(ok.error().within(r.where));
   crash_point("planner.after_shrink_published");
-  if (!wait_until_slurm_caught_up(r.ctx, r.state, choice.dropped)) {
+  if (!wait_until_slurm_caught_up(r.ctx, r.state, choice.dropped, r.slurm_view, r.started_at)) {
     r.result.shrink_confirmed = false;
     r.result.notes.push_back("shrink not yet confirmed by slurmctld; dropped slots stay claimable");
     return false;
@@ -942,7 +976,7 @@ Result<PlannerRoundResult> replan(Round& r, const Ledger& before) {
 }  // namespace
 
 Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& state) {
-  Round r{ctx, state, fmt::format("vgpu: planner: node {}", ctx.node), {}, {}, {}};
+  Round r{ctx, state, fmt::format("vgpu: planner: node {}", ctx.node), ctx.now(), {}, {}, {}, {}};
   auto before = load_with_classes(r);
   if (!before) return std::unexpected(before.error());
   if (auto settled = settle_node(r); !settled) return std::unexpected(settled.error());
@@ -952,7 +986,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     r.result.notes.push_back("stopping: the plan is left as it is");
     return r.result;
   }
-  const auto slurm_view = learn_from_slurm(r);
+  r.slurm_view = learn_from_slurm(r);
   auto pending = ctx.slurm->pending_jobs();
   if (!pending) {
     r.result.notes.push_back("demand unknown, plan kept: " + pending.error().message);
@@ -961,8 +995,9 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   for (const auto& e : pending->errors) r.result.notes.push_back(e);
   r.parts = node_partitions(*ctx.policy, ctx.node);
   r.demand = node_demand(ctx, state, *pending, r.parts, r.result.notes);
+  if (!r.demand.empty()) state.demand_last_seen = r.started_at;
   choose_mig_modes_for_demand(r);
-  auto confirmed = released_capacity_confirmed(ctx, state, slurm_view, r.result);
+  auto confirmed = released_capacity_confirmed(ctx, state, r.slurm_view, r.started_at, r.result);
   if (!confirmed) return std::unexpected(confirmed.error().within(r.where));
   if (!*confirmed) return r.result;
   return replan(r, *before);

@@ -192,6 +192,7 @@ TEST_F(NodeFlows, PlanIsStableOnceDemandIsServed) {
   }
   EXPECT_EQ(sighups, before);
   slurm->squeue = "";  // the jobs went away without taking their slots
+  clock += policy.planner.idle_return_s;
   ASSERT_TRUE(run_planner_round(ctx, planner));
   EXPECT_EQ(advertised(), idle);
   before = sighups;
@@ -343,6 +344,7 @@ TEST_F(NodeFlows, ReleasedCapacityIsOfferedAgainOnlyAfterSlurmTookTheShrink) {
   EXPECT_FALSE(r->shrink_confirmed);
   EXPECT_EQ(advertised()["4g.40gb"], 0) << "grew before Slurm took the shrink";
   slurm->polls_until_adopt = 0;
+  clock += 5;  // the next round's view of slurmctld is newer than the shrink
   r = run_planner_round(ctx, planner);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->shrink_confirmed);
@@ -353,6 +355,7 @@ TEST_F(NodeFlows, ReleasedCapacityIsOfferedAgainOnlyAfterSlurmTookTheShrink) {
 // idle layout and stay (growing by re-planning around the kept slots put a dropped slot back,
 // and every round dropped it again).
 TEST_F(NodeFlows, ReturnToTheIdleLayoutSettlesInsteadOfChurning) {
+  policy.planner.idle_return_s = 0;  // back as soon as nothing is pending
   ASSERT_TRUE(run_planner_round(ctx, planner));
   const auto idle = advertised();
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:2g.20gb:6\n";

@@ -91,6 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"/planner/period_s", "5", "planner.period_s", "got \"5\""},
         BadValue{"/planner/starvation_s", 86401, "planner.starvation_s", "1..86400"},
         BadValue{"/planner/starvation_s", 3, "planner.starvation_s", "must be at least period_s (5)"},
+        BadValue{"/planner/idle_return_s", -1, "planner.idle_return_s", "must be an integer in 0..86400, got -1"},
+        BadValue{"/planner/idle_return_s", "60", "planner.idle_return_s", "got \"60\""},
         BadValue{"/planner/prepare_slots", "yes", "planner.prepare_slots", "must be true or false, got \"yes\""},
         BadValue{"/planner/prepare_slots", 1, "planner.prepare_slots", "must be true or false, got 1"},
         BadValue{"/planner/node_features", "on", "planner.node_features", "must be true or false, got \"on\""},

@@ -48,6 +48,7 @@ TEST(PolicyQueries, AbsentProfilesAllowEveryProfile) {
   EXPECT_TRUE(policy->partitions[0].allows_gpu(63));
   EXPECT_EQ(policy->planner.period_s, 5);
   EXPECT_EQ(policy->planner.starvation_s, 120);
+  EXPECT_EQ(policy->planner.idle_return_s, 60);
   EXPECT_FALSE(policy->planner.prepare_slots);
   EXPECT_FALSE(policy->planner.node_weights.has_value());
   EXPECT_FALSE(policy->planner.node_features);
@@ -210,7 +211,9 @@ TEST(PolicySummary, ShowsPartitionsProfilesLimitsNodesIdleLayoutsAndPools) {
   std::string text = summary(example());
   for (const char* part_text : {
            "policy version 1, 3 partition(s)",
-           "planner: re-plan every 5 s, starvation after 120 s, planned slots prepared ahead of demand",
+           "planner: re-plan every 5 s, starvation after 120 s, back to the idle layout 60 s after demand, planned "
+           "slots "
+           "prepared ahead of demand",
            "image tinyguest: kernel /var/lib/slurm-vgpu/images/tinyguest/vmlinuz",
            "partition train\n  nodes:  gpu[01-16]\n  gpus:   all\n  limits: 2 per job, 4 per user\n"
            "  scrub:  required\n",

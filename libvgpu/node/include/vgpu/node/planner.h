@@ -44,8 +44,18 @@ struct PlannerState {
   // The node's constant vgpu total as slurmctld last showed it (node_total_of): the advertisement
   // never sums to more, or the plugin would refuse it whole.
   std::optional<int> slurm_total;
-  // Rounds in a row that found slurmctld's split differing from the advertisement.
+  // Rounds in a row that found slurmctld's split differing from the advertisement, and how many
+  // times in a row the split was handed over again for it: each resend waits twice as many rounds
+  // as the one before, so a slurmctld slow to take splits is not sent more of them.
   int split_mismatch_rounds = 0;
+  int resyncs_in_a_row = 0;
+  // Every split handed to slurmctld counts one; a shrink's confirmation asks slurmctld directly at
+  // most kConfirmQuestionsPerHandover times per handover, whatever the number of rounds it waits.
+  std::uint64_t handovers = 0;
+  std::uint64_t questions_for_handover = 0;
+  int questions_asked = 0;
+  // When this node last had pending demand to plan for (planner.idle_return_s).
+  std::optional<std::int64_t> demand_last_seen;
   // For a published cluster view, up to a period old (contract/cluster_view.h): what it shows is
   // compared only with what happened here before it was taken. When this planner last handed a
   // split to slurmctld, when it first saw each job hold something here (a claim is at or before

@@ -36,6 +36,11 @@ inline constexpr std::size_t kMaxPolicyDiagnostics = 20;
 struct PlannerKnobs {
   int period_s = 5;        // how often each node re-plans its advertisement
   int starvation_s = 120;  // pending this long, a request may reserve a GPU to drain for it
+  // With nothing pending for it, a node keeps the layout it last planned for demand this long before
+  // it goes back to its idle layout: in a stream of jobs, a node prepared for a job that started
+  // elsewhere likely fits the next one, and every move costs slurmctld a handover (two on a
+  // reshape) and its confirmation. 0: back at once.
+  int idle_return_s = 60;
   // Create an instance, idle, in every planned slot nobody holds, so a job's prolog only claims
   // it: a create (seconds on a real H100) leaves the job's way to its first command. Off by
   // default: instances then stand on GPUs no job uses (docs/policy.md says what that costs).
