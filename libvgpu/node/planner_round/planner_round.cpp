@@ -359,7 +359,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::v
 // confirms from the view it read anyway (the published view once it postdates the handover, or
 // the round's own question where there is none), so a shrink that waits for many rounds costs no
 // more (256 nodes asking every round saturated slurmctld; docs/benchmarks.md).
-constexpr int kConfirmQuestionsPerHandover = 7;
+constexpr int kConfirmQuestionsPerHandover = 3;
 
 // Whether the round's view of slurmctld (read at `round_started_at`) can say if slurmctld took the
 // last handover: taken after it.
@@ -370,8 +370,10 @@ bool view_shows_last_handover(const NodeGres& view, const PlannerState& state, s
 
 // Until slurmctld has taken the shrunk split: first from the round's view where it is newer than
 // the handover, then by asking slurmctld, within this handover's questions and
-// ctx.confirm_timeout_ms, the wait between two questions doubling from ctx.confirm_poll_ms to 8
-// times that. At the defaults the timeout allows 7 questions, the handover's whole allowance.
+// ctx.confirm_timeout_ms. Each question comes after a wait that doubles from ctx.confirm_poll_ms
+// (to at most 8 times that): a split handed over this instant is not taken yet (slurmd
+// re-registers, or slurmctld applies the update, first), so asking at once is a question lost.
+// At the defaults: 250 ms, 750 ms and 1.75 s after the handover, then the next rounds' views.
 bool wait_until_slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped,
                                 const std::optional<NodeGres>& round_view, std::int64_t round_started_at) {
   using std::chrono::milliseconds;
@@ -385,13 +387,13 @@ bool wait_until_slurm_caught_up(NodeContext& ctx, PlannerState& state, const std
       state.questions_asked = 0;
     }
     if (state.questions_asked >= kConfirmQuestionsPerHandover) return false;  // a later round's view confirms
+    if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();                   // dropped slots stay claimable meanwhile
+    if (ctx.stop_requested()) return false;  // unconfirmed: the dropped slots stay claimable
+    std::this_thread::sleep_for(wait);
+    wait = std::min(wait * 2, milliseconds(ctx.confirm_poll_ms) * 8);
     ++state.questions_asked;
     if (auto node = ctx.slurm->node_gres_now(ctx.node))
       if (auto c = slurm_caught_up(ctx, state, dropped, *node); c && *c) return true;
-    if (ctx.serve_waiting_hooks) ctx.serve_waiting_hooks();  // dropped slots stay claimable meanwhile
-    if (ctx.stop_requested()) return false;                  // unconfirmed: the dropped slots stay claimable
-    std::this_thread::sleep_for(wait);
-    wait = std::min(wait * 2, milliseconds(ctx.confirm_poll_ms) * 8);
   }
   return false;
 }

@@ -23,7 +23,7 @@ class ControllerLoad : public NodeFlows {
   }
 };
 
-TEST_F(ControllerLoad, AShrinkAsksSlurmctldAtMostSevenTimesHoweverManyRoundsItWaits) {
+TEST_F(ControllerLoad, AShrinkAsksSlurmctldAtMostThreeTimesHoweverManyRoundsItWaits) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->take_view(clock);  // the round's own view comes from the published one: no question
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
@@ -35,7 +35,7 @@ TEST_F(ControllerLoad, AShrinkAsksSlurmctldAtMostSevenTimesHoweverManyRoundsItWa
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_FALSE(r->shrink_confirmed) << "round " << i;
   }
-  EXPECT_EQ(slurm->polls - asked_before, 7);
+  EXPECT_EQ(slurm->polls - asked_before, 3);
   EXPECT_EQ(advertised()["7g.80gb"], 0) << "grew before slurmctld took the shrink";
 
   // slurmctld takes it; a view taken after the handover says so, and the round grows without

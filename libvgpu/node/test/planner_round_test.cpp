@@ -402,6 +402,7 @@ TEST_F(NodeFlows, RestartedPlannerWaitsForAShrinkItsPredecessorPublished) {
   EXPECT_EQ(advertised(), shrunk) << "grew before slurmctld took the shrink";
   EXPECT_GT(sighups, notices) << "slurmctld is told again";
   slurm->follows_file = true;
+  clock += 5;  // the next round's view of slurmctld is newer than the handover
   r = run_planner_round(ctx, second_life);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->shrink_confirmed);
