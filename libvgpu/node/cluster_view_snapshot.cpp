@@ -5,8 +5,10 @@
 #include <algorithm>
 
 #include "vgpu/base/text_split.h"
+#include "vgpu/contract/names.h"
 #include "vgpu/contract/node_files.h"
 #include "vgpu/node/demand_spread.h"
+#include "vgpu/node/slurm_text.h"
 #include "vgpu/node/wide_booking.h"
 
 namespace vgpu {
@@ -107,6 +109,13 @@ void ClusterViewCuts::spread_pending() {
       if (may_prepare(parsed.nodes[0].state)) usable[partition].push_back(name);
     }
   }
+  // What each node offers now: its vgpu types less what Slurm has allocated of them.
+  std::map<std::string, std::map<std::string, int>, std::less<>> free_by_node;
+  for (const auto& [name, line] : whole_.nodes)
+    if (auto gres = parse_scontrol_node(line, contract::kGresName); gres) {
+      auto& free = free_by_node[name];
+      for (const auto& [type, n] : gres->configured) free[type] = n - gres->used[type];
+    }
   for (std::size_t i = 0; i < whole_.pending.size(); ++i) {
     const auto jobs = parse_pending_jobs(whole_.pending[i]);
     const auto* job = jobs.jobs.size() == 1 ? &jobs.jobs[0] : nullptr;
@@ -117,12 +126,21 @@ void ClusterViewCuts::spread_pending() {
       const auto& nodes = ready == usable.end() ? all->second : ready->second;
       // A line no planner could read goes to all, whose planners say why; a reservation's job can
       // start only on its nodes, which the view does not name.
-      std::size_t count = nodes.size();
-      if (job && job->reservation.empty())
-        count = preparer_count(std::int64_t{job->nodes} * job->array_tasks, whole_.taken_at - job->submit_time,
-                               whole_.period_s, nodes.size());
-      for (auto chosen : preparers(job ? std::string_view(job->id) : std::string_view(whole_.pending[i]), nodes, count))
-        pending_by_node_[nodes[chosen]].push_back(i);
+      std::vector<std::size_t> chosen;
+      if (job && job->reservation.empty()) {
+        const auto offers = [&](std::size_t n) {
+          const auto free = free_by_node.find(nodes[n]);
+          return free != free_by_node.end() && std::ranges::all_of(job->vgpu, [&](const GresRequest& r) {
+                   const auto t = free->second.find(r.type);
+                   return t != free->second.end() && t->second >= r.count;
+                 });
+        };
+        chosen = preparers_for(job->id, nodes, std::int64_t{job->nodes} * job->array_tasks,
+                               whole_.taken_at - job->submit_time, whole_.period_s, offers);
+      } else {
+        chosen = preparers(job ? std::string_view(job->id) : std::string_view(whole_.pending[i]), nodes, nodes.size());
+      }
+      for (auto n : chosen) pending_by_node_[nodes[n]].push_back(i);
     }
   }
 }

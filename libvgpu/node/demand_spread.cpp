@@ -59,4 +59,18 @@ std::vector<std::size_t> preparers(std::string_view job_id, const std::vector<st
   return chosen;
 }
 
+std::vector<std::size_t> preparers_for(std::string_view job_id, const std::vector<std::string>& nodes,
+                                       std::int64_t nodes_needed, std::int64_t waited_s, std::int64_t period_s,
+                                       const std::function<bool(std::size_t)>& offers) {
+  const auto widest = preparer_count(nodes_needed, waited_s, period_s, nodes.size());
+  if (waited_s < std::max<std::int64_t>(period_s, 1) * kOfferHoldPeriods) {
+    const auto needed = std::max<std::int64_t>(nodes_needed, 1);
+    for (auto count = preparer_count(nodes_needed, 0, period_s, nodes.size()); count < widest; count *= 2) {
+      auto chosen = preparers(job_id, nodes, count);
+      if (std::ranges::count_if(chosen, offers) >= needed) return chosen;
+    }
+  }
+  return preparers(job_id, nodes, widest);
+}
+
 }  // namespace vgpu

@@ -130,6 +130,26 @@ TEST(ClusterViewCuts, AFewNodesPrepareForANewJobAndMoreTheLongerItWaits) {
   EXPECT_EQ(held.at("74_[1-4]"), 16);
 }
 
+TEST(ClusterViewCuts, AJobWhoseFirstPreparersOfferWhatItAsksWaitsOnSlurmWithoutWidening) {
+  auto whole = busy_partition();
+  for (auto& [name, line] : whole.nodes)
+    line = fmt::format(
+        "NodeName={} Gres=vgpu:free:13,vgpu:1g.10gb:1 GresUsed=vgpu:free:0,vgpu:1g.10gb:0 State=IDLE "
+        "Partitions=infer",
+        name);
+  auto held = cuts_holding_each_job(whole);
+  EXPECT_EQ(held.at("71"), 4) << "15 s, with a 1g.10gb free on each of its first four";
+  EXPECT_EQ(held.at("72"), 64) << "10 minutes: past the hold, it widens whatever is offered";
+  // Allocated, the 1g.10gb is no offer: the set widens with the wait again.
+  for (auto& [name, line] : whole.nodes)
+    line = fmt::format(
+        "NodeName={} Gres=vgpu:free:13,vgpu:1g.10gb:1 GresUsed=vgpu:free:0,vgpu:1g.10gb:1 State=IDLE "
+        "Partitions=infer",
+        name);
+  held = cuts_holding_each_job(whole);
+  EXPECT_EQ(held.at("71"), 8);
+}
+
 TEST(ClusterViewCuts, AReservedJobAndALineNoPlannerReadsGoToEveryNode) {
   const auto held = cuts_holding_each_job(busy_partition());
   EXPECT_EQ(held.at("73"), 63);

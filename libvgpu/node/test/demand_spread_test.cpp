@@ -44,6 +44,21 @@ TEST(PreparerCount, TheSetDoublesEveryThreePeriodsUntilEveryNodePrepares) {
   EXPECT_EQ(preparer_count(1, 90, 30, 256), 8u);
 }
 
+TEST(PreparersFor, ASetThatAlreadyOffersWhatTheJobAsksDoesNotWiden) {
+  const auto nodes = node_names(256);
+  const auto first = preparers("42", nodes, 4);
+  const auto none = [](std::size_t) { return false; };
+  const auto only_first = [&](std::size_t n) { return n == first[0]; };
+  // Nothing offered: the width the wait gives, as before.
+  EXPECT_EQ(preparers_for("42", nodes, 1, 30, 5, none), preparers("42", nodes, 16));
+  // Its first preparer shows the type free: the job waits on Slurm; the set stays at 4.
+  EXPECT_EQ(preparers_for("42", nodes, 1, 30, 5, only_first), first);
+  // A job that needs two nodes needs two that offer: one is not enough.
+  EXPECT_EQ(preparers_for("42", nodes, 2, 30, 5, only_first).size(), 16u);
+  // After kOfferHoldPeriods it widens whatever is offered (a node Slurm will not use for it).
+  EXPECT_EQ(preparers_for("42", nodes, 1, 5 * kOfferHoldPeriods, 5, only_first).size(), 256u);
+}
+
 TEST(Preparers, TheWeightIsTheSameInEveryProcessAndRelease) {
   // The publisher and a planner reading a whole view must agree: a change here is a format change.
   // FNV-1a over "42", a NUL and "gpu17", then splitmix64's finalizer (computed apart, in Python).

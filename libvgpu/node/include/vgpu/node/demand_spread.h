@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,9 @@ namespace vgpu {
 // a partition after 18 periods (90 s).
 inline constexpr std::size_t kMinPreparers = 4;
 inline constexpr std::int64_t kWidenEveryPeriods = 3;
+// How long (in view periods) a job whose preparers already offer what it asks keeps them
+// instead of widening: 24 (2 minutes at 5 s). See preparers_for.
+inline constexpr std::int64_t kOfferHoldPeriods = 24;
 
 // How many of a partition's `usable_nodes` prepare for a job that needs `nodes_needed` nodes
 // (its node count times its pending array tasks) and has waited `waited_s` seconds in a view of
@@ -43,5 +47,18 @@ std::uint64_t preparer_weight(std::string_view job_id, std::string_view node);
 
 // The `count` preparers among `nodes` (indices into it, highest weight first).
 std::vector<std::size_t> preparers(std::string_view job_id, const std::vector<std::string>& nodes, std::size_t count);
+
+// The preparers of a job that needs `nodes_needed` nodes and has waited `waited_s`: those of
+// preparer_count's width, unless a narrower set (its first width, doubling) already holds
+// `nodes_needed` nodes that offer what it asks (`offers(index into nodes)`: Slurm shows the types
+// free there). Such a job waits on Slurm (its scheduler has not come to it, its other resources
+// are short), not on a layout, and widening would only make more nodes reshape for a job they will
+// not run: on 22.05 each reshape is two registrations, and a loaded slurmctld that starts jobs
+// late made every job's set widen at once. After kOfferHoldPeriods it widens whatever is offered,
+// so a node that shows the type but that Slurm will not use (memory, features) delays the job,
+// never strands it.
+std::vector<std::size_t> preparers_for(std::string_view job_id, const std::vector<std::string>& nodes,
+                                       std::int64_t nodes_needed, std::int64_t waited_s, std::int64_t period_s,
+                                       const std::function<bool(std::size_t)>& offers);
 
 }  // namespace vgpu
