@@ -14,6 +14,9 @@
 #     product costs the controller by itself) and *busy* (from the first submission until the last
 #     job left the queue; this includes the driver's own sbatch calls and its squeue poll every 5 s,
 #     counted and shown): RPCs per second and the message types that dominate;
+#     and *settle* (from the empty queue until every node is back to its idle layout: the policy's
+#     idle_return_s, VP_IDLE_RETURN, plus three periods): the moves back that the jobs caused, which
+#     a per-job cost must count;
 #   - slurmctld's own CPU, and the planners' CPU per node (from /proc, utime + stime), per phase;
 #   - submit -> start of the jobs (Slurm's 1 s resolution), and how many ran;
 #   - that every node ended consistent (vp_check: ledger == hardware == Slurm, no drain).
@@ -56,7 +59,8 @@ while [ $# -gt 0 ]; do
 done
 ARRIVAL_S=${ARRIVAL_S:-60}
 IDLE_S=${IDLE_S:-30}
-export VP_GPUS=8 VP_PERIOD=$period VP_STARVATION=120
+# The product's planner.idle_return_s, 60 s: a node keeps the layout it made for demand that long.
+export VP_GPUS=8 VP_PERIOD=$period VP_STARVATION=120 VP_IDLE_RETURN=${VP_IDLE_RETURN:-60}
 # Ended jobs stay in slurmctld for the whole run, so that each job's end state is read at the end
 # (with the default 300 s, a long busy phase read its first jobs back as "Invalid job id").
 export VC_MIN_JOB_AGE=3600
@@ -217,6 +221,11 @@ run_size() { # $1 nodes $2 mode
     done
     measure_end busy
     for id in "${ids[@]}"; do scontrol show job -o "$id"; done > "$results/jobs.$nodes.$mode.txt"
+    if [ "$mode" != count ]; then  # what the jobs still cost once the queue is empty
+      measure_begin
+      sleep "$((VP_IDLE_RETURN + 3 * period))"
+      measure_end settle
+    fi
     [ "$mode" = count ] || vp_check >/dev/null 2>&1 || echo "WARNING: $nodes nodes ($mode): a node ended inconsistent"
     vp_stop >/dev/null 2>&1
   )
@@ -308,6 +317,21 @@ for (nodes, mode), r in sorted(runs.items()):
           f"{busy['rpc_per_s']:>10.2f} {busy['ctld_cpu_pct']:>10.2f} {busy['planner_cpu_pct_per_node']:>18.3f} | "
           f"{ran:>3}/{r['jobs']:<3} {r['submit_to_start_s_p50']:>9.0f}/{r['submit_to_start_s_p95']:.0f}/"
           f"{r['submit_to_start_s_max'] or 0:.0f}{'':>12} | " + ", ".join(f"{k} {v}" for k, v in top))
+    if "settle" in r:
+        # What slurm-vgpu adds per job: every RPC from the first submission until the layouts are
+        # back, less the driver's sbatch and squeue and the publisher's four per period (none
+        # without it); Slurm's own per-job messages stay in (2, 3 with an Epilog).
+        settle = r["settle"]
+        wall = busy["wall_s"] + settle["wall_s"]
+        types = {k: busy["rpc_by_type"].get(k, 0) + settle["rpc_by_type"].get(k, 0)
+                 for k in set(busy["rpc_by_type"]) | set(settle["rpc_by_type"])}
+        publisher = 4 * wall / publish_period if mode == "view" else 0
+        added = sum(types.values()) - busy["driver_sbatch"] - busy["driver_squeue_polls"] - publisher
+        r["rpcs_per_job"] = round(added / r["jobs"], 1)
+        r["registrations_per_job"] = round(types.get("MESSAGE_NODE_REGISTRATION_STATUS", 0) / r["jobs"], 1)
+        print(f"{nodes} nodes ({mode}): {r['rpcs_per_job']} RPCs per job, Slurm's own included, "
+              f"{r['registrations_per_job']} of them registrations; settle {settle['wall_s']} s: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(settle["rpc_by_type"].items(), key=lambda kv: -kv[1])[:4]))
     if check_idle and mode == "view":
         # The publisher's squeue is a REQUEST_JOB_INFO, its scontrol a REQUEST_NODE_INFO and a
         # REQUEST_PARTITION_INFO; each planner asking for itself would add one per node per period.
