@@ -132,12 +132,12 @@ restart_check() {
     sleep 1
   done
   drained=$(sinfo -h -N -t drain,drng,fail,down -o %N | sort -u | wc -l)
-  [ "$drained" = 0 ] || echo "FAIL: restart check: $drained node(s) drained or down: $(sinfo -h -N -t drain,drng,fail,down -o '%N %E' | sort -u | head -3)"
+  [ "$drained" = 0 ] || { echo "FAIL: restart check: $drained node(s) drained or down: $(sinfo -h -N -t drain,drng,fail,down -o '%N %E' | sort -u | head -3)"; restart_failed=1; }
   echo "restart check: slurmctld restarted and reconfigured with $running job(s) running: $drained node(s) drained, view fresh again"
 }
 
 run_size() { # $1 nodes $2 mode
-  local nodes=$1 mode=$2 jobs=$(($1 * jobs_per_node)) i ids=() t0 t1 ctld pub=""
+  local nodes=$1 mode=$2 jobs=$(($1 * jobs_per_node)) i ids=() t0 t1 ctld pub="" restart_failed=0
   local -A p0
   VC_NODES=$(for i in $(seq "$nodes"); do printf 'n%d ' "$i"; done)
   VC_NODES=${VC_NODES% }
@@ -226,7 +226,19 @@ run_size() { # $1 nodes $2 mode
       sleep "$((VP_IDLE_RETURN + 3 * period))"
       measure_end settle
     fi
-    [ "$mode" = count ] || vp_check >/dev/null 2>&1 || echo "WARNING: $nodes nodes ($mode): a node ended inconsistent"
+    # In a subshell: vp_check ends its shell on a drained node (vc_fail), which would leave this
+    # cluster running beside the next size's.
+    if [ "$mode" != count ] && ! ( vp_check ) > "$results/check.$nodes.$mode.txt" 2>&1; then
+      echo "WARNING: $nodes nodes ($mode): a node ended inconsistent or drained: $(grep -m3 FAIL "$results/check.$nodes.$mode.txt")"
+      restart_failed=1
+    fi
+    if [ "$restart_failed" = 1 ]; then  # what the cluster logged, kept for the reader
+      local kept
+      kept=$(mktemp -d /tmp/vgpu-scale-logs.XXXXXX)
+      cp -r "$VC_RUN/log" "$kept/" 2>/dev/null
+      for n in $VC_NODES; do cp "$VGPU_STATE_DIR/$n/vgpu.log" "$kept/log/vgpu.$n.log" 2>/dev/null; done
+      echo "logs of the $nodes-node cluster kept in $kept"
+    fi
     vp_stop >/dev/null 2>&1
   )
   rm -rf "$VC_RUN"
