@@ -361,11 +361,13 @@ Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::v
 // more (256 nodes asking every round saturated slurmctld; docs/benchmarks.md).
 constexpr int kConfirmQuestionsPerHandover = 3;
 
-// Whether the round's view of slurmctld (read at `round_started_at`) can say if slurmctld took the
-// last handover: taken after it.
-bool view_shows_last_handover(const NodeGres& view, const PlannerState& state, std::int64_t round_started_at) {
+// Whether the round's view of slurmctld can say if slurmctld took the last handover: a published
+// view taken after it, or slurmctld's own answer read when this planner had made no handover since
+// (`handovers_when_read`: PlannerState::handovers then; seconds cannot order a handover and a
+// question of the same second).
+bool view_shows_last_handover(const NodeGres& view, const PlannerState& state, std::uint64_t handovers_when_read) {
   if (view.published_at) return !view_predates(view.published_at, state.split_handed_over_at);
-  return state.split_handed_over_at < round_started_at;
+  return state.handovers == handovers_when_read;
 }
 
 // Until slurmctld has taken the shrunk split: first from the round's view where it is newer than
@@ -375,9 +377,9 @@ bool view_shows_last_handover(const NodeGres& view, const PlannerState& state, s
 // re-registers, or slurmctld applies the update, first), so asking at once is a question lost.
 // At the defaults: 250 ms, 750 ms and 1.75 s after the handover, then the next rounds' views.
 bool wait_until_slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::vector<PlanSlot>& dropped,
-                                const std::optional<NodeGres>& round_view, std::int64_t round_started_at) {
+                                const std::optional<NodeGres>& round_view, std::uint64_t handovers_when_read) {
   using std::chrono::milliseconds;
-  if (round_view && view_shows_last_handover(*round_view, state, round_started_at))
+  if (round_view && view_shows_last_handover(*round_view, state, handovers_when_read))
     if (auto c = slurm_caught_up(ctx, state, dropped, *round_view); c && *c) return true;
   const auto deadline = std::chrono::steady_clock::now() + milliseconds(ctx.confirm_timeout_ms);
   auto wait = milliseconds(ctx.confirm_poll_ms);
@@ -415,7 +417,7 @@ bool has_more(const std::map<std::string, int>& a, const std::map<std::string, i
 // Slurm's own view decides, not this process's memory: a planner restarted while the shrink was
 // on its way finds slurmctld still configured above the advertisement and waits as well.
 Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state,
-                                         const std::optional<NodeGres>& slurm_view, std::int64_t round_started_at,
+                                         const std::optional<NodeGres>& slurm_view, std::uint64_t handovers_when_read,
                                          PlannerRoundResult& result) {
   auto l = ctx.ledger->load();
   if (!l) return std::unexpected(l.error());
@@ -431,7 +433,7 @@ Result<bool> released_capacity_confirmed(NodeContext& ctx, PlannerState& state,
   // the two), so give it again.
   if (slurm_above && file_current)
     if (auto ok = hand_over(ctx, state, now_counts); !ok) result.notes.push_back(ok.error().message);
-  if (wait_until_slurm_caught_up(ctx, state, {}, slurm_view, round_started_at)) {
+  if (wait_until_slurm_caught_up(ctx, state, {}, slurm_view, handovers_when_read)) {
     state.shrink_unconfirmed = false;
     return true;
   }
@@ -678,7 +680,8 @@ struct Round {
   PlannerRoundResult result;
   std::vector<const PartitionPolicy*> parts;
   std::vector<Demand> demand;
-  std::optional<NodeGres> slurm_view;  // slurmctld's view of the node as the round read it
+  std::optional<NodeGres> slurm_view;       // slurmctld's view of the node as the round read it
+  std::uint64_t handovers_when_viewed = 0;  // PlannerState::handovers when it was read
 };
 
 // The policy's classes go into the ledger before anything is planned under their names. Returns
@@ -860,15 +863,41 @@ void drop_unheld(Ledger& l, std::vector<PlanSlot> to_drop) {
   });
 }
 
+// Before a plan drops slots, slurmctld must have been seen holding the split last handed over: until
+// then a job it starts on that split's new slots is not in the view yet, so nothing here waits for
+// its launch, and on 22.05 the shrink's SIGHUP can land between the job's two launch RPCs
+// (launch_watch.h; a node drained so at 256 nodes, docs/benchmarks.md). The job a grow was made for
+// is started right when slurmctld takes it, the riskiest moment. Waits at most
+// kSplitSeenWaitPeriods rounds' time (a split slurmctld keeps showing otherwise is resynced).
+constexpr std::int64_t kSplitSeenWaitPeriods = 6;
+bool last_split_seen_taken(const Round& r, const Ledger& shrunk) {
+  const auto published = read_advertised_counts(r.ctx);
+  if (!published || !r.slurm_view) return true;
+  // The shrink is already handed over (a later round waiting for its confirmation).
+  if (same_counts(*published, node_advertisement(r.ctx, shrunk, r.state.slurm_uncounted, r.state.slurm_total)))
+    return true;
+  if (r.started_at - r.state.split_handed_over_at >= kSplitSeenWaitPeriods * r.ctx.policy->planner.period_s)
+    return true;
+  if (!view_shows_last_handover(*r.slurm_view, r.state, r.handovers_when_viewed)) return false;
+  auto configured = r.slurm_view->configured;
+  configured.erase("never");
+  configured.erase("free");
+  return same_counts(configured, *published);
+}
+
 // Phase 2: shrink first. Advertise without the dropped slots (they stay claimable in the ledger)
 // and wait until slurmctld has taken the split and every allocation has its claim. False: not
 // confirmed yet.
 Result<bool> shrink_and_confirm(Round& r, const Ledger& committed, const PlanChoice& choice) {
   Ledger shrunk = committed;
   drop_unheld(shrunk, choice.dropped);
+  if (!last_split_seen_taken(r, shrunk)) {
+    r.result.notes.push_back("slurmctld has not shown the last split yet: no slot is dropped before it does");
+    return false;
+  }
   if (auto ok = publish(r.ctx, r.state, shrunk, r.result); !ok) return std::unexpected(ok.error().within(r.where));
   crash_point("planner.after_shrink_published");
-  if (!wait_until_slurm_caught_up(r.ctx, r.state, choice.dropped, r.slurm_view, r.started_at)) {
+  if (!wait_until_slurm_caught_up(r.ctx, r.state, choice.dropped, r.slurm_view, r.handovers_when_viewed)) {
     r.result.shrink_confirmed = false;
     r.result.notes.push_back("shrink not yet confirmed by slurmctld; dropped slots stay claimable");
     return false;
@@ -988,6 +1017,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
     r.result.notes.push_back("stopping: the plan is left as it is");
     return r.result;
   }
+  r.handovers_when_viewed = state.handovers;
   r.slurm_view = learn_from_slurm(r);
   auto pending = ctx.slurm->pending_jobs();
   if (!pending) {
@@ -999,7 +1029,7 @@ Result<PlannerRoundResult> run_planner_round(NodeContext& ctx, PlannerState& sta
   r.demand = node_demand(ctx, state, *pending, r.parts, r.result.notes);
   if (!r.demand.empty()) state.demand_last_seen = r.started_at;
   choose_mig_modes_for_demand(r);
-  auto confirmed = released_capacity_confirmed(ctx, state, r.slurm_view, r.started_at, r.result);
+  auto confirmed = released_capacity_confirmed(ctx, state, r.slurm_view, r.handovers_when_viewed, r.result);
   if (!confirmed) return std::unexpected(confirmed.error().within(r.where));
   if (!*confirmed) return r.result;
   return replan(r, *before);

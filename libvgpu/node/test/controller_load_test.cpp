@@ -25,7 +25,8 @@ class ControllerLoad : public NodeFlows {
 
 TEST_F(ControllerLoad, AShrinkAsksSlurmctldAtMostThreeTimesHoweverManyRoundsItWaits) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  slurm->take_view(clock);  // the round's own view comes from the published one: no question
+  // The round's own view comes from the published one (no question), taken after the idle split.
+  slurm->take_view(clock + kClusterViewClockMarginS);
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
   slurm->polls_until_adopt = 1'000'000;  // slurmctld does not take the shrink
   ctx.confirm_poll_ms = 1;               // the timeout alone would allow hundreds of questions
@@ -52,7 +53,7 @@ TEST_F(ControllerLoad, AShrinkAsksSlurmctldAtMostThreeTimesHoweverManyRoundsItWa
 
 TEST_F(ControllerLoad, AViewOlderThanTheHandoverDoesNotConfirmIt) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  slurm->take_view(clock);
+  slurm->take_view(clock + kClusterViewClockMarginS);  // shows the idle split taken
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
   slurm->polls_until_adopt = 1'000'000;
   ctx.confirm_poll_ms = 1;
@@ -79,6 +80,40 @@ TEST_F(ControllerLoad, AViewOlderThanTheHandoverDoesNotConfirmIt) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->shrink_confirmed);
   EXPECT_EQ(advertised()["7g.80gb"], 2);
+}
+
+// A job slurmctld starts on a split's new slots is not in a view taken before slurmctld took the
+// split, so nothing would wait for its launch; on 22.05 a shrink's SIGHUP between its two launch
+// RPCs drains the node. So no slot is dropped until a view shows the last split taken.
+TEST_F(ControllerLoad, NoSlotIsDroppedBeforeSlurmctldIsSeenHoldingTheLastSplit) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  const auto idle = advertised();
+  slurm->take_view(clock - 60);  // the last view slurmctld answered predates the idle split
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
+  auto r = round_after(5);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(advertised(), idle);
+  EXPECT_NE(
+      std::ranges::find(r->notes, "slurmctld has not shown the last split yet: no slot is dropped before it does"),
+      r->notes.end());
+  // A view taken after the handover that shows the split: the node reshapes.
+  slurm->take_view(clock);
+  r = round_after(5);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(advertised()["7g.80gb"], 2);
+}
+
+TEST_F(ControllerLoad, ASplitNeverSeenHoldsTheDropsBackForSixPeriodsAtMost) {
+  ASSERT_TRUE(run_planner_round(ctx, planner));
+  slurm->take_view(clock - 60);  // and no newer view comes
+  slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
+  for (int i = 1; i < 6; ++i) {
+    ASSERT_TRUE(round_after(5));
+    EXPECT_EQ(advertised()["7g.80gb"], 0) << i * 5 << " s";
+  }
+  slurm->drop_view();  // asked directly from now on, as a planner without a fresh view does
+  ASSERT_TRUE(round_after(5));
+  EXPECT_EQ(advertised()["7g.80gb"], 2) << "30 s after the handover";
 }
 
 TEST_F(ControllerLoad, ANodeKeepsTheLayoutItMadeForDemandUntilIdleReturnHasPassed) {

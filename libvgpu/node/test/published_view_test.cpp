@@ -27,6 +27,7 @@ class PublishedView : public NodeFlows {
 TEST_F(PublishedView, AClaimNewerThanTheViewIsNotTakenForOneARestartedSlurmctldForgot) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
   slurm->ledger = nullptr;  // slurmctld counts only what `used` says: nothing of job 7 below
+  clock += kClusterViewClockMarginS;  // a view taken after the first split was handed over
   slurm->take_view(clock);
   auto pro = run_prolog(ctx, {7, "alice", "gpu", "2g.20gb:2", std::nullopt});
   ASSERT_TRUE(pro && !pro->rejected);
@@ -72,7 +73,7 @@ TEST_F(PublishedView, AJobNewerThanTheViewIsNotReleasedAsEnded) {
 
 TEST_F(PublishedView, ASplitHandedOverAfterTheViewIsNotHandedOverAgain) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  slurm->take_view(clock);  // shows the idle layout's split
+  slurm->take_view(clock + kClusterViewClockMarginS);  // shows the idle layout's split, taken after it
   slurm->squeue = "100|gpu|1000|2027-01-15T08:00:00|Resources|gres:vgpu:7g.80gb:2\n";
   round_after(1);
   // The shrink was confirmed by slurmctld itself (the view still shows the old split), then grown.
