@@ -26,7 +26,7 @@ class PublishedView : public NodeFlows {
 
 TEST_F(PublishedView, AClaimNewerThanTheViewIsNotTakenForOneARestartedSlurmctldForgot) {
   ASSERT_TRUE(run_planner_round(ctx, planner));
-  slurm->ledger = nullptr;  // slurmctld counts only what `used` says: nothing of job 7 below
+  slurm->ledger = nullptr;            // slurmctld counts only what `used` says: nothing of job 7 below
   clock += kClusterViewClockMarginS;  // a view taken after the first split was handed over
   slurm->take_view(clock);
   auto pro = run_prolog(ctx, {7, "alice", "gpu", "2g.20gb:2", std::nullopt});
