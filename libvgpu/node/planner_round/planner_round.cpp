@@ -285,6 +285,15 @@ bool same_counts(std::map<std::string, int> a, std::map<std::string, int> b) {
   return a == b;
 }
 
+// slurmctld's split of the node without the padding and the zero-count type: what an
+// advertisement is compared with.
+std::map<std::string, int> split_of(const NodeGres& node) {
+  auto split = node.configured;
+  split.erase("never");
+  split.erase("free");
+  return split;
+}
+
 // Hands `counts` to slurmctld (docs/slurm.md), remembering when: a published view taken before
 // then does not show it yet (published_view.h).
 Result<void> hand_over(NodeContext& ctx, PlannerState& state, const std::map<std::string, int>& counts) {
@@ -333,10 +342,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::v
     return true;
   });
   auto want = node_advertisement(ctx, shrunk, state.slurm_uncounted, state.slurm_total);
-  auto configured = node.configured;
-  configured.erase("never");
-  configured.erase("free");
-  if (!same_counts(configured, want)) {
+  if (!same_counts(split_of(node), want)) {
     // A prolog claimed a dropped slot meanwhile (they stay claimable; a share prolog's group holds
     // its slot the same way): the shrunk split keeps it now. Hand Slurm that split, or this wait
     // outlasts its timeout for a split Slurm was never given, and Slurm shows the type below what
@@ -477,10 +483,7 @@ void resync_slurm_split(NodeContext& ctx, PlannerState& state, const NodeGres& n
   auto published = read_advertised_counts(ctx);
   if (!published || state.shrink_unconfirmed) return;
   if (view_predates(node.published_at, state.split_handed_over_at)) return;  // says nothing of the last one
-  auto configured = node.configured;
-  configured.erase("never");
-  configured.erase("free");
-  if (same_counts(configured, *published)) {
+  if (same_counts(split_of(node), *published)) {
     state.split_mismatch_rounds = 0;
     state.resyncs_in_a_row = 0;
     return;
@@ -879,10 +882,7 @@ bool last_split_seen_taken(const Round& r, const Ledger& shrunk) {
   if (r.started_at - r.state.split_handed_over_at >= kSplitSeenWaitPeriods * r.ctx.policy->planner.period_s)
     return true;
   if (!view_shows_last_handover(*r.slurm_view, r.state, r.handovers_when_viewed)) return false;
-  auto configured = r.slurm_view->configured;
-  configured.erase("never");
-  configured.erase("free");
-  return same_counts(configured, *published);
+  return same_counts(split_of(*r.slurm_view), *published);
 }
 
 // Phase 2: shrink first. Advertise without the dropped slots (they stay claimable in the ledger)
