@@ -37,7 +37,7 @@ Result<void> write_file_atomically(const std::string& dir, const std::string& na
 std::map<std::string, int> advertised_counts(const Ledger& ledger) {
   std::map<std::string, int> counts;
   for (const auto& inst : ledger.instances)
-    if (inst.job) ++counts[inst.profile];
+    if (inst.job && !inst.adopted) ++counts[inst.profile];
   for (const auto& group : ledger.share_groups)
     if (std::ranges::none_of(ledger.plan.slots,
                              [&](const PlanSlot& s) { return s.gpu == group.gpu && s.placement == group.placement; }))
@@ -97,14 +97,14 @@ std::map<std::string, int> cap_to_node_total(std::map<std::string, int> counts, 
 }
 
 bool vgpu_in_use_here(const NodeGres& slurm, const Ledger& ledger) {
-  return !held_by_jobs(ledger).empty() ||
+  return !held_by_jobs(ledger).empty() || std::ranges::any_of(ledger.instances, &LedgerInstance::adopted) ||
          std::ranges::any_of(slurm.used, [](const auto& used) { return used.second > 0; });
 }
 
 std::map<std::string, int> held_by_jobs(const Ledger& ledger) {
   std::map<std::string, int> held;
   for (const auto& inst : ledger.instances)
-    if (inst.job) ++held[inst.profile];
+    if (inst.job && !inst.adopted) ++held[inst.profile];
   for (const auto& slot : ledger.plan.slots)
     if (slot.claimed_by_job) ++held[slot.profile];
   for (const auto& group : ledger.share_groups) held[group.type] += static_cast<int>(group.holders.size());

@@ -67,6 +67,12 @@ TEST_F(MovingIn, AnInstanceARunningJobUsesStaysThatJobsUntilItsEpilog) {
   ASSERT_TRUE(after);
   for (const auto& s : after->plan.slots)
     EXPECT_TRUE(s.gpu != 0 || s.placement.start >= 4) << s.profile << "@" << s.placement.start << " over job 77's";
+  // Job 77 asked Slurm for no vgpu, so Slurm never counts its instance as used: advertised, it
+  // would be offered to a vgpu job while job 77 runs on it. Only the plan's slots are offered.
+  const auto advertised = read_advertised_counts(ctx);
+  ASSERT_TRUE(advertised) << advertised.error().message;
+  const auto slots_3g = std::ranges::count(after->plan.slots, std::string("3g.40gb"), &PlanSlot::profile);
+  EXPECT_EQ(advertised->contains("3g.40gb") ? advertised->at("3g.40gb") : 0, slots_3g) << "job 77's instance offered";
   auto problems = verify_node(ctx);
   ASSERT_TRUE(problems) << problems.error().message;
   EXPECT_TRUE(problems->empty()) << fmt::format("{}", fmt::join(*problems, "\n"));

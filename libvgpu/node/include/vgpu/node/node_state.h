@@ -42,7 +42,8 @@ std::vector<std::string> required_scrub_problems(const NodeContext& ctx);
 // from the hardware and re-adopts instances named in surviving jobs/<id>.json records.
 Result<Ledger> ensure_ledger(const NodeContext& ctx);
 
-// What Slurm should see for this node: instances owned by jobs plus every plan slot, by profile.
+// What Slurm should see for this node: instances owned by jobs plus every plan slot, by profile
+// (adopted instances not among them: held_by_jobs).
 std::map<std::string, int> advertised_counts(const Ledger& ledger);
 // The same plus the node's viz pools, each at its max_sessions (Slurm counts the sessions),
 // less what slurmctld holds as free but jobs here own (`uncounted`, PlannerState), and cut to the
@@ -62,9 +63,11 @@ int split_sum(const NodeGres& slurm);
 std::map<std::string, int> cap_to_node_total(std::map<std::string, int> counts, const std::map<std::string, int>& held,
                                              const std::set<std::string>& share_types, int total);
 // Per profile: the instances and claimed slots jobs hold here (what Slurm should count as used).
+// An adopted instance is not among them: its job (the layout before slurm-vgpu, "Moving in") asked
+// Slurm for no vgpu, so Slurm never counts it, and advertising it would offer a busy instance.
 std::map<std::string, int> held_by_jobs(const Ledger& ledger);
 // Whether any vgpu of the node is in use: Slurm has some allocated (GresUsed: prologs not yet run
-// included) or the ledger has some held by a job (a restarted or reconfigured slurmctld from 23.11
+// included), an instance is adopted, or the ledger has some held by a job (a restarted or reconfigured slurmctld from 23.11
 // forgets running jobs' typed allocations). The rule behind the node weight and node features.
 bool vgpu_in_use_here(const NodeGres& slurm, const Ledger& ledger);
 // Per profile: how many instances and claims of jobs here exceed what Slurm reports as used.
