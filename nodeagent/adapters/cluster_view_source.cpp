@@ -55,7 +55,7 @@ ViewEnvironment view_environment(const char* view, const char* key) {
 
 Result<ViewSourceSpec> parse_view_source(std::string_view value, std::string_view public_key, std::string_view node) {
   ViewSourceSpec spec;
-  if (value.empty() || value == "slurmctld") {
+  if (value == "slurmctld") {  // "" is not a setting here: view_environment owns the default
     spec.kind = ViewSourceSpec::Kind::slurmctld;
   } else if (value.starts_with("tcp:")) {
     auto tcp = tcp_spec(value.substr(4), value);

@@ -262,7 +262,9 @@ TEST(ClusterViewSetting, UnsetMeansTheControllersServiceWithTheInstalledKey) {
 }
 
 TEST(ClusterViewSetting, EachFormIsReadAndANetworkViewNeedsAKey) {
-  EXPECT_EQ(parse_view_source("", "")->kind, ViewSourceSpec::Kind::slurmctld);
+  // The default ("service") is view_environment's alone: an empty value reaching here is refused,
+  // not read as a second default.
+  EXPECT_NE(parse_view_source("", "").error().message.find("VGPU_CLUSTER_VIEW=: not \"service\""), std::string::npos);
   EXPECT_EQ(parse_view_source("slurmctld", "")->kind, ViewSourceSpec::Kind::slurmctld);
   auto file = parse_view_source("/shared/vgpu/view", "");
   ASSERT_TRUE(file);
