@@ -23,6 +23,10 @@
 #
 #   VP_BIN=<build dir> benchmarks/scale.sh [--nodes "8 16 32 64"] [--jobs-per-node 3] \
 #       [--modes "squeue view"] [--period 5] [--publish-period S] [--json FILE] [--check-idle-rpcs] [--restart]
+# Another Slurm release (23.11 and later hand splits over with `scontrol update`, not slurmd's
+# re-registration): VC_SLURM_PREFIX=<scripts/build-slurm.sh's dir>/prefix and
+# VC_PLUGIN_DIR=<build>/gres_plugin/slurm-<version> (a build configured with
+# -DVGPU_SLURM_RELEASES=<that dir>); the machine line names the release.
 # --publish-period: the publisher's own period (default: the planners'); it costs slurmctld two
 # queries per period whatever the number of nodes, and a fresher view means fewer slots offered
 # to jobs that already started.
@@ -248,7 +252,7 @@ for n in $sizes; do
   for m in $modes; do run_size "$n" "$m"; done
 done
 
-machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build $(grep -m1 '^CMAKE_BUILD_TYPE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2) sanitizers $(grep -m1 '^VGPU_SANITIZE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2)"
+machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), build $(grep -m1 '^CMAKE_BUILD_TYPE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2) sanitizers $(grep -m1 '^VGPU_SANITIZE:' "$VP_BIN/CMakeCache.txt" | cut -d= -f2), Slurm $("${VC_SLURM_PREFIX:-/usr}/sbin/slurmctld" -V | awk '{print $NF}')"
 python3 - "$results" "$machine" "$json_out" "$0 --nodes \"$sizes\" --jobs-per-node $jobs_per_node --modes \"$modes\" --period $period${VP_PUBLISH_PERIOD:+ --publish-period $VP_PUBLISH_PERIOD}$([ "$restart" = 1 ] && echo " --restart")$([ "$check_idle" = 1 ] && echo " --check-idle-rpcs") (IDLE_S=$IDLE_S ARRIVAL_S=$ARRIVAL_S)" "$check_idle" "${VP_PUBLISH_PERIOD:-$period}" <<'PY'
 import json, re, statistics, sys
 from datetime import datetime
