@@ -15,6 +15,7 @@
 #include "node_model.h"
 #include "node_features.h"
 #include "node_weight.h"
+#include "slot_key.h"
 #include "slot_preparation.h"
 #include "slurm_handover.h"
 #include "vgpu/base/crash_point.h"
@@ -31,8 +32,8 @@ namespace vgpu {
 
 namespace {
 
-using SlotKey = std::tuple<int, std::string, int>;  // gpu, profile, placement start
-SlotKey key(const PlanSlot& s) { return {s.gpu, s.profile, s.placement.start}; }
+using node::slot_key;
+using node::SlotKey;
 
 // Whether this node is in `reservation` (one the demand publisher booked), asked once.
 bool in_wide_reservation(const NodeContext& ctx, PlannerState& state, const std::string& reservation,
@@ -161,11 +162,12 @@ Result<Desired> desired_slots(const Ledger& l, const std::vector<const Partition
   demand = demand_in_instances(l, demand, node_total, notes);
   // Claimed and fixed slots are placed by layouts_of: a backed slot is the same space as its
   // released instance, so placing it again beside the instance would be a false conflict.
-  auto is_fixed = [&](const PlanSlot& s) { return std::ranges::find(fixed, key(s), key) != fixed.end(); };
+  auto is_fixed = [&](const PlanSlot& s) { return std::ranges::find(fixed, slot_key(s), slot_key) != fixed.end(); };
   auto layouts = node::layouts_of(l, [&](const PlanSlot& s) { return slot_is_held(l, s) || is_fixed(s); });
   if (!layouts) return std::unexpected(layouts.error());
   for (const auto& s : fixed)
-    if (std::ranges::none_of(l.plan.slots, [&](const PlanSlot& x) { return !slot_is_held(l, x) && key(x) == key(s); }))
+    if (std::ranges::none_of(l.plan.slots,
+                             [&](const PlanSlot& x) { return !slot_is_held(l, x) && slot_key(x) == slot_key(s); }))
       return fail(ErrorCode::corrupt,
                   fmt::format("fixed slot {}@{} on GPU {} is not in the plan", s.profile, s.placement.start, s.gpu));
   int served_by_fixed = 0, starving_by_fixed = 0;
@@ -252,12 +254,12 @@ Ledger planning_view(const Ledger& l) {
 // Idle instances under unclaimed slots that `desired` does not keep (by gpu/profile/placement).
 std::vector<std::size_t> idle_not_kept(const Ledger& l, const std::vector<PlanSlot>& desired) {
   std::vector<SlotKey> pool;
-  for (const auto& s : desired) pool.push_back(key(s));
+  for (const auto& s : desired) pool.push_back(slot_key(s));
   std::vector<std::size_t> out;
   const auto idle = idle_backings(l);
   for (std::size_t s = 0; s < idle.size(); ++s) {
     if (!idle[s] || slot_is_held(l, l.plan.slots[s])) continue;
-    auto it = std::ranges::find(pool, key(l.plan.slots[s]));
+    auto it = std::ranges::find(pool, slot_key(l.plan.slots[s]));
     if (it != pool.end()) pool.erase(it);
     else
       out.push_back(*idle[s]);
@@ -268,10 +270,10 @@ std::vector<std::size_t> idle_not_kept(const Ledger& l, const std::vector<PlanSl
 // Slots of `a` with no counterpart in `b` (multiset difference by gpu/profile/placement).
 std::vector<PlanSlot> minus(const std::vector<PlanSlot>& a, const std::vector<PlanSlot>& b) {
   std::vector<SlotKey> pool;
-  for (const auto& s : b) pool.push_back(key(s));
+  for (const auto& s : b) pool.push_back(slot_key(s));
   std::vector<PlanSlot> out;
   for (const auto& s : a) {
-    auto it = std::ranges::find(pool, key(s));
+    auto it = std::ranges::find(pool, slot_key(s));
     if (it == pool.end()) out.push_back(s);
     else
       pool.erase(it);
@@ -643,7 +645,7 @@ Result<Ledger> commit_plan_after_idle(Round& r, PlanChoice& choice, Result<Ledge
 void drop_unheld(Ledger& l, std::vector<PlanSlot> to_drop) {
   std::erase_if(l.plan.slots, [&](const PlanSlot& s) {
     if (slot_is_held(l, s)) return false;
-    auto it = std::ranges::find(to_drop, key(s), key);
+    auto it = std::ranges::find(to_drop, slot_key(s), slot_key);
     if (it == to_drop.end()) return false;
     to_drop.erase(it);
     return true;

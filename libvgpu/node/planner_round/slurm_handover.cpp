@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "slot_key.h"
 #include "vgpu/base/crash_point.h"
 #include "vgpu/ledger/share_groups.h"
 #include "vgpu/node/node_state.h"
@@ -16,10 +17,6 @@
 
 namespace vgpu::node {
 namespace {
-
-bool same_place(const PlanSlot& a, const PlanSlot& b) {
-  return a.gpu == b.gpu && a.profile == b.profile && a.placement.start == b.placement.start;
-}
 
 // Hands `counts` to slurmctld (docs/slurm.md), remembering when: a published view taken before
 // then does not show it yet (published_view.h).
@@ -39,7 +36,7 @@ Result<bool> slurm_caught_up(NodeContext& ctx, PlannerState& state, const std::v
   auto still_dropped = dropped;
   std::erase_if(shrunk.plan.slots, [&](const PlanSlot& s) {
     if (slot_is_held(*l, s)) return false;
-    auto it = std::ranges::find_if(still_dropped, [&](const PlanSlot& d) { return same_place(d, s); });
+    auto it = std::ranges::find(still_dropped, slot_key(s), slot_key);
     if (it == still_dropped.end()) return false;
     still_dropped.erase(it);
     return true;
